@@ -1,0 +1,178 @@
+"""``Skeleton`` and ``Motion``: the one in-memory motion type, and the kinematics on it.
+
+A motion is local joint rotations (unit quaternions, ``w`` first) plus local joint translations, per
+frame. Translations are kept for every joint, not just the root, because some rigs animate more than
+the root's position (Bandai's files key a translation on every joint, and its ``Hips`` carry the
+trajectory under a static ``joint_Root``); a joint without position channels simply repeats its rest
+offset. Up axis and units are attributes, converted at the edges of the program.
+"""
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from . import quat
+from .errors import BetwixtError
+
+AXES = "XYZ"
+
+
+@dataclass(frozen=True, eq=False)
+class Skeleton:
+    """Joint hierarchy in rest pose; ``parents[j] < j`` and the root's parent is -1.
+
+    ``channels`` is the per-joint channel layout a BVH file declares (kept so a file writes back as
+    it was read); ``end_sites`` are (joint, offset) pairs for the BVH leaf markers;
+    ``rest_orientations`` holds per-joint rest rotations where a rig has them (Blender armatures).
+    """
+
+    names: tuple
+    parents: np.ndarray
+    offsets: np.ndarray
+    channels: tuple = None
+    end_sites: tuple = ()
+    rest_orientations: np.ndarray = None
+
+    def __post_init__(self):
+        n = len(self.names)
+        object.__setattr__(self, "names", tuple(self.names))
+        object.__setattr__(self, "parents", np.asarray(self.parents, dtype=np.int64))
+        object.__setattr__(self, "offsets", np.asarray(self.offsets, dtype=np.float64))
+        if self.channels is None:
+            default = tuple(f"{a}rotation" for a in "ZYX")
+            layout = [tuple(f"{a}position" for a in AXES) + default] + [default] * (n - 1)
+            object.__setattr__(self, "channels", tuple(layout))
+        if self.parents.shape != (n,) or self.offsets.shape != (n, 3) or len(self.channels) != n:
+            raise BetwixtError(f"skeleton arrays disagree on the joint count {n}")
+        if n == 0 or self.parents[0] != -1 or np.any(self.parents[1:] >= np.arange(1, n)) \
+                or np.any(self.parents[1:] < 0):
+            raise BetwixtError("skeleton joints must list the root first and every parent before its child")
+
+    def __len__(self):
+        return len(self.names)
+
+    def index(self, name):
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise BetwixtError(f"the skeleton has no joint named {name!r}") from None
+
+    def children(self, j):
+        return [int(c) for c in np.flatnonzero(self.parents == j)]
+
+    def same_hierarchy(self, other):
+        return self.names == other.names and np.array_equal(self.parents, other.parents)
+
+
+@dataclass(frozen=True, eq=False)
+class Motion:
+    """Local rotations ``(frames, joints, 4)`` and local translations ``(frames, joints, 3)``."""
+
+    skeleton: Skeleton
+    rotations: np.ndarray
+    positions: np.ndarray
+    fps: float
+    up: str = "Y"
+    name: str = field(default="")
+
+    def __post_init__(self):
+        object.__setattr__(self, "rotations", np.asarray(self.rotations, dtype=np.float64))
+        object.__setattr__(self, "positions", np.asarray(self.positions, dtype=np.float64))
+        j = len(self.skeleton)
+        f = self.rotations.shape[0]
+        if self.rotations.shape != (f, j, 4) or self.positions.shape != (f, j, 3):
+            raise BetwixtError(
+                f"motion {self.name!r}: rotations {self.rotations.shape} and positions "
+                f"{self.positions.shape} do not fit {j} joints")
+        if not self.fps > 0:
+            raise BetwixtError(f"motion {self.name!r}: frame rate must be positive, not {self.fps}")
+        if self.up not in AXES:
+            raise BetwixtError(f"motion {self.name!r}: up axis must be one of X, Y, Z, not {self.up!r}")
+
+    @property
+    def n_frames(self):
+        return self.rotations.shape[0]
+
+    @property
+    def root_positions(self):
+        return self.positions[:, 0]
+
+    @property
+    def duration(self):
+        return self.n_frames / self.fps
+
+    def frames(self, start, stop=None):
+        """The frames ``start:stop`` as a motion of their own."""
+        return replace(self, rotations=self.rotations[start:stop], positions=self.positions[start:stop])
+
+    def global_transforms(self):
+        """World rotations and positions of every joint, ``(frames, joints, 4)`` and ``(…, 3)``."""
+        return forward_kinematics(self.rotations, self.positions, self.skeleton.parents)
+
+    def resample(self, fps):
+        """The same motion sampled at ``fps``: slerp between rotations, lerp between positions."""
+        if not fps > 0:
+            raise BetwixtError(f"cannot resample {self.name!r} to {fps} frames per second")
+        n = int(np.floor((self.n_frames - 1) * fps / self.fps + 1e-9)) + 1
+        t = np.arange(n) * (self.fps / fps)
+        i0 = np.minimum(np.floor(t).astype(np.int64), max(self.n_frames - 2, 0))
+        i1 = np.minimum(i0 + 1, self.n_frames - 1)
+        a = (t - i0)[:, None]
+        rotations = quat.unroll(self.rotations)
+        rot = quat.slerp(rotations[i0], rotations[i1], a)
+        pos = self.positions[i0] * (1.0 - a[..., None]) + self.positions[i1] * a[..., None]
+        return replace(self, rotations=quat.unroll(rot), positions=pos, fps=float(fps))
+
+
+def forward_kinematics(rotations, positions, parents):
+    """Local to world: ``(..., J, 4)`` and ``(..., J, 3)`` in, world rotations and positions out.
+
+    One batched step per joint (parents come first), so the frame and batch axes never loop.
+    """
+    lead = np.broadcast_shapes(rotations.shape[:-1], positions.shape[:-1])
+    dtype = np.result_type(rotations, positions)
+    grot = np.empty(lead + (4,), dtype=dtype)
+    gpos = np.empty(lead + (3,), dtype=dtype)
+    for j, p in enumerate(parents):
+        if p < 0:
+            grot[..., j, :] = rotations[..., j, :]
+            gpos[..., j, :] = positions[..., j, :]
+        else:
+            grot[..., j, :] = quat.mul(grot[..., p, :], rotations[..., j, :])
+            gpos[..., j, :] = quat.rotate(grot[..., p, :], positions[..., j, :]) + gpos[..., p, :]
+    return grot, gpos
+
+
+def inverse_kinematics(grot, gpos, parents):
+    """World to local, the inverse of :func:`forward_kinematics`."""
+    rot = grot.copy()
+    pos = gpos.copy()
+    child = np.flatnonzero(np.asarray(parents) >= 0)
+    par = np.asarray(parents)[child]
+    parent_inv = quat.inv(grot[..., par, :])
+    rot[..., child, :] = quat.mul(parent_inv, grot[..., child, :])
+    pos[..., child, :] = quat.rotate(parent_inv, gpos[..., child, :] - gpos[..., par, :])
+    return rot, pos
+
+
+def guess_up_axis(world_positions):
+    """The axis along which the lowest joint stays most level over the clip: the floor's normal.
+
+    Characters walk, turn and lie down on a floor, so the per-frame minimum along the up axis barely
+    moves while the horizontal minima follow the trajectory. A still clip gives no evidence; BVH's
+    convention, Y, wins the tie.
+    """
+    lowest = world_positions.min(axis=1)
+    spread = lowest.std(axis=0) if len(lowest) > 1 else np.zeros(3)
+    extent = np.ptp(world_positions, axis=(0, 1))
+    score = spread / max(extent.max(), 1e-12)
+    if np.ptp(score) < 1e-3:
+        return "Y"
+    return AXES[int(np.argmin(score))]
+
+
+def height(world_positions, up="Y"):
+    """The character's standing height: the 95th percentile over frames of its vertical extent."""
+    axis = AXES.index(up)
+    extent = np.ptp(world_positions[..., axis], axis=-1)
+    return float(np.percentile(extent, 95))

@@ -1,0 +1,121 @@
+"""Quaternions as numpy arrays with ``w, x, y, z`` on the last axis.
+
+Every function broadcasts over leading axes so that whole clips (frames, joints, 4) are handled in
+one call. Rotations compose like matrices: ``mul(a, b)`` applies ``b`` first, then ``a``.
+"""
+
+import numpy as np
+
+_AXES = {"X": 0, "Y": 1, "Z": 2}
+ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
+
+
+def mul(a, b):
+    aw, ax, ay, az = np.moveaxis(a, -1, 0)
+    bw, bx, by, bz = np.moveaxis(b, -1, 0)
+    return np.stack([
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ], axis=-1)
+
+
+def inv(q):
+    """Inverse of a unit quaternion (its conjugate)."""
+    return q * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def normalize(q, eps=1e-12):
+    return q / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), eps)
+
+
+def rotate(q, v):
+    """Rotate vectors ``v`` (..., 3) by unit quaternions ``q`` (..., 4)."""
+    w = q[..., :1]
+    u = q[..., 1:]
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
+
+
+def from_angle_axis(angle, axis):
+    """Rotation by ``angle`` radians (...) about the unit ``axis`` (3,) or (..., 3)."""
+    half = 0.5 * np.asarray(angle)[..., None]
+    return np.concatenate([np.cos(half), np.sin(half) * axis], axis=-1)
+
+
+def from_euler(angles, order):
+    """Quaternions from Euler angles in radians, applied as BVH channels are listed.
+
+    ``order`` names the axes of ``angles[..., 0], [..., 1], [..., 2]``; the rotation is
+    ``R_order[0] @ R_order[1] @ R_order[2]``, which is how BVH files and Blender read channels.
+    """
+    eye = np.eye(3)
+    q = from_angle_axis(angles[..., 0], eye[_AXES[order[0]]])
+    for k in (1, 2):
+        q = mul(q, from_angle_axis(angles[..., k], eye[_AXES[order[k]]]))
+    return q
+
+
+def to_matrix(q):
+    w, x, y, z = np.moveaxis(q, -1, 0)
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], axis=-1),
+        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], axis=-1),
+        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], axis=-1),
+    ], axis=-2)
+
+
+def to_euler(q, order):
+    """Euler angles in radians such that ``from_euler(to_euler(q, order), order)`` is ``±q``.
+
+    For ``R = R_i(a) R_j(b) R_k(c)`` the middle angle is read off ``R[i, k]`` and the outer two
+    from the row and column through it; ``s`` is the parity of the axis permutation. At gimbal lock
+    the third angle is set to zero and the first takes the whole turn.
+    """
+    i, j, k = (_AXES[a] for a in order)
+    s = 1.0 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1.0
+    m = to_matrix(normalize(q))
+    cos_b = np.hypot(m[..., i, i], m[..., i, j])
+    b = np.arctan2(s * m[..., i, k], cos_b)
+    locked = cos_b < 1e-9
+    a = np.where(locked,
+                 np.arctan2(s * m[..., k, j], m[..., j, j]),
+                 np.arctan2(-s * m[..., j, k], m[..., k, k]))
+    c = np.where(locked, 0.0, np.arctan2(-s * m[..., i, j], m[..., i, i]))
+    return np.stack([a, b, c], axis=-1)
+
+
+def between(a, b):
+    """The shortest rotation taking direction ``a`` onto direction ``b`` (not normalised)."""
+    w = np.sqrt(np.sum(a * a, axis=-1) * np.sum(b * b, axis=-1)) + np.sum(a * b, axis=-1)
+    return np.concatenate([w[..., None], np.cross(a, b)], axis=-1)
+
+
+def unroll(q, axis=0):
+    """Flip signs along ``axis`` (time) so that consecutive quaternions are in one hemisphere.
+
+    ``q`` and ``-q`` are the same rotation, but interpolation, finite differences and networks need
+    neighbours to be close as 4-vectors. Frame t flips if its dot with the already-fixed frame t-1
+    is negative; the cumulative product of those flips does it without a Python loop.
+    """
+    q = np.moveaxis(q, axis, 0)
+    dots = np.sum(q[1:] * q[:-1], axis=-1)
+    flips = np.cumprod(np.where(dots < 0.0, -1.0, 1.0), axis=0)
+    out = q.copy()
+    out[1:] *= flips[..., None]
+    return np.moveaxis(out, 0, axis)
+
+
+def slerp(a, b, t):
+    """Spherical interpolation from ``a`` to ``b`` along the shorter arc, ``t`` broadcasting."""
+    t = np.asarray(t, dtype=float)
+    dot = np.sum(a * b, axis=-1)
+    b = np.where((dot < 0.0)[..., None], -b, b)
+    dot = np.abs(dot)
+    linear = dot > 1.0 - 1e-6
+    omega = np.arccos(np.clip(dot, -1.0, 1.0))
+    sin_omega = np.where(linear, 1.0, np.sin(omega))
+    wa = np.where(linear, 1.0 - t, np.sin((1.0 - t) * omega) / sin_omega)
+    wb = np.where(linear, t, np.sin(t * omega) / sin_omega)
+    return normalize(wa[..., None] * a + wb[..., None] * b)
