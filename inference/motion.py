@@ -156,19 +156,18 @@ def inverse_kinematics(grot, gpos, parents):
 
 
 def guess_up_axis(world_positions):
-    """The axis along which the lowest joint stays most level over the clip: the floor's normal.
+    """The axis along which the body is tall and its lowest joint stays level: the floor's normal.
 
-    Characters walk, turn and lie down on a floor, so the per-frame minimum along the up axis barely
-    moves while the horizontal minima follow the trajectory. A still clip gives no evidence; BVH's
-    convention, Y, wins the tie.
+    Per axis, the spread over time of the lowest joint (small along the up axis: feet stay on the
+    floor while the horizontal minima follow the trajectory) over the body's typical extent (large
+    along the up axis for a standing character). BVH's convention, Y, wins unless another axis is
+    clearly better, so still or ambiguous clips keep it.
     """
+    extent = np.median(np.ptp(world_positions, axis=1), axis=0)
     lowest = world_positions.min(axis=1)
-    spread = lowest.std(axis=0) if len(lowest) > 1 else np.zeros(3)
-    extent = np.ptp(world_positions, axis=(0, 1))
-    score = spread / max(extent.max(), 1e-12)
-    if np.ptp(score) < 1e-3:
-        return "Y"
-    return AXES[int(np.argmin(score))]
+    score = lowest.std(axis=0) / np.maximum(extent, 1e-12 * max(extent.max(), 1.0))
+    best = int(np.argmin(score))
+    return "Y" if score[1] <= 2.0 * score[best] else AXES[best]
 
 
 def height(world_positions, up="Y"):

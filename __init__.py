@@ -1,0 +1,1 @@
+from .addon import register, unregister  # noqa: F401  (Blender looks for these here)

@@ -1,0 +1,139 @@
+"""The LaFAN1 in-betweening benchmark (Harvey et al. 2020), exactly as the release evaluates it.
+
+Test windows are 65 frames every 40 of the test subject's clips, statistics windows 50 every 20 of the
+training subjects'; each window is centred and turned to face +X on its last past frame. A method
+fills the ``n`` frames between 10 past frames and the target key, and is scored on those frames by
+L2Q (world quaternions), L2P (world positions normalised by the statistics) and NPSS (power spectrum
+similarity of the world quaternions). Bone translations other than the root's are the skeleton's
+offsets of the first statistics window, for the ground truth and for every method alike.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .dataset import centre_and_face, gather_windows, position_statistics, read_motions, subject_of
+from .errors import BetwixtError, DataError
+from .motion import Skeleton, forward_kinematics
+from .transition import Gap
+
+LENGTHS = (5, 15, 30, 45)
+METRICS = ("L2Q", "L2P", "NPSS")
+PAST = 10
+TRAIN_SUBJECTS = (1, 2, 3, 4)
+TEST_SUBJECTS = (5,)
+
+
+@dataclass(frozen=True, eq=False)
+class Benchmark:
+    """Normalised test windows and the statistics that scale positions."""
+
+    skeleton: Skeleton
+    rotations: np.ndarray   # (N, 65, J, 4) local
+    positions: np.ndarray   # (N, 65, J, 3) local: root translation, then the skeleton's offsets
+    x_mean: np.ndarray      # (J * 3,)
+    x_std: np.ndarray       # (J * 3,)
+
+    @property
+    def windows(self):
+        return self.rotations.shape[0]
+
+    def gap(self, n):
+        """The benchmark's transitions of length ``n`` as one batch."""
+        r, p = self.rotations, self.positions
+        return Gap(self.skeleton, r[:, :PAST], p[:, :PAST], r[:, PAST + n], p[:, PAST + n], n)
+
+
+def load_benchmark(path, progress=None):
+    """Build the benchmark from a LaFAN1 folder or archive (``lafan1.zip`` or ``lafan1-27.zip``)."""
+    motions = read_motions(path, progress)
+    train = [m for m in motions if subject_of(m.name) in TRAIN_SUBJECTS]
+    test = [m for m in motions if subject_of(m.name) in TEST_SUBJECTS]
+    if not train or not test:
+        raise DataError(f"{path}: the benchmark needs files of subjects 1-4 and of subject 5 "
+                        "named like LaFAN1's (<theme><take>_subject<N>.bvh)")
+    parents = train[0].skeleton.parents
+
+    rot, pos = centre_and_face(*gather_windows(train, 50, 20), parents, PAST - 1)
+    x_mean, x_std = position_statistics(rot, pos, parents)
+    offsets = pos[0, 0, 1:]
+
+    rot, pos = centre_and_face(*gather_windows(test, 65, 40), parents, PAST - 1)
+    pos[:, :, 1:] = offsets
+    sk = train[0].skeleton
+    skeleton = Skeleton(sk.names, sk.parents, np.concatenate([sk.offsets[:1], offsets]), sk.channels, sk.end_sites)
+    return Benchmark(skeleton, rot, pos, x_mean, x_std)
+
+
+def npss(truth, pred):
+    """Normalised power spectrum similarity of (B, T, D) sequences (Gopalakrishnan et al. 2019).
+
+    Per window and coordinate: the power of the real part of the FFT over time, normalised to a
+    distribution, compared by the L1 distance of cumulative distributions; averaged with the truth's
+    total power as weights.
+    """
+    truth_power = np.square(np.real(np.fft.fft(truth, axis=1)))
+    pred_power = np.square(np.real(np.fft.fft(pred, axis=1)))
+    truth_total = truth_power.sum(axis=1)
+    pred_total = pred_power.sum(axis=1)
+    truth_cdf = np.cumsum(truth_power / truth_total[:, None], axis=1)
+    pred_cdf = np.cumsum(pred_power / pred_total[:, None], axis=1)
+    emd = np.abs(pred_cdf - truth_cdf).sum(axis=1)
+    return float(np.average(emd, weights=truth_total))
+
+
+def score(bench, method, n):
+    """Metrics and per-frame errors of ``method`` on the transitions of length ``n``."""
+    gap = bench.gap(n)
+    rot, pos = method(gap)
+    rot, pos = np.asarray(rot, dtype=np.float64), np.asarray(pos, dtype=np.float64)
+    shape = (bench.windows, n, len(bench.skeleton))
+    if rot.shape != shape + (4,) or pos.shape != shape + (3,):
+        raise BetwixtError(f"a method returned rotations {rot.shape} and positions {pos.shape}, "
+                           f"expected {shape + (4,)} and {shape + (3,)}")
+    if not (np.isfinite(rot).all() and np.isfinite(pos).all()):
+        raise BetwixtError(f"a method returned NaN or infinite frames for transitions of length {n}")
+    pos = pos.copy()
+    pos[..., 1:, :] = bench.positions[:, PAST:PAST + n, 1:]
+
+    parents = bench.skeleton.parents
+    true_q, true_x = forward_kinematics(bench.rotations[:, PAST:PAST + n], bench.positions[:, PAST:PAST + n],
+                                        parents)
+    pred_q, pred_x = forward_kinematics(rot, pos, parents)
+    b = bench.windows
+    true_x = (true_x.reshape(b, n, -1) - bench.x_mean) / bench.x_std
+    pred_x = (pred_x.reshape(b, n, -1) - bench.x_mean) / bench.x_std
+    l2q = np.sqrt(np.sum((pred_q - true_q) ** 2, axis=(2, 3)))
+    l2p = np.sqrt(np.sum((pred_x - true_x) ** 2, axis=2))
+    return {
+        "L2Q": float(l2q.mean()),
+        "L2P": float(l2p.mean()),
+        "NPSS": npss(true_q.reshape(b, n, -1), pred_q.reshape(b, n, -1)),
+    }, {"L2Q": l2q.mean(axis=0), "L2P": l2p.mean(axis=0)}
+
+
+def evaluate(bench, methods, lengths=LENGTHS):
+    """``(results, curves)`` for every named method: the JSON table and the per-frame errors."""
+    results = {"test_windows": bench.windows, "methods": {}}
+    curves = {}
+    for name, method in methods.items():
+        table = {m: {} for m in METRICS}
+        for n in lengths:
+            metrics, per_frame = score(bench, method, n)
+            for m in METRICS:
+                table[m][str(n)] = metrics[m]
+            curves[name, n] = per_frame
+        results["methods"][name] = table
+    return results, curves
+
+
+def format_table(results):
+    """The results as the Markdown table of the benchmark page."""
+    lengths = list(next(iter(results["methods"].values()))["L2Q"])
+    lines = ["| method | metric | " + " | ".join(lengths) + " |", "|---|---|" + "---|" * len(lengths)]
+    for name, table in results["methods"].items():
+        for metric in METRICS:
+            digits = 5 if metric == "NPSS" else 4
+            values = " | ".join(f"{table[metric][n]:.{digits}f}" for n in lengths)
+            lines.append(f"| {name} | {metric} | {values} |")
+    return "\n".join(lines)

@@ -1,0 +1,243 @@
+"""Motion data sets: BVH folders and archives, subject splits, windows, and a compact cache.
+
+A data set is given the way LaFAN1 is published, as a folder or an archive (``.zip``, ``.tar.xz``,
+``.tar.gz``) of BVH files. Parsing a large set takes seconds, and a GPU machine receives only what
+travels with the code, so the parsed clips are cached once in a compact file keyed by the source's
+content: rotations quantised to 16 bits (3e-5, a hundredth of a degree) and translations only for
+the joints a file actually animates.
+"""
+
+import hashlib
+import json
+import os
+import re
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import quat
+from .bvh import parse_bvh
+from .errors import BetwixtError, DataError
+from .motion import AXES, Motion, Skeleton, forward_kinematics
+
+CACHE_VERSION = 1
+_SUBJECT = re.compile(r"_subject(\d+)", re.IGNORECASE)
+
+
+def bvh_members(path):
+    """``(name, read)`` for every BVH file in a folder or archive, sorted by name.
+
+    ``read()`` returns the file's bytes; names are ``archive:member`` so errors point into archives.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: no such file or folder; --data takes a folder or a .zip/.tar.xz of BVH files")
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.suffix.lower() == ".bvh" and p.is_file())
+        members = [(str(p), p.read_bytes) for p in files]
+    elif zipfile.is_zipfile(path):
+        archive = zipfile.ZipFile(path)
+        names = sorted(n for n in archive.namelist()
+                       if n.lower().endswith(".bvh") and not n.startswith("__MACOSX/"))
+        members = [(f"{path}:{n}", (lambda n=n: archive.read(n))) for n in names]
+    elif path.suffix.lower() == ".bvh":
+        members = [(str(path), path.read_bytes)]
+    else:
+        try:
+            archive = tarfile.open(path)
+        except (tarfile.TarError, OSError):
+            raise DataError(f"{path}: not a folder, a BVH file, or a .zip/.tar archive of BVH files") from None
+        infos = sorted((m for m in archive.getmembers() if m.isfile() and m.name.lower().endswith(".bvh")),
+                       key=lambda m: m.name)
+        members = [(f"{path}:{m.name}", (lambda m=m: archive.extractfile(m).read())) for m in infos]
+    if not members:
+        raise DataError(f"{path}: contains no .bvh files")
+    return members
+
+
+def read_motions(path, progress=None):
+    """Every clip of a data set as a :class:`Motion`; ``progress(done, total, name)`` if given."""
+    members = bvh_members(path)
+    motions = []
+    for i, (name, read) in enumerate(members):
+        motions.append(parse_bvh(read(), name))
+        if progress:
+            progress(i + 1, len(members), name)
+    return motions
+
+
+def subject_of(name):
+    """The performer number in a LaFAN1-style name (``walk1_subject3.bvh`` → 3), else None."""
+    match = _SUBJECT.search(Path(name.split(":")[-1]).stem)
+    return int(match.group(1)) if match else None
+
+
+def content_key(path):
+    """A digest of a data set's bytes: the cache is valid exactly as long as the data is unchanged."""
+    digest = hashlib.sha256()
+    path = Path(path)
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for p in files:
+        digest.update(str(p.relative_to(path) if p != path else p.name).encode())
+        with open(p, "rb") as f:
+            for block in iter(lambda: f.read(1 << 22), b""):
+                digest.update(block)
+    return digest.hexdigest()[:20]
+
+
+@dataclass(frozen=True, eq=False)
+class MotionSet:
+    """All clips of a data set in a few flat arrays, as training wants them.
+
+    Frames of clip ``i`` are ``starts[i]:starts[i + 1]``. ``translated`` lists the joints whose
+    translations are animated; every other joint keeps its clip's rest offset.
+    """
+
+    skeleton: Skeleton
+    fps: float
+    names: tuple
+    starts: np.ndarray       # (C + 1,)
+    offsets: np.ndarray      # (C, J, 3) rest offsets per clip (performers differ)
+    rotations: np.ndarray    # (F, J, 4) float32, sign-continuous within each clip
+    translated: np.ndarray   # (K,) joint indices
+    translations: np.ndarray  # (F, K, 3) float32
+    source: str = ""
+
+    @property
+    def subjects(self):
+        return np.array([subject_of(n) or 0 for n in self.names])
+
+    def clip(self, i):
+        """Clip ``i`` as a full :class:`Motion`."""
+        a, b = self.starts[i], self.starts[i + 1]
+        positions = np.repeat(self.offsets[i][None], b - a, axis=0)
+        positions[:, self.translated] = self.translations[a:b]
+        sk = Skeleton(self.skeleton.names, self.skeleton.parents, self.offsets[i], self.skeleton.channels,
+                      self.skeleton.end_sites)
+        return Motion(sk, self.rotations[a:b].astype(np.float64), positions, self.fps,
+                      name=Path(self.names[i].split(":")[-1]).stem)
+
+
+def motion_set(motions, source=""):
+    """Pack parsed clips into a :class:`MotionSet`; they must share one hierarchy and frame rate."""
+    first = motions[0]
+    for m in motions[1:]:
+        if not m.skeleton.same_hierarchy(first.skeleton):
+            raise DataError(f"{m.name}: its joints differ from {first.name}'s; a data set needs one skeleton")
+        if m.fps != first.fps:
+            raise DataError(f"{m.name}: {m.fps} frames per second, but {first.name} has {first.fps}; "
+                            "resample the data set to one frame rate first")
+    has_position = [any(c.endswith("position") for c in chans) for chans in first.skeleton.channels]
+    translated = np.flatnonzero(has_position)
+    return MotionSet(
+        skeleton=first.skeleton,
+        fps=first.fps,
+        names=tuple(m.name for m in motions),
+        starts=np.cumsum([0] + [m.n_frames for m in motions]),
+        offsets=np.stack([m.skeleton.offsets for m in motions]),
+        rotations=np.concatenate([m.rotations for m in motions]).astype(np.float32),
+        translated=translated,
+        translations=np.concatenate([m.positions[:, translated] for m in motions]).astype(np.float32),
+        source=source,
+    )
+
+
+def default_cache_dir():
+    return Path(os.environ.get("BETWIXT_CACHE", Path.home() / ".cache" / "betwixt"))
+
+
+def load_motion_set(path, cache_dir=None, progress=None):
+    """The data set at ``path`` as a :class:`MotionSet`, from the cache when its content is unchanged."""
+    path = Path(path)
+    cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+    cache = cache_dir / f"{path.stem}-{content_key(path)}-v{CACHE_VERSION}.npz"
+    if cache.exists():
+        try:
+            return _read_cache(cache)
+        except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+            cache.unlink(missing_ok=True)   # a cache cut short by a crash: rebuild it
+    data = motion_set(read_motions(path, progress), source=str(path))
+    _write_cache(data, cache)
+    return data
+
+
+def _write_cache(data, cache):
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    sk = data.skeleton
+    meta = {"version": CACHE_VERSION, "fps": data.fps, "names": data.names, "joints": sk.names,
+            "channels": sk.channels, "source": data.source,
+            "end_sites": [[int(j), list(map(float, o))] for j, o in sk.end_sites]}
+    tmp = cache.with_name(cache.name + ".part")
+    with open(tmp, "wb") as f:
+        np.savez(f, meta=np.array(json.dumps(meta)), parents=sk.parents, starts=data.starts,
+                 offsets=data.offsets, translated=data.translated, translations=data.translations,
+                 rotations=np.round(data.rotations * 32767.0).astype(np.int16))
+    tmp.replace(cache)
+
+
+def _read_cache(cache):
+    with np.load(cache) as z:
+        meta = json.loads(str(z["meta"]))
+        if meta["version"] != CACHE_VERSION:
+            raise ValueError("old cache")
+        offsets = z["offsets"]
+        sk = Skeleton(meta["joints"], z["parents"], offsets[0], tuple(map(tuple, meta["channels"])),
+                      tuple((j, np.array(o)) for j, o in meta["end_sites"]))
+        rotations = quat.normalize(z["rotations"].astype(np.float32) / np.float32(32767.0))
+        return MotionSet(sk, meta["fps"], tuple(meta["names"]), z["starts"], offsets,
+                         rotations.astype(np.float32), z["translated"], z["translations"], meta["source"])
+
+
+def sliding_windows(n_frames, width, offset):
+    """Start frames of the windows ``[s, s + width)`` taken every ``offset`` frames.
+
+    The LaFAN1 release's rule, ``while start + width < n_frames``: a window never ends on the last frame.
+    """
+    return np.arange(0, max(n_frames - width, 0), offset)
+
+
+def centre_and_face(rotations, positions, parents, frame, up="Y", forward=(0.0, 1.0, 0.0)):
+    """Windows moved to the origin and turned to face +X on ``frame`` (the benchmark's normalisation).
+
+    ``rotations`` (N, W, J, 4) and ``positions`` (N, W, J, 3) are local; the root's horizontal
+    position is centred on its mean over each window, then each window is rotated about the up
+    axis so that the root's ``forward`` axis (local), projected on the ground, points along +X.
+    Returns new arrays; only the root's rotation and translation change.
+    """
+    u = AXES.index(up)
+    ground = [a for a in range(3) if a != u]
+    rotations = rotations.copy()
+    positions = positions.copy()
+    root = positions[:, :, 0]
+    root[..., ground] -= root[..., ground].mean(axis=1, keepdims=True)
+    heading = quat.rotate(rotations[:, frame, 0], np.asarray(forward, dtype=rotations.dtype))
+    heading[..., u] = 0.0
+    heading /= np.linalg.norm(heading, axis=-1, keepdims=True) + 1e-8
+    x_axis = np.zeros(3, dtype=rotations.dtype)
+    x_axis[ground[0]] = 1.0
+    turn = quat.inv(quat.normalize(quat.between(x_axis, heading)))[:, None]
+    rotations[:, :, 0] = quat.mul(turn, rotations[:, :, 0])
+    positions[:, :, 0] = quat.rotate(turn, root)
+    return rotations, positions
+
+
+def gather_windows(motions, width, offset):
+    """Local rotations and translations of every sliding window of every clip, stacked."""
+    rot, pos = [], []
+    for m in motions:
+        for s in sliding_windows(m.n_frames, width, offset):
+            rot.append(m.rotations[s:s + width])
+            pos.append(m.positions[s:s + width])
+    if not rot:
+        raise BetwixtError(f"no clip is longer than a window of {width} frames")
+    return np.stack(rot), np.stack(pos)
+
+
+def position_statistics(rotations, positions, parents):
+    """Mean and standard deviation of every world joint coordinate over all windows and frames."""
+    _, world = forward_kinematics(rotations, positions, parents)
+    flat = world.reshape(-1, world.shape[-2] * 3)
+    return flat.mean(axis=0), flat.std(axis=0)

@@ -1,0 +1,58 @@
+"""What every in-betweening method receives and returns, and the two classic baselines.
+
+A method is any callable ``method(gap) -> (rotations, positions)`` that turns a batch of
+:class:`Gap` s into the ``gap.length`` transition frames: local rotations ``(B, n, J, 4)`` and local
+translations ``(B, n, J, 3)``. The benchmark, the command line and the Blender operators all speak
+this one interface, so a learned model sits beside the baselines with nothing else to adapt.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import quat
+from .motion import Skeleton
+
+
+@dataclass(frozen=True, eq=False)
+class Gap:
+    """A batch of ``B`` gaps of ``length`` frames: the frames before each and the key that ends it.
+
+    ``past_*`` hold ``P`` frames up to and including the last key before the gap; ``target_*`` the
+    key right after it. All arrays are local (per-joint) rotations and translations.
+    """
+
+    skeleton: Skeleton
+    past_rotations: np.ndarray   # (B, P, J, 4)
+    past_positions: np.ndarray   # (B, P, J, 3)
+    target_rotations: np.ndarray  # (B, J, 4)
+    target_positions: np.ndarray  # (B, J, 3)
+    length: int
+
+    @property
+    def batch(self):
+        return self.past_rotations.shape[0]
+
+
+def zero_velocity(gap):
+    """The last key held still until the target: the floor every method must beat."""
+    shape = (gap.batch, gap.length) + gap.past_rotations.shape[2:]
+    rot = np.broadcast_to(gap.past_rotations[:, -1:], shape).copy()
+    pos = np.broadcast_to(gap.past_positions[:, -1:], shape[:-1] + (3,)).copy()
+    return rot, pos
+
+
+def interpolation(gap):
+    """Linear root motion and spherical joint rotations from the last key to the target.
+
+    The ``n`` interior points of ``n + 2`` evenly spaced steps: what a spline-free keyframe tool does.
+    """
+    t = np.linspace(0.0, 1.0, gap.length + 2)[1:-1]
+    start_r, end_r = gap.past_rotations[:, -1], gap.target_rotations
+    start_p, end_p = gap.past_positions[:, -1], gap.target_positions
+    rot = quat.slerp(quat.normalize(start_r)[:, None], quat.normalize(end_r)[:, None], t[None, :, None])
+    pos = start_p[:, None] + t[None, :, None, None] * (end_p - start_p)[:, None]
+    return rot, pos
+
+
+BASELINES = {"zero_velocity": zero_velocity, "interpolation": interpolation}
