@@ -279,7 +279,8 @@ def _to_motion(skeleton, columns, values, frame_time, source):
     fps = 1.0 / frame_time
     if abs(fps - round(fps)) < 1e-4 * fps:
         fps = float(round(fps))
-    return Motion(skeleton, quat.unroll(rotations), positions, fps, up="Y", name=Path(str(source)).stem)
+    name = Path(str(source).split(":")[-1]).stem   # "archive.zip:member.bvh" names the member
+    return Motion(skeleton, quat.unroll(rotations), positions, fps, up="Y", name=name)
 
 
 def format_bvh(motion, precision=6):

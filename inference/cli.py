@@ -29,6 +29,11 @@ def main(argv=None):
     bench.add_argument("--plots", type=Path, help="write PNG plots of per-frame errors here")
     bench.set_defaults(run=_bench)
 
+    data = commands.add_parser("data", help="build or check the compact training cache of a data set")
+    data.add_argument("--data", type=Path, required=True, help="folder or archive of BVH files")
+    data.add_argument("--cache", type=Path, help="cache folder (default: $BETWIXT_CACHE or ~/.cache/betwixt)")
+    data.set_defaults(run=_data)
+
     args = parser.parse_args(argv)
     try:
         return args.run(args) or 0
@@ -89,6 +94,23 @@ def _bench(args):
 
         for path in plot_errors(curves, args.plots):
             print(f"wrote {path}", file=sys.stderr)
+
+
+def _data(args):
+    from .dataset import cache_path, load_motion_set
+
+    cache = cache_path(args.data, args.cache)
+    if not cache.exists():
+        start = time.perf_counter()
+        load_motion_set(args.data, args.cache, progress=_progress("reading"))
+        print(f"built {cache} in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    start = time.perf_counter()
+    data = load_motion_set(args.data, args.cache)
+    seconds = time.perf_counter() - start
+    subjects = sorted(set(data.subjects.tolist()))
+    print(f"{args.data}: {len(data.names)} clips, {data.starts[-1]} frames at {data.fps:g} fps, "
+          f"{len(data.skeleton)} joints, subjects {subjects}")
+    print(f"cache {cache}: {cache.stat().st_size / 2**20:.1f} MiB, loaded in {seconds:.2f} s")
 
 
 def _progress(verb):

@@ -118,7 +118,7 @@ class MotionSet:
         sk = Skeleton(self.skeleton.names, self.skeleton.parents, self.offsets[i], self.skeleton.channels,
                       self.skeleton.end_sites)
         return Motion(sk, self.rotations[a:b].astype(np.float64), positions, self.fps,
-                      name=Path(self.names[i].split(":")[-1]).stem)
+                      name=self.names[i])
 
 
 def motion_set(motions, source=""):
@@ -149,11 +149,18 @@ def default_cache_dir():
     return Path(os.environ.get("BETWIXT_CACHE", Path.home() / ".cache" / "betwixt"))
 
 
+def cache_path(path, cache_dir=None):
+    """Where the cache of the data set at ``path`` lives; its name carries the content key."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: no such file or folder; --data takes a folder or a .zip/.tar.xz of BVH files")
+    cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+    return cache_dir / f"{path.stem}-{content_key(path)}-v{CACHE_VERSION}.npz"
+
+
 def load_motion_set(path, cache_dir=None, progress=None):
     """The data set at ``path`` as a :class:`MotionSet`, from the cache when its content is unchanged."""
-    path = Path(path)
-    cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
-    cache = cache_dir / f"{path.stem}-{content_key(path)}-v{CACHE_VERSION}.npz"
+    cache = cache_path(path, cache_dir)
     if cache.exists():
         try:
             return _read_cache(cache)

@@ -69,20 +69,24 @@ def to_matrix(q):
 def to_euler(q, order):
     """Euler angles in radians such that ``from_euler(to_euler(q, order), order)`` is ``±q``.
 
-    For ``R = R_i(a) R_j(b) R_k(c)`` the middle angle is read off ``R[i, k]`` and the outer two
-    from the row and column through it; ``s`` is the parity of the axis permutation. At gimbal lock
-    the third angle is set to zero and the first takes the whole turn.
+    For ``R = R_i(a) R_j(b) R_k(c)`` the middle angle is read off ``R[i, k]`` and the first from
+    the column through it; ``s`` is the parity of the axis permutation. Near gimbal lock that column
+    is tiny and ``a`` inexact, so ``c`` is read off row ``j`` of ``R_i(-a) R``, which is row ``j`` of
+    ``R_k(c)`` and has unit scale: it absorbs the error in ``a`` and the rotation stays exact. At
+    gimbal lock the third angle is set to zero and the first takes the whole turn.
     """
     i, j, k = (_AXES[a] for a in order)
     s = 1.0 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1.0
     m = to_matrix(normalize(q))
     cos_b = np.hypot(m[..., i, i], m[..., i, j])
     b = np.arctan2(s * m[..., i, k], cos_b)
-    locked = cos_b < 1e-9
+    locked = cos_b < 1e-14
     a = np.where(locked,
                  np.arctan2(s * m[..., k, j], m[..., j, j]),
                  np.arctan2(-s * m[..., j, k], m[..., k, k]))
-    c = np.where(locked, 0.0, np.arctan2(-s * m[..., i, j], m[..., i, i]))
+    ca, sa = np.cos(a), np.sin(a)
+    c = np.where(locked, 0.0, np.arctan2(s * ca * m[..., j, i] + sa * m[..., k, i],
+                                         ca * m[..., j, j] + s * sa * m[..., k, j]))
     return np.stack([a, b, c], axis=-1)
 
 

@@ -1,0 +1,95 @@
+"""The benchmark reproduces the LaFAN1 release's own numbers on LaFAN1-27 (shared/docs/benchmark.md)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from inference.benchmark import LENGTHS, evaluate, load_benchmark, npss
+from inference.cli import main
+from inference.transition import BASELINES, interpolation
+
+REFERENCE = {
+    "zero_velocity": {"L2Q": (0.4867, 1.0060, 1.4660, 1.7823), "L2P": (1.2738, 3.1172, 5.5557, 7.8271),
+                      "NPSS": (0.00387, 0.03991, 0.19049, 0.43772)},
+    "interpolation": {"L2Q": (0.1797, 0.5236, 0.8657, 1.0919), "L2P": (0.2921, 1.0615, 2.1584, 3.1635),
+                      "NPSS": (0.00162, 0.02839, 0.15522, 0.37231)},
+}
+
+
+@pytest.fixture(scope="module")
+def bench(lafan1_zip):
+    return load_benchmark(lafan1_zip)
+
+
+def test_windows_and_normalisation(bench):
+    assert bench.windows == 376
+    assert bench.rotations.shape == (376, 65, 22, 4)
+    root = bench.positions[:, :, 0]
+    np.testing.assert_allclose(root[..., [0, 2]].mean(axis=1), 0.0, atol=1e-2)
+    # on the last past frame the root's local +Y axis, on the ground, points along +X
+    from inference import quat
+    forward = quat.rotate(bench.rotations[:, 9, 0], np.array([0.0, 1.0, 0.0]))
+    forward[:, 1] = 0
+    forward /= np.linalg.norm(forward, axis=-1, keepdims=True)
+    np.testing.assert_allclose(forward, np.tile([1.0, 0.0, 0.0], (376, 1)), atol=1e-6)
+
+
+def test_baselines_reproduce_reference_table(bench):
+    results, _ = evaluate(bench, BASELINES)
+    for method, table in REFERENCE.items():
+        for metric, values in table.items():
+            for n, ref in zip(LENGTHS, values):
+                got = results["methods"][method][metric][str(n)]
+                assert abs(got / ref - 1) < 1e-3, (method, metric, n, got, ref)
+
+
+def test_perfect_method_scores_zero(bench):
+    def oracle(gap):
+        b = bench.gap(gap.length)
+        assert b.length == gap.length
+        return bench.rotations[:, 10:10 + gap.length], bench.positions[:, 10:10 + gap.length]
+
+    results, curves = evaluate(bench, {"oracle": oracle}, lengths=(5,))
+    assert results["methods"]["oracle"]["L2Q"]["5"] == 0.0
+    assert results["methods"]["oracle"]["L2P"]["5"] == 0.0
+    assert results["methods"]["oracle"]["NPSS"]["5"] == 0.0
+    assert curves["oracle", 5]["L2P"].shape == (5,)
+
+
+def test_npss_is_zero_for_identical_and_grows_with_difference():
+    rng = np.random.default_rng(0)
+    truth = rng.normal(size=(4, 30, 8))
+    assert npss(truth, truth) == pytest.approx(0.0, abs=1e-12)
+    small = npss(truth, truth + 0.1 * rng.normal(size=truth.shape))
+    large = npss(truth, rng.normal(size=truth.shape))
+    assert 0 < small < large
+
+
+def test_bad_method_output_is_refused(bench):
+    from inference.errors import BetwixtError
+
+    def broken(gap):
+        rot, pos = interpolation(gap)
+        rot[0, 0, 0, 0] = np.nan
+        return rot, pos
+
+    with pytest.raises(BetwixtError, match="NaN"):
+        evaluate(bench, {"broken": broken}, lengths=(5,))
+    with pytest.raises(BetwixtError, match="expected"):
+        evaluate(bench, {"short": lambda gap: (interpolation(gap)[0][:, :-1], interpolation(gap)[1])},
+                 lengths=(5,))
+
+
+def test_bench_command_writes_json_and_plots(lafan1_zip, tmp_path, capsys):
+    assert main(["bench", "--data", str(lafan1_zip), "--json", str(tmp_path / "b.json"),
+                 "--plots", str(tmp_path / "plots")]) == 0
+    out = capsys.readouterr().out
+    assert "| interpolation | L2P | 0.2921 | 1.0615 | 2.1584 | 3.1635 |" in out
+    results = json.loads((tmp_path / "b.json").read_text())
+    assert results["test_windows"] == 376
+    assert set(results["methods"]) == {"zero_velocity", "interpolation"}
+    assert set(results["methods"]["interpolation"]["NPSS"]) == {"5", "15", "30", "45"}
+    pngs = sorted(p.name for p in (tmp_path / "plots").glob("*.png"))
+    assert pngs == ["errors-15.png", "errors-30.png", "errors-45.png", "errors-5.png"]
+    assert all((tmp_path / "plots" / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
