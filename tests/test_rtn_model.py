@@ -1,0 +1,245 @@
+"""The Recurrent Transition Network: shapes, the maths of a step, training signal, ONNX export.
+
+Real torch and real onnxruntime throughout; small networks except where the shipped size matters.
+"""
+
+import json
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import torch
+
+from training.rtn import RTN, RTNConfig, export_onnx
+
+SMALL = dict(pose_dim=12, target_dim=18, offset_dim=9, past=4, frame_hidden=64, future_hidden=16,
+             lstm=64, decoder_hidden=(32, 16), init_hidden=16)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Small networks run fastest on one thread, and a busy machine does not stall them."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def small(**kw):
+    torch.manual_seed(0)
+    return RTN(RTNConfig(**{**SMALL, **kw}))
+
+
+def inputs(cf, batch=2, n=6, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return dict(past=torch.randn(batch, cf.past, cf.pose_dim, generator=g),
+                target=torch.randn(batch, cf.target_dim, generator=g),
+                truth=torch.randn(batch, n + 1, cf.pose_dim, generator=g),
+                z=torch.randn(batch, cf.future_dim, generator=g),
+                extra=torch.randn(batch, cf.past + n, cf.extra_dim, generator=g) if cf.extra_dim else None)
+
+
+def session(path):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def test_default_size_fits_the_shipped_model_budget():
+    model = RTN(RTNConfig())
+    assert model.num_params() < 3.5e6  # float32: under 14 MB
+    assert model.R.weight.shape == (4 * 512, 512 + 512 + 256)  # W, U and C in one matrix
+
+
+def test_config_rejects_an_offset_longer_than_the_frame():
+    with pytest.raises(ValueError):
+        RTNConfig(pose_dim=10, target_dim=20, offset_dim=11)
+
+
+def test_shapes():
+    model = small(extra_dim=2).eval()
+    cf, n = model.config, 6
+    x = inputs(cf, batch=3, n=n)
+    with torch.no_grad():
+        out = model(x["past"], x["target"], n, extra=x["extra"])
+        gap = torch.full((3,), n)
+        h, c = model.init(x["past"], x["target"], gap, torch.zeros(3, cf.future_dim),
+                          x["extra"][:, :cf.past - 1])
+        y, h2, c2 = model.step(x["past"][:, -1], h, c, x["target"], gap + 1,
+                               torch.zeros(3, cf.future_dim), x["extra"][:, cf.past - 1])
+    assert out.shape == (3, n + 1, cf.pose_dim)
+    assert h.shape == c.shape == h2.shape == c2.shape == (3, cf.lstm)
+    assert y.shape == (3, cf.pose_dim)
+    torch.testing.assert_close(y, out[:, 0])
+
+
+def test_decoder_is_residual():
+    model = small().eval()
+    cf = model.config
+    x = inputs(cf)
+    noise = torch.zeros(2, cf.future_dim)
+    h, c = torch.randn(2, cf.lstm), torch.randn(2, cf.lstm)
+    frame = x["past"][:, -1]
+    with torch.no_grad():
+        y, h2, _ = model.step(frame, h, c, x["target"], torch.full((2,), 5), noise)
+        torch.testing.assert_close(y, frame + model.D(h2))
+        model.D[-1].weight.zero_()
+        model.D[-1].bias.zero_()
+        y, _, _ = model.step(frame, h, c, x["target"], torch.full((2,), 5), noise)
+    torch.testing.assert_close(y, frame)
+
+
+def test_teacher_forcing_with_probability_one_reads_the_truth():
+    model = small(extra_dim=2).train()
+    cf, n = model.config, 6
+    x = inputs(cf, n=n)
+    forced = model(x["past"], x["target"], n, truth=x["truth"], extra=x["extra"], teacher_forcing=1.0)
+    noise = torch.zeros(2, cf.future_dim)
+    gap = torch.full((2,), n)
+    h, c = model.init(x["past"], x["target"], gap, noise, x["extra"][:, :cf.past - 1])
+    frames = [x["past"][:, -1]] + list(x["truth"].unbind(1))
+    expected = []
+    for k in range(n + 1):
+        y, h, c = model.step(frames[k], h, c, x["target"], gap + 1 - k, noise,
+                             x["extra"][:, cf.past - 1 + k])
+        expected.append(y)
+    torch.testing.assert_close(forced, torch.stack(expected, 1))
+    # Without teacher forcing, or in eval mode, the network reads its own predictions.
+    free = model(x["past"], x["target"], n, extra=x["extra"])
+    assert not torch.allclose(forced[:, 1:], free[:, 1:])
+    torch.testing.assert_close(free[:, 0], forced[:, 0])
+    model.eval()
+    torch.testing.assert_close(model(x["past"], x["target"], n, truth=x["truth"], extra=x["extra"],
+                                     teacher_forcing=1.0), free)
+
+
+def test_variation():
+    model = small().eval()
+    cf, n = model.config, 40
+    x = inputs(cf, n=n)
+    with torch.no_grad():
+        plain = model(x["past"], x["target"], n)
+        torch.testing.assert_close(model(x["past"], x["target"], n, z=x["z"], variation=0.0), plain)
+        torch.testing.assert_close(model(x["past"], x["target"], n, z=torch.zeros_like(x["z"]),
+                                         variation=1.0), plain)
+        varied = model(x["past"], x["target"], n, z=x["z"], variation=0.5)
+        assert (varied - plain).abs().amax() > 1e-3
+        # Noise fades: none within noise_near frames of the target, all of it from noise_far on.
+        fade = model.fade_table.squeeze(-1)
+        assert fade[:cf.noise_near + 1].eq(0).all() and fade[cf.noise_far:].eq(1).all()
+        assert fade.diff().ge(0).all()
+        # So the step that predicts the target (tta = 1) ignores the noise altogether.
+        h, c = torch.randn(2, cf.lstm), torch.randn(2, cf.lstm)
+        frame = x["past"][:, -1]
+        for tta, affected in ((1, False), (cf.noise_near, False), (cf.noise_far, True)):
+            quiet = model.step(frame, h, c, x["target"], torch.full((2,), tta), 0 * x["z"])
+            loud = model.step(frame, h, c, x["target"], torch.full((2,), tta), 10 * x["z"])
+            assert (not torch.equal(quiet[0], loud[0])) == affected
+
+
+def test_time_to_target_changes_the_prediction():
+    model = small().eval()
+    x = inputs(model.config)
+    with torch.no_grad():
+        a = model(x["past"], x["target"], 10)[:, 0]
+        b = model(x["past"], x["target"], 30)[:, 0]
+    assert (a - b).abs().amax() > 1e-4
+
+
+def test_overfits_one_batch():
+    model = small().train()
+    cf, n = model.config, 8
+    torch.manual_seed(2)
+    # A smooth transition: the past and the truth lie on one line towards the target.
+    t = torch.linspace(0, 1, cf.past + n + 1)
+    start, end = torch.randn(4, 1, cf.pose_dim), torch.randn(4, 1, cf.pose_dim)
+    clip = start + t[None, :, None] * (end - start)
+    past, truth = clip[:, :cf.past], clip[:, cf.past:]
+    target = torch.cat([truth[:, -1], torch.zeros(4, cf.target_dim - cf.pose_dim)], dim=-1)
+    optimiser = torch.optim.Adam(model.parameters(), lr=2e-3)
+    losses = []
+    for _ in range(200):
+        loss = (model(past, target, n, truth=truth) - truth).abs().mean()
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0] / 10, (losses[0], losses[-1])
+
+
+@pytest.mark.parametrize("extra_dim", [0, 3])
+def test_onnx_step_and_init_graphs_match_torch_over_a_rollout(tmp_path, extra_dim):
+    if extra_dim:
+        model = small(extra_dim=extra_dim).eval()
+    else:
+        torch.manual_seed(0)
+        model = RTN(RTNConfig()).eval()  # the shipped size
+    cf, n = model.config, 29  # 30 frames: 29 missing, then the target
+    x = inputs(cf, batch=2, n=n)
+    with torch.no_grad():
+        expected = model(x["past"], x["target"], n, z=x["z"], variation=0.5, extra=x["extra"]).numpy()
+    export_onnx(model, tmp_path / "init.onnx", {}, graph="init")
+    export_onnx(model, tmp_path / "step.onnx", {}, graph="step")
+    init, step = session(tmp_path / "init.onnx"), session(tmp_path / "step.onnx")
+    past, target = x["past"].numpy(), x["target"].numpy()
+    noise = 0.5 * x["z"].numpy()
+    extra = x["extra"].numpy() if extra_dim else None
+    feed = {"past": past, "target": target, "gap": np.full(2, n), "noise": noise}
+    if extra_dim:
+        feed["extra"] = extra[:, :cf.past - 1]
+    h, c = init.run(["h", "c"], feed)
+    frame, frames = past[:, -1], []
+    for k in range(n + 1):
+        feed = {"x": frame, "h": h, "c": c, "target": target, "tta": np.full(2, n + 1 - k),
+                "noise": noise}
+        if extra_dim:
+            feed["extra"] = extra[:, cf.past - 1 + k]
+        frame, h, c = step.run(["x_next", "h_next", "c_next"], feed)
+        frames.append(frame)
+    np.testing.assert_allclose(np.stack(frames, 1), expected, atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("extra_dim", [0, 3])
+def test_onnx_rollout_graph_matches_torch_for_any_gap(tmp_path, extra_dim):
+    model = small(extra_dim=extra_dim).eval()
+    cf = model.config
+    export_onnx(model, tmp_path / "rtn.onnx", {})
+    rollout = session(tmp_path / "rtn.onnx")
+    for batch, n in ((1, 1), (3, 30), (2, 90)):
+        x = inputs(cf, batch=batch, n=n, seed=n)
+        with torch.no_grad():
+            expected = model(x["past"], x["target"], n, z=x["z"], variation=0.5, extra=x["extra"])
+        feed = {"past": x["past"].numpy(), "target": x["target"].numpy(), "gap": np.array(n),
+                "noise": 0.5 * x["z"].numpy()}
+        if extra_dim:
+            feed["extra"] = x["extra"].numpy()
+        (frames,) = rollout.run(None, feed)
+        np.testing.assert_allclose(frames, expected.numpy(), atol=1e-4, rtol=0)
+
+
+def test_int8_rollout_is_smaller_and_close(tmp_path):
+    torch.manual_seed(0)
+    model = RTN(RTNConfig()).eval()
+    cf, n = model.config, 30
+    export_onnx(model, tmp_path / "f32.onnx", {})
+    export_onnx(model, tmp_path / "int8.onnx", {}, int8=True)
+    assert (tmp_path / "f32.onnx").stat().st_size < 15e6  # the shipped model's budget
+    assert (tmp_path / "int8.onnx").stat().st_size < (tmp_path / "f32.onnx").stat().st_size / 3
+    x = inputs(cf, batch=1, n=n)
+    feed = {"past": x["past"].numpy(), "target": x["target"].numpy(), "gap": np.array(n),
+            "noise": np.zeros((1, cf.future_dim), np.float32)}
+    (full,) = session(tmp_path / "f32.onnx").run(None, feed)
+    (small_,) = session(tmp_path / "int8.onnx").run(None, feed)
+    motion = np.abs(full - x["past"].numpy()[:, -1:]).max()
+    assert np.abs(small_ - full).max() < 0.01 * motion
+
+
+def test_metadata_round_trip(tmp_path):
+    model = small()
+    metadata = {"model": "rtn", "version": "1", "fps": 30, "skeleton": json.dumps(["Hips", "Spine"])}
+    export_onnx(model, tmp_path / "rtn.onnx", metadata)
+    meta = session(tmp_path / "rtn.onnx").get_modelmeta().custom_metadata_map
+    assert {k: meta[k] for k in metadata} == {k: str(v) for k, v in metadata.items()}
+    assert meta["rtn.graph"] == "rollout" and meta["rtn.weights"] == "float32"
+    assert RTNConfig(**json.loads(meta["rtn.config"])) == model.config
+    assert model.training  # exporting leaves the mode alone

@@ -1,0 +1,426 @@
+"""Recurrent Transition Network (Harvey & Pal 2018), extended for any gap length and for variants.
+
+One LSTM walks from the past frames to a target key, one frame a step. Besides its input frame it
+sees, through its own weights, a "future encoding": the target (encoded once) and the offset from
+the current frame to the target (encoded every step), plus a sinusoidal embedding of the frames left
+to the target (Harvey et al. 2020) so that one model serves every gap, plus optional noise for
+variants that fades out near the target so that every variant still lands on it.
+
+The module knows nothing about skeletons. It reads and predicts frame vectors of ``pose_dim``
+features (normalised by the caller), and a target vector of ``target_dim`` features. Layout rule:
+the first ``offset_dim`` features of the frame vector and of the target vector are the same pose
+features, so that the offset is ``target[:offset_dim] - frame[:offset_dim]``.
+
+Time to target (``tta``) counts frames from the current frame to the target: with ``P`` past frames,
+``n`` missing frames and the last past frame at time 0, the target is at time ``n + 1``; the step
+that reads the last past frame has ``tta = n + 1`` and the one that predicts the target has ``tta = 1``.
+
+Three ways to run it, all through the same `_cell`:
+  RTN.forward          training and torch sampling: warm-up, n + 1 predictions, teacher forcing
+  RTN.init, RTN.step   one step at a time: the ONNX "init" and "step" graphs
+  export_onnx()        the whole transition as one ONNX "rollout" graph, a Loop over the steps
+"""
+
+import io
+import json
+import math
+import warnings
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+OPSET = 17
+
+
+@dataclass
+class RTNConfig:
+    # Default sizes are for 22 joints: root translation + 22 quaternions, then 22 velocities + flag.
+    pose_dim: int = 91  # frame vector: what the network reads and predicts
+    target_dim: int = 158  # target vector: target frame features first, then e.g. joint velocities
+    offset_dim: int = 91  # leading features shared by frame and target (the pose, not contacts)
+    extra_dim: int = 0  # optional per-step input appended to the frame (0: none)
+    past: int = 10  # past frames of context (the first one also seeds the LSTM state)
+    frame_hidden: int = 512  # frame encoder E: two hidden layers
+    future_hidden: int = 128  # target encoder F and offset encoder O: two hidden layers each
+    lstm: int = 512  # recurrent generator R
+    decoder_hidden: tuple = (256, 128)  # frame decoder D
+    init_hidden: int = 128  # state initialiser H: one hidden layer
+    tta_max: int = 120  # time-to-target is clamped here before it is embedded
+    noise_near: int = 5  # noise is off within this many frames of the target ...
+    noise_far: int = 30  # ... and at full strength from this many frames away
+    teacher_forcing: float = 0.2  # training only: chance per step of reading the true frame
+    slope: float = 0.01  # LeakyReLU negative slope
+
+    def __post_init__(self):
+        self.decoder_hidden = tuple(self.decoder_hidden)
+        if not 0 < self.offset_dim <= min(self.pose_dim, self.target_dim):
+            raise ValueError("offset_dim must be in 1..min(pose_dim, target_dim)")
+        if self.past < 1:
+            raise ValueError("past must be at least 1")
+        if not 0 <= self.noise_near < self.noise_far <= self.tta_max:
+            raise ValueError("need 0 <= noise_near < noise_far <= tta_max")
+
+    @property
+    def input_dim(self):
+        """Frame encoder input: the frame vector plus the extra per-step input."""
+        return self.pose_dim + self.extra_dim
+
+    @property
+    def future_dim(self):
+        """Size of [F(target), O(offset)], of the time-to-target embedding and of the noise."""
+        return 2 * self.future_hidden
+
+
+def sinusoid(t, dim):
+    """Transformer-style positional encoding (len(t), dim) of the positions t."""
+    angle = t.unsqueeze(-1) * torch.exp(-math.log(10000.0) * torch.arange(0, dim, 2) / dim)
+    return torch.cat([torch.sin(angle), torch.cos(angle)], dim=-1)
+
+
+def mlp(sizes, slope, last_activation=True):
+    layers = []
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        layers.append(nn.Linear(a, b))
+        if last_activation or i < len(sizes) - 2:
+            layers.append(nn.LeakyReLU(slope))
+    return nn.Sequential(*layers)
+
+
+class RTN(nn.Module):
+
+    def __init__(self, config: RTNConfig):
+        super().__init__()
+        cf = self.config = config
+        self.E = mlp([cf.input_dim, cf.frame_hidden, cf.frame_hidden], cf.slope)
+        self.F = mlp([cf.target_dim, cf.future_hidden, cf.future_hidden], cf.slope)
+        self.O = mlp([cf.offset_dim, cf.future_hidden, cf.future_hidden], cf.slope)
+        # R: the LSTM's W, U and C matrices and its bias as one matmul over [E(x), h, future].
+        self.R = nn.Linear(cf.frame_hidden + cf.lstm + cf.future_dim, 4 * cf.lstm)
+        self.D = mlp([cf.lstm, *cf.decoder_hidden, cf.pose_dim], cf.slope, last_activation=False)
+        self.H = mlp([cf.pose_dim, cf.init_hidden, 2 * cf.lstm], cf.slope, last_activation=False)
+        with torch.no_grad():  # forget gate bias 1: remember by default
+            self.R.bias[cf.lstm:2 * cf.lstm].fill_(1.0)
+        # Functions of the (whole) number of frames to the target, as tables indexed by it.
+        tta = torch.arange(cf.tta_max + 1, dtype=torch.float32)
+        self.register_buffer("tta_table", sinusoid(tta, cf.future_dim), persistent=False)
+        fade = ((tta - cf.noise_near) / (cf.noise_far - cf.noise_near)).clamp(0, 1)
+        self.register_buffer("fade_table", fade.unsqueeze(-1), persistent=False)
+
+    def _cell(self, x, h, c, code, goal, tta, noise, extra=None):
+        """LSTM update reading frame x_t, and the prediction x_t + D(h_t) of the next frame.
+
+        ``code`` is F(target), ``goal`` the target's first offset_dim features, ``tta`` (B,) int64,
+        ``noise`` the noise already scaled by the variation strength (B, future_dim). The
+        time-to-target embedding and the noise, faded out near the target, join the future encoding.
+        """
+        cf = self.config
+        k = tta.clamp(0, cf.tta_max)
+        future = torch.cat([code, self.O(goal - x[:, :cf.offset_dim])], dim=-1)
+        future = future + self.tta_table[k] + self.fade_table[k] * noise
+        frame = x if extra is None else torch.cat([x, extra], dim=-1)
+        gates = self.R(torch.cat([self.E(frame), h, future], dim=-1))
+        i, f, g, o = gates.split(cf.lstm, dim=-1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(c)
+        return x + self.D(h), h, c
+
+    def _warm_up(self, past, code, goal, gap, noise, extra):
+        h, c = self.H(past[:, 0]).split(self.config.lstm, dim=-1)
+        steps = past.shape[1] - 1
+        for t in range(steps):
+            e = None if extra is None else extra[:, t]
+            _, h, c = self._cell(past[:, t], h, c, code, goal, gap + 1 + steps - t, noise, e)
+        return h, c
+
+    # One step at a time: the ONNX "init" and "step" graphs.
+
+    def init(self, past, target, gap, noise, extra=None):
+        """LSTM state (h, c) (B, lstm) each, after the warm-up over the past frames but the last.
+
+        past (B, P, pose_dim); target (B, target_dim); gap (B,) int64, the number of missing frames;
+        noise (B, future_dim) scaled; extra (B, P - 1, extra_dim) or None. The next call is
+        ``step(past[:, -1], h, c, target, gap + 1, noise)``.
+        """
+        return self._warm_up(past, self.F(target), target[:, :self.config.offset_dim], gap, noise,
+                             extra)
+
+    def step(self, x, h, c, target, tta, noise, extra=None):
+        """(x_{t+1}, h, c) from frame x_t (B, pose_dim), tta (B,) int64 frames left to the target."""
+        return self._cell(x, h, c, self.F(target), target[:, :self.config.offset_dim], tta, noise,
+                          extra)
+
+    # The whole transition, for training.
+
+    def forward(self, past, target, n, truth=None, z=None, variation=0.0, extra=None,
+                teacher_forcing=None):
+        """Predictions (B, n + 1, pose_dim): the n missing frames, then the target frame.
+
+        past (B, P, pose_dim); target (B, target_dim); truth (B, n + 1, pose_dim), the true missing
+        frames and target frame, for teacher forcing (used in training mode only); z (B, future_dim)
+        noise for variants, drawn from N(0, 1) when None and variation > 0; extra
+        (B, P + n, extra_dim) for every frame read, past and generated, or None.
+        """
+        B, P, _ = past.shape
+        p = self.config.teacher_forcing if teacher_forcing is None else teacher_forcing
+        if truth is not None and truth.shape[1] != n + 1:
+            raise ValueError(f"truth has {truth.shape[1]} frames, expected n + 1 = {n + 1}")
+        if variation and z is None:
+            z = torch.randn(B, self.config.future_dim, device=past.device)
+        noise = past.new_zeros(B, self.config.future_dim) if not variation else variation * z
+        gap = torch.full((B,), n, dtype=torch.long, device=past.device)
+        code, goal = self.F(target), target[:, :self.config.offset_dim]
+        h, c = self._warm_up(past, code, goal, gap, noise, None if extra is None else extra[:, :P - 1])
+        x, frames = past[:, -1], []
+        for k in range(n + 1):
+            if k > 0:
+                x = frames[-1]
+                if self.training and truth is not None and p > 0:
+                    use_truth = torch.rand(B, 1, device=past.device) < p
+                    x = torch.where(use_truth, truth[:, k - 1], x)
+            e = None if extra is None else extra[:, P - 1 + k]
+            y, h, c = self._cell(x, h, c, code, goal, gap + 1 - k, noise, e)
+            frames.append(y)
+        return torch.stack(frames, dim=1)
+
+    def num_params(self):
+        return sum(p.numel() for p in self.parameters())
+
+
+# ONNX export.
+#
+# "init" and "step" are traced from the wrappers below (torch's TorchScript exporter, dynamo=False:
+# the dynamo exporter needs onnxscript, which this project does not install). "rollout", the graph
+# to ship, is assembled from those two: the init graph's nodes, then an ONNX Loop whose body is the
+# step graph, with the body's loop-invariant nodes (the target encoder F) hoisted out of the loop.
+# The weights are stored once. Batch is a dynamic axis everywhere; P is fixed at config.past.
+
+class Init(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, past, target, gap, noise, extra=None):
+        return self.model.init(past, target, gap, noise, extra)
+
+
+class Step(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, h, c, target, tta, noise, extra=None):
+        return self.model.step(x, h, c, target, tta, noise, extra)
+
+
+GRAPHS = {  # name: (wrapper, inputs, outputs)
+    "init": (Init, ["past", "target", "gap", "noise"], ["h", "c"]),
+    "step": (Step, ["x", "h", "c", "target", "tta", "noise"], ["x_next", "h_next", "c_next"]),
+}
+
+
+def _traced(model, graph):
+    """ModelProto of the init or step graph, traced on example inputs of batch 1."""
+    import onnx
+
+    cf = model.config
+    wrapper, inputs, outputs = GRAPHS[graph]
+    device = model.R.weight.device
+    past = torch.randn(1, cf.past, cf.pose_dim, device=device)
+    target = torch.randn(1, cf.target_dim, device=device)
+    noise, state = torch.zeros(1, cf.future_dim, device=device), torch.zeros(1, cf.lstm, device=device)
+    if graph == "init":
+        args = [past, target, torch.full((1,), 30, device=device), noise]
+        extra = (1, cf.past - 1, cf.extra_dim)
+    else:
+        args = [past[:, -1], state, state, target, torch.full((1,), 31, device=device), noise]
+        extra = (1, cf.extra_dim)
+    if cf.extra_dim:
+        inputs, args = inputs + ["extra"], args + [torch.zeros(extra, device=device)]
+    f = io.BytesIO()
+    was_training = model.training
+    model.eval()
+    try:
+        with warnings.catch_warnings():  # the TorchScript exporter is deprecated, and chosen above
+            warnings.simplefilter("ignore", DeprecationWarning)
+            torch.onnx.export(wrapper(model), tuple(args), f, input_names=inputs,
+                              output_names=outputs, opset_version=OPSET, dynamo=False,
+                              dynamic_axes={name: {0: "batch"} for name in inputs + outputs})
+    finally:
+        model.train(was_training)
+    return onnx.load_from_string(f.getvalue())
+
+
+def _rollout(model):
+    """ModelProto of the whole transition: the init graph, then a Loop over the step graph.
+
+    past (B, P, pose_dim), target (B, target_dim), gap () int64, noise (B, future_dim)
+    [, extra (B, P + gap, extra_dim)]  ->  frames (B, gap + 1, pose_dim)
+    """
+    from onnx import TensorProto, helper, numpy_helper
+
+    cf = model.config
+    init, step = _traced(model, "init"), _traced(model, "step")
+    N = helper.make_node
+
+    def value(name, dtype=TensorProto.FLOAT, shape=None):
+        return helper.make_tensor_value_info(name, dtype, shape)
+
+    def const(name, v):
+        return numpy_helper.from_array(np.asarray(v, dtype=np.int64), "rollout/" + name)
+
+    inputs = [value("past", shape=["batch", cf.past, cf.pose_dim]),
+              value("target", shape=["batch", cf.target_dim]),
+              value("gap", TensorProto.INT64, []),
+              value("noise", shape=["batch", cf.future_dim])]
+    weights = list(init.graph.initializer) + [
+        const("one", 1), const("last", cf.past - 1), const("zeros", [0]), const("ones", [1])]
+    # Outer graph: the init graph reading gap as (B,), then x0 = past[:, -1] and gap + 1 steps.
+    nodes = [
+        N("Shape", ["past"], ["rollout/shape"]),
+        N("Slice", ["rollout/shape", "rollout/zeros", "rollout/ones"], ["rollout/batch"]),
+        N("Expand", ["gap", "rollout/batch"], ["rollout/gap_b"]),
+        N("Add", ["gap", "rollout/one"], ["rollout/trip"]),
+        N("Gather", ["past", "rollout/last"], ["rollout/x0"], axis=1),
+    ]
+    if cf.extra_dim:
+        inputs.append(value("extra", shape=["batch", "steps", cf.extra_dim]))
+        weights.append(const("warm", [cf.past - 1]))
+        nodes.append(N("Slice", ["extra", "rollout/zeros", "rollout/warm", "rollout/ones"],
+                       ["rollout/extra_past"]))
+    renamed = {"gap": "rollout/gap_b", "extra": "rollout/extra_past"}
+    for node in init.graph.node:
+        node.input[:] = [renamed.get(name, name) for name in node.input]
+        nodes.append(node)
+
+    # Loop body: the step graph, its own names prefixed with "step/"; it reads the target, the
+    # noise and the weights it shares with the init graph from the outer graph.
+    names = {w.name: w for w in weights}
+    shared = {"target", "noise"}
+    for w in step.graph.initializer:
+        if w.name in names and np.array_equal(numpy_helper.to_array(names[w.name]),
+                                              numpy_helper.to_array(w)):
+            shared.add(w.name)
+        else:
+            w.name = "step/" + w.name
+            weights.append(w)
+
+    def local(name):
+        return name if name in shared or name == "" else "step/" + name
+
+    body = [  # iteration k reads tta = gap + 1 - k, and extra[:, P - 1 + k]
+        N("Sub", ["rollout/trip", "rollout/iter"], ["rollout/tta"]),
+        N("Expand", ["rollout/tta", "rollout/batch"], ["step/tta"]),
+    ]
+    if cf.extra_dim:
+        body += [N("Add", ["rollout/iter", "rollout/last"], ["rollout/t"]),
+                 N("Gather", ["extra", "rollout/t"], ["step/extra"], axis=1)]
+    outer = {w.name for w in weights} | {i.name for i in inputs} | {o for n in nodes for o in n.output}
+    for node in step.graph.node:
+        node.input[:] = [local(name) for name in node.input]
+        node.output[:] = [local(name) for name in node.output]
+        if node.name:
+            node.name = "step/" + node.name
+        if all(name in outer or name == "" for name in node.input):  # loop-invariant: hoist
+            nodes.append(node)
+            outer.update(node.output)
+        else:
+            body.append(node)
+    body += [N("Identity", ["rollout/cond"], ["rollout/cond_out"]),
+             N("Identity", ["step/x_next"], ["rollout/frame"])]
+    body = helper.make_graph(
+        body, "rtn_step",
+        [value("rollout/iter", TensorProto.INT64, []), value("rollout/cond", TensorProto.BOOL, []),
+         value("step/x"), value("step/h"), value("step/c")],
+        [value("rollout/cond_out", TensorProto.BOOL, []), value("step/x_next"),
+         value("step/h_next"), value("step/c_next"), value("rollout/frame")])
+
+    nodes += [
+        N("Loop", ["rollout/trip", "", "rollout/x0", "h", "c"],
+          ["rollout/x_last", "rollout/h_last", "rollout/c_last", "rollout/frames"], body=body),
+        N("Transpose", ["rollout/frames"], ["frames"], perm=[1, 0, 2]),  # (B, gap + 1, pose_dim)
+    ]
+    graph = helper.make_graph(nodes, "rtn_rollout", inputs,
+                              [value("frames", shape=["batch", "frames", cf.pose_dim])], weights)
+    return helper.make_model(graph, opset_imports=list(init.opset_import), ir_version=init.ir_version,
+                             producer_name="betwixt.training.rtn")
+
+
+def _int8(proto):
+    """The same graph with every weight matrix in 8-bit blocks (onnxruntime's MatMulNBits).
+
+    At batch 1 a step is bound by reading its weights (12.7 MB in float32), so a quarter of the
+    bytes runs about twice as fast, at a small error (see the tests).
+    """
+    from onnx import helper, numpy_helper
+    from onnxruntime.quantization.matmul_nbits_quantizer import (DefaultWeightOnlyQuantConfig,
+                                                                 MatMulNBitsQuantizer)
+
+    weights = {w.name: w for w in proto.graph.initializer}
+
+    def matmuls(graph):  # Gemm(x, W, b) -> MatMul(x, W^T) + b: the quantizer rewrites MatMul only
+        nodes = []
+        for node in graph.node:
+            for attr in node.attribute:
+                if attr.type == attr.GRAPH:
+                    matmuls(attr.g)
+            if node.op_type != "Gemm":
+                nodes.append(node)
+                continue
+            assert [(a.name, a.i) for a in node.attribute if a.name != "alpha" and a.name != "beta"
+                    ] == [("transB", 1)]  # as torch exports nn.Linear
+            x, w, b = node.input
+            if w + "/T" not in weights:
+                weights[w + "/T"] = numpy_helper.from_array(numpy_helper.to_array(weights[w]).T.copy(),
+                                                            w + "/T")
+            y = node.output[0]
+            nodes += [helper.make_node("MatMul", [x, w + "/T"], [y + "/mm"]),
+                      helper.make_node("Add", [y + "/mm", b], [y])]
+        del graph.node[:]
+        graph.node.extend(nodes)
+
+    matmuls(proto.graph)
+    used = {name for node in _nodes(proto.graph) for name in node.input}
+    del proto.graph.initializer[:]
+    proto.graph.initializer.extend(w for name, w in weights.items() if name in used)
+    config = DefaultWeightOnlyQuantConfig(block_size=32, is_symmetric=True, accuracy_level=4, bits=8)
+    quantizer = MatMulNBitsQuantizer(proto, algo_config=config)
+    quantizer.process()
+    return quantizer.model.model
+
+
+def _nodes(graph):
+    """Every node of a graph and of its subgraphs."""
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            if attr.type == attr.GRAPH:
+                yield from _nodes(attr.g)
+
+
+def export_onnx(model, path, metadata, graph="rollout", int8=False):
+    """Write one self-contained ONNX file of one graph, with ``metadata`` as its metadata_props.
+
+    rollout: past (B, P, pose_dim), target (B, target_dim), gap () int64, noise (B, future_dim)
+             [, extra (B, P + gap, extra_dim)]  ->  frames (B, gap + 1, pose_dim)
+    init:    past, target, gap (B,) int64, noise [, extra (B, P - 1, extra_dim)]
+             ->  h (B, lstm), c (B, lstm)
+    step:    x (B, pose_dim), h, c, target, tta (B,) int64, noise [, extra (B, extra_dim)]
+             ->  x_next (B, pose_dim), h_next, c_next
+    gap and tta are int64, everything else float32; noise is z times the variation strength
+    (zeros: the deterministic transition). ``int8`` stores the weights in 8 bits (onnxruntime only).
+    Besides ``metadata`` the file carries "rtn.graph" (which graph), "rtn.config" (RTNConfig as
+    JSON) and "rtn.weights" ("float32" or "int8"), unless ``metadata`` sets them.
+    """
+    import onnx
+
+    proto = _rollout(model) if graph == "rollout" else _traced(model, graph)
+    if int8:
+        proto = _int8(proto)
+    meta = {"rtn.graph": graph, "rtn.config": json.dumps(asdict(model.config), sort_keys=True),
+            "rtn.weights": "int8" if int8 else "float32"}
+    meta.update({str(k): str(v) for k, v in metadata.items()})
+    onnx.helper.set_model_props(proto, meta)
+    onnx.checker.check_model(proto, full_check=True)
+    onnx.save(proto, str(path))
