@@ -31,3 +31,25 @@ def mocap():
 @pytest.fixture(scope="session")
 def lafan1_zip(mocap):
     return _need(mocap / "lafan1-27.zip")
+
+
+@pytest.fixture(scope="session")
+def trained_rtn(lafan1_zip, tmp_path_factory):
+    """A real RTN checkpoint and model file from our own training and export commands.
+
+    Four optimiser steps on LaFAN1's training subjects: untrained as a motion model, but every
+    piece of the pipeline (data, loss, checkpoint, ONNX export, metadata) is the real one.
+    """
+    import subprocess
+    import sys
+
+    run = tmp_path_factory.mktemp("rtn")
+    cache = tmp_path_factory.mktemp("cache")
+    train = [sys.executable, "-m", "training", "rtn", "--data", str(lafan1_zip), "--subjects", "1,2,3,4",
+             "--out", str(run), "--steps", "4", "--batch", "8", "--max-gap", "20", "--validate-every", "4",
+             "--cache", str(cache), "--threads", "2"]
+    subprocess.run(train, cwd=ROOT, check=True, capture_output=True, text=True)
+    model = run / "rtn.onnx"
+    subprocess.run([sys.executable, "-m", "training", "export", str(run / "checkpoint.pt"), "-o", str(model)],
+                   cwd=ROOT, check=True, capture_output=True, text=True)
+    return {"run": run, "checkpoint": run / "checkpoint.pt", "model": model, "cache": cache, "train": train}

@@ -1,0 +1,233 @@
+"""The model runtime: one ONNX transition model serving fill, super-resolution and variants.
+
+A model file is trusted only as far as its metadata goes: kind, version, skeleton, feature layout
+and normalisation must all be there and agree with the motion it is asked to fill. Every request is
+a batch of :class:`~.transition.Gap` s of one length (gaps of several lengths are grouped), run as
+one call of the network's whole-transition graph, then blended onto the target key (Harvey & Pal
+2018, §5.1) so that the last generated frame meets the key exactly in the limit.
+"""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from . import quat
+from .errors import BetwixtError
+from .features import Layout, canonical_frame, frame_features, move, split_features, target_features, unmove
+from .motion import Skeleton
+from .transition import Gap
+
+KIND_RTN = "rtn"
+METADATA_VERSION = 1
+MAX_GAP = 120
+MODELS = Path(__file__).parent / "models"
+
+
+class ModelError(BetwixtError):
+    """A model file that cannot be used, or a request it cannot serve."""
+
+
+def _session(path):
+    try:
+        import onnxruntime
+    except (ImportError, OSError) as e:
+        raise ModelError(f"onnxruntime could not be loaded ({e}); on Windows, install the Microsoft "
+                         "Visual C++ 2022 redistributable and restart") from None
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    try:
+        return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as e:  # onnxruntime raises its own untyped errors for unreadable files
+        raise ModelError(f"{path}: not an ONNX model file ({str(e).splitlines()[0][:200]})") from None
+
+
+class TransitionModel:
+    """An RTN model file, checked and ready: ``model(gap)`` is a method for the benchmark."""
+
+    def __init__(self, path, threads=None):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise ModelError(f"{self.path}: no such model file")
+        self.session = _session(self.path)
+        if threads:
+            self.session = self._with_threads(threads)
+        meta = self.session.get_modelmeta().custom_metadata_map
+        kind = meta.get("betwixt.kind")
+        if kind != KIND_RTN:
+            raise ModelError(f"{self.path}: not a Betwixt transition model (kind {kind!r}, expected "
+                             f"{KIND_RTN!r}); choose a model exported by 'python -m training export'")
+        if meta.get("betwixt.version") != str(METADATA_VERSION):
+            raise ModelError(f"{self.path}: model format version {meta.get('betwixt.version')} is not "
+                             f"{METADATA_VERSION}; export it again with this version of Betwixt")
+        try:
+            sk = json.loads(meta["betwixt.skeleton"])
+            self.skeleton = Skeleton(sk["names"], sk["parents"], sk["offsets"])
+            self.layout = Layout(**json.loads(meta["betwixt.layout"]))
+            norm = {k: np.asarray(v, dtype=np.float32) for k, v in json.loads(meta["betwixt.normalisation"]).items()}
+            self.frame_mean, self.frame_std = norm["frame_mean"], norm["frame_std"]
+            self.target_mean, self.target_std = norm["target_mean"], norm["target_std"]
+            self.past = int(meta["betwixt.past"])
+            self.max_gap = int(json.loads(meta["betwixt.gaps"])["max"])
+            self.noise_dim = self.session.get_inputs()[3].shape[-1]
+        except (KeyError, TypeError, ValueError) as e:
+            raise ModelError(f"{self.path}: incomplete model metadata ({e}); export it again") from None
+        if len(self.frame_mean) != self.layout.frame_dim or len(self.target_mean) != self.layout.target_dim:
+            raise ModelError(f"{self.path}: normalisation does not match the feature layout; export it again")
+        self.metadata = meta
+
+    def _with_threads(self, threads):
+        import onnxruntime
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        return onnxruntime.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
+
+    @property
+    def name(self):
+        return self.path.stem
+
+    def check_skeleton(self, skeleton):
+        """Refuse a skeleton this model was not trained on, naming the joints that differ."""
+        if skeleton.same_hierarchy(self.skeleton):
+            return
+        missing = [n for n in self.skeleton.names if n not in skeleton.names]
+        extra = [n for n in skeleton.names if n not in self.skeleton.names]
+        detail = (f"missing joints {missing[:5]}" if missing else "") + \
+                 (f"{', ' if missing else ''}unknown joints {extra[:5]}" if extra else "")
+        raise ModelError(f"the skeleton does not match model {self.name} "
+                         f"({detail or 'same joints, different hierarchy or order'}); "
+                         "choose a model trained on this skeleton or map the bones first")
+
+    def __call__(self, gap):
+        return self.fill(gap)
+
+    def fill(self, gap, variation=0.0, seed=None, blend=None, after=None, noise=None):
+        """The ``gap.length`` in-between frames of every gap: local rotations and translations.
+
+        ``after`` is the frame after each target key as a ``(rotations, positions)`` pair when it
+        is known; ``blend`` the number of frames over which the target blend rises to 1 (default:
+        the whole transition); ``variation`` the strength of the noise that makes variants, drawn
+        from ``seed`` unless ``noise`` (B, noise_dim) is given.
+        """
+        self.check_skeleton(gap.skeleton)
+        n = int(gap.length)
+        if not 1 <= n <= self.max_gap:
+            raise ModelError(f"a gap of {n} frames is outside what model {self.name} fills "
+                             f"(1 to {self.max_gap}); add a key inside the gap or choose another model")
+        arrays = [gap.past_rotations, gap.past_positions, gap.target_rotations, gap.target_positions]
+        if after is not None:
+            arrays += list(after)
+        if not all(np.isfinite(a).all() for a in arrays):
+            raise ModelError("the keys around the gap contain NaN or infinite values; fix those keys first")
+        rot, pos = self._context(gap.past_rotations, gap.past_positions)
+        parents, lay = self.skeleton.parents, self.layout
+        turn, origin = canonical_frame(rot[:, -1], pos[:, -1], parents, lay)
+        rot, pos = move(rot, pos, turn, origin)
+        t_rot, t_pos = move(gap.target_rotations[:, None], gap.target_positions[:, None], turn, origin)
+        t_rot, t_pos = t_rot[:, 0], t_pos[:, 0]
+        if after is not None:
+            a_rot, a_pos = move(after[0][:, None], after[1][:, None], turn, origin)
+            after = (a_rot[:, 0], a_pos[:, 0])
+        past = frame_features(rot, pos, lay)
+        target = target_features(t_rot, t_pos, parents, lay, after)
+        if noise is None:
+            noise = np.random.default_rng(seed).standard_normal((gap.batch, self.noise_dim))
+        frames = self.session.run(["frames"], {
+            "past": ((past - self.frame_mean) / self.frame_std).astype(np.float32),
+            "target": ((target - self.target_mean) / self.target_std).astype(np.float32),
+            "gap": np.array(n, dtype=np.int64),
+            "noise": (variation * np.asarray(noise)).astype(np.float32),
+        })[0].astype(np.float64) * self.frame_std + self.frame_mean
+        frames = self._blend(frames, frame_features(t_rot, t_pos, lay), blend)
+        translation, rotations = split_features(frames[:, :n], lay)
+        positions = np.repeat(pos[:, -1:], n, axis=1)
+        positions[:, :, lay.trajectory] = translation
+        rotations = quat.unroll(np.concatenate([rot[:, -1:], rotations], axis=1), axis=1)[:, 1:]
+        return unmove(rotations, positions, turn, origin)
+
+    def _context(self, rotations, positions):
+        """Exactly ``past`` frames: the last ones, or the first repeated when fewer exist."""
+        have = rotations.shape[1]
+        if have == 0:
+            raise ModelError("a gap needs at least one key before it")
+        if have >= self.past:
+            return rotations[:, -self.past:], positions[:, -self.past:]
+        pad = self.past - have
+        return (np.concatenate([np.repeat(rotations[:, :1], pad, axis=1), rotations], axis=1),
+                np.concatenate([np.repeat(positions[:, :1], pad, axis=1), positions], axis=1))
+
+    def _blend(self, frames, target, blend):
+        """ỹ_t = ŷ_t + ω_t (y_T − ŷ_T), ω rising linearly to 1 on the target frame over ``blend`` frames."""
+        steps = frames.shape[1]
+        blend = steps if blend is None else int(np.clip(blend, 1, steps))
+        lay = self.layout
+        t_trans, t_rot = target[..., :3], target[..., 3:].reshape(len(target), lay.joints, 4)
+        p_rot = frames[:, -1, 3:].reshape(len(target), lay.joints, 4)
+        t_rot = np.where((np.sum(t_rot * p_rot, axis=-1) < 0)[..., None], -t_rot, t_rot)
+        error = np.concatenate([t_trans - frames[:, -1, :3], (t_rot - p_rot).reshape(len(target), -1)], axis=-1)
+        weight = np.clip((np.arange(1, steps + 1) - (steps - blend)) / blend, 0.0, 1.0)
+        return frames + weight[None, :, None] * error[:, None]
+
+    def variants(self, gap, k, variation=1.0, seed=None, **kwargs):
+        """``k`` different transitions for each gap in one batched call: arrays (k, B, n, J, …)."""
+        repeat = lambda a: np.concatenate([a] * k, axis=0)  # noqa: E731
+        many = replace(gap, past_rotations=repeat(gap.past_rotations), past_positions=repeat(gap.past_positions),
+                       target_rotations=repeat(gap.target_rotations), target_positions=repeat(gap.target_positions))
+        after = kwargs.pop("after", None)
+        if after is not None:
+            after = (repeat(after[0]), repeat(after[1]))
+        rot, pos = self.fill(many, variation=variation, seed=seed, after=after, **kwargs)
+        return rot.reshape((k, gap.batch) + rot.shape[1:]), pos.reshape((k, gap.batch) + pos.shape[1:])
+
+
+def gap_in(motion, start, end, past):
+    """The gap of ``motion`` strictly between key frames ``start`` and ``end``, as a batch of one,
+    and the frame after ``end`` when there is one."""
+    if not 0 <= start < end < motion.n_frames:
+        raise ModelError(f"{motion.name}: the keys {start}:{end} are not two frames of its "
+                         f"{motion.n_frames} (0 to {motion.n_frames - 1}) in order")
+    if end - start < 2:
+        raise ModelError(f"{motion.name}: no frame lies strictly between keys {start} and {end}")
+    first = max(0, start + 1 - past)
+    r, p = motion.rotations, motion.positions
+    after = (r[None, end + 1], p[None, end + 1]) if end + 1 < motion.n_frames else None
+    gap = Gap(motion.skeleton, r[None, first:start + 1], p[None, first:start + 1], r[None, end], p[None, end],
+              end - start - 1)
+    return gap, after
+
+
+def fill_gaps(model, motion, keys, **kwargs):
+    """``motion`` with every gap between consecutive ``keys`` generated, in order, each gap's past
+    context taken from the frames generated before it (Harvey & Pal 2018, §7.4)."""
+    out = replace(motion, rotations=motion.rotations.copy(), positions=motion.positions.copy())
+    for start, end in zip(keys[:-1], keys[1:]):
+        gap, after = gap_in(out, start, end, model.past)
+        rot, pos = model.fill(gap, after=after, **kwargs)
+        out.rotations[start + 1:end], out.positions[start + 1:end] = rot[0], pos[0]
+    return replace(out, rotations=quat.unroll(out.rotations))
+
+
+def superres(model, motion, every, **kwargs):
+    """Dense motion from the keys every ``every`` frames of ``motion`` (and its last frame)."""
+    if every < 2:
+        raise ModelError(f"keys every {every} frames leave nothing to fill; use 2 or more")
+    keys = list(range(0, motion.n_frames, every))
+    if motion.n_frames - 1 - keys[-1] >= 2:   # a last frame right after a key has nothing to fill
+        keys.append(motion.n_frames - 1)
+    if len(keys) < 2:
+        raise ModelError(f"{motion.name}: a single frame holds no gap to fill")
+    return fill_gaps(model, motion, keys, **kwargs)
+
+
+def default_model(skeleton, folder=MODELS):
+    """The shipped model trained on ``skeleton``, or an error that says how to choose one."""
+    for path in sorted(Path(folder).glob("*.onnx")):
+        model = TransitionModel(path)
+        if skeleton.same_hierarchy(model.skeleton):
+            return model
+    raise ModelError(f"no shipped model knows this skeleton ({len(skeleton)} joints, root "
+                     f"{skeleton.names[0]!r}); pass --model FILE with a model trained on it")
+

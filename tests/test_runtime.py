@@ -1,0 +1,164 @@
+"""The model runtime and its commands: fill, super-resolution, variants, and what they refuse."""
+
+import subprocess
+import sys
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inference.bvh import read_bvh, write_bvh
+from inference.dataset import read_motions
+from inference.errors import BetwixtError
+from inference.runtime import ModelError, TransitionModel, fill_gaps, gap_in, superres
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def model(trained_rtn):
+    return TransitionModel(trained_rtn["model"])
+
+
+@pytest.fixture(scope="module")
+def clip(lafan1_zip, tmp_path_factory):
+    """400 frames of a test-subject clip, as a BVH file and as a motion."""
+    motion = next(m for m in read_motions(lafan1_zip) if m.name == "obstacles1_subject5").frames(1000, 1400)
+    path = tmp_path_factory.mktemp("clip") / "clip.bvh"
+    write_bvh(motion, path)
+    return path, read_bvh(path)
+
+
+def same_rotation(a, b):
+    return np.minimum(np.abs(a - b), np.abs(a + b)).max()
+
+
+def test_fill_changes_only_the_gap_and_lands_on_the_target(model, clip):
+    _, motion = clip
+    out = fill_gaps(model, motion, [100, 131])
+    changed = np.flatnonzero(np.abs(out.positions - motion.positions).max(axis=(1, 2)) > 1e-9)
+    assert changed.min() >= 101 and changed.max() <= 130
+    assert same_rotation(out.rotations[:101], motion.rotations[:101]) < 1e-12
+    assert same_rotation(out.rotations[131:], motion.rotations[131:]) < 1e-12
+    assert np.all(np.abs(np.linalg.norm(out.rotations, axis=-1) - 1) < 1e-9)
+    # the target blend rises to 1 on the key, so the last generated frame is 30/31 of the way there
+    gap, after = gap_in(motion, 100, 131, model.past)
+    raw_rot, raw_pos = model.fill(gap, after=after, blend=1)
+    last_raw = np.abs(raw_pos[0, -1, 0] - motion.positions[131, 0]).max()
+    last_blended = np.abs(out.positions[130, 0] - motion.positions[131, 0]).max()
+    assert last_blended < last_raw
+
+
+def test_fill_is_invariant_to_where_the_character_stands(model, clip):
+    """Moving and turning the whole clip about the up axis moves the result the same way."""
+    from inference import quat
+    _, motion = clip
+    turn = quat.from_angle_axis(np.array(1.1), np.array([0.0, 1.0, 0.0]))
+    moved = motion.positions.copy()
+    moved[:, 0] = quat.rotate(turn, motion.positions[:, 0]) + np.array([300.0, 0.0, -120.0])
+    rotations = motion.rotations.copy()
+    rotations[:, 0] = quat.mul(turn, motion.rotations[:, 0])
+    other = replace(motion, rotations=rotations, positions=moved)
+    a = fill_gaps(model, motion, [50, 80])
+    b = fill_gaps(model, other, [50, 80])
+    expected = quat.rotate(turn, a.positions[51:80, 0]) + np.array([300.0, 0.0, -120.0])
+    np.testing.assert_allclose(b.positions[51:80, 0], expected, atol=1e-3)
+    assert same_rotation(b.rotations[51:80, 1:], a.rotations[51:80, 1:]) < 1e-4
+
+
+def test_variants_differ_and_zero_variation_is_deterministic(model, clip):
+    _, motion = clip
+    gap, after = gap_in(motion, 200, 241, model.past)
+    rot, pos = model.variants(gap, 4, variation=1.0, seed=3, after=after)
+    assert rot.shape == (4, 1, 40, 22, 4)
+    spread = np.abs(pos[:, 0, :, 0] - pos[:, 0, :, 0].mean(axis=0)).max()
+    assert spread > 1e-3
+    r0, p0 = model.variants(gap, 2, variation=0.0, seed=3, after=after)
+    np.testing.assert_array_equal(p0[0], p0[1])
+
+
+def test_superres_fills_every_gap_from_sparse_keys(model, clip):
+    _, motion = clip
+    out = superres(model, motion, 30)
+    keys = list(range(0, motion.n_frames, 30)) + [motion.n_frames - 1]
+    for k in keys:
+        assert same_rotation(out.rotations[k], motion.rotations[k]) < 1e-12
+    between = [f for f in range(motion.n_frames) if f not in keys]
+    assert np.abs(out.positions[between] - motion.positions[between]).max() > 0
+
+
+def test_requests_the_model_cannot_serve(model, clip, mocap):
+    _, motion = clip
+    with pytest.raises(ModelError, match="outside what model"):
+        fill_gaps(model, motion, [0, 300])
+    with pytest.raises(ModelError, match="no frame lies strictly between"):
+        fill_gaps(model, motion, [10, 11])
+    bad = motion.rotations.copy()
+    bad[5, 3] = np.nan
+    with pytest.raises(ModelError, match="NaN"):
+        fill_gaps(model, replace(motion, rotations=bad), [9, 40])
+    with zipfile.ZipFile(mocap / "bandai1.zip") as z:
+        from inference.bvh import parse_bvh
+        bandai = parse_bvh(z.read(sorted(z.namelist())[0]), "bandai.bvh")
+    with pytest.raises(ModelError, match="does not match model"):
+        model.check_skeleton(bandai.skeleton)
+
+
+def test_files_that_are_not_models(tmp_path, trained_rtn):
+    text = tmp_path / "notes.onnx"
+    text.write_text("not a model")
+    with pytest.raises(ModelError, match="not an ONNX model file"):
+        TransitionModel(text)
+    with pytest.raises(ModelError, match="no such model file"):
+        TransitionModel(tmp_path / "missing.onnx")
+    import onnx
+    proto = onnx.load(str(trained_rtn["model"]))
+    del proto.metadata_props[:]
+    onnx.save(proto, str(tmp_path / "bare.onnx"))
+    with pytest.raises(ModelError, match="not a Betwixt transition model"):
+        TransitionModel(tmp_path / "bare.onnx")
+    assert issubclass(ModelError, BetwixtError)
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "inference", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_commands_write_bvh_or_nothing(model, clip, tmp_path):
+    path, motion = clip
+    m = str(model.path)
+    result = run("fill", str(path), "--gap", "20:50", "-o", str(tmp_path / "fill.bvh"), "--model", m)
+    assert result.returncode == 0, result.stderr
+    filled = read_bvh(tmp_path / "fill.bvh")
+    assert filled.n_frames == motion.n_frames
+    assert np.abs(filled.positions[21:50, 0] - motion.positions[21:50, 0]).max() > 0
+
+    result = run("superres", str(path), "--every", "30", "-o", str(tmp_path / "dense.bvh"), "--model", m)
+    assert result.returncode == 0, result.stderr
+    assert read_bvh(tmp_path / "dense.bvh").n_frames == motion.n_frames
+
+    result = run("variants", str(path), "--gap", "20:50", "-k", "3", "-o", str(tmp_path / "var"), "--model", m)
+    assert result.returncode == 0, result.stderr
+    files = sorted((tmp_path / "var").glob("*.bvh"))
+    assert [f.name for f in files] == [f"clip-variant0{i}.bvh" for i in (1, 2, 3)]
+    a, b = read_bvh(files[0]), read_bvh(files[1])
+    assert np.abs(a.positions[21:50, 0] - b.positions[21:50, 0]).max() > 1e-4
+
+    result = run("fill", str(path), "--gap", "20:21", "-o", str(tmp_path / "none.bvh"), "--model", m)
+    assert result.returncode == 2 and "no frame lies strictly between keys 20 and 21" in result.stderr
+    assert not (tmp_path / "none.bvh").exists()
+    result = run("fill", str(path), "--gap", "20:50", "-o", str(tmp_path / "none.bvh"),
+                 "--model", str(tmp_path / "missing.onnx"))
+    assert result.returncode == 2 and "no such model file" in result.stderr
+    assert not (tmp_path / "none.bvh").exists()
+
+
+def test_bench_puts_a_model_beside_the_baselines(model, lafan1_zip, tmp_path):
+    import json
+    result = run("bench", "--data", str(lafan1_zip), "--json", str(tmp_path / "b.json"), "--model", str(model.path))
+    assert result.returncode == 0, result.stderr
+    methods = json.loads((tmp_path / "b.json").read_text())["methods"]
+    assert set(methods) == {"zero_velocity", "interpolation", "rtn"}
+    assert all(np.isfinite(v) for table in methods["rtn"].values() for v in table.values())

@@ -1,0 +1,96 @@
+"""The training command: checkpoints and resume, curves, multi-process training, ONNX export."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_run_writes_checkpoint_curves_and_validation(trained_rtn):
+    state = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)
+    assert state["step"] == 4
+    history = json.loads((trained_rtn["run"] / "history.json").read_text())
+    assert history["validation"] and history["validation"][-1][0] == 4
+    assert len(history["validation"][-1]) == 1 + 2 * 4      # step, then rotation/position per length
+    assert (trained_rtn["run"] / "loss.png").read_bytes()[:4] == b"\x89PNG"
+    files = state["meta"]["data_files"]
+    assert len(files) == 24 and not any("subject5" in f for f in files)
+
+
+def test_resume_continues_where_the_run_stopped(trained_rtn, tmp_path):
+    run = tmp_path / "resumed"
+    run.mkdir()
+    (run / "checkpoint.pt").write_bytes(trained_rtn["checkpoint"].read_bytes())
+    before = torch.load(run / "checkpoint.pt", map_location="cpu", weights_only=False)
+    args = list(trained_rtn["train"])
+    args[args.index("--out") + 1] = str(run)
+    args[args.index("--steps") + 1] = "6"
+    result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "resuming" in result.stderr and "at step 4" in result.stderr
+    after = torch.load(run / "checkpoint.pt", map_location="cpu", weights_only=False)
+    assert after["step"] == 6
+    assert after["optimiser"]["state"][0]["step"] == before["optimiser"]["state"][0]["step"] + 2
+    assert not torch.equal(after["model"]["R.weight"], before["model"]["R.weight"])
+    np.testing.assert_array_equal(after["stats"]["frame_mean"], before["stats"]["frame_mean"])
+
+
+def test_two_processes_with_gloo(lafan1_zip, trained_rtn, tmp_path):
+    """DistributedDataParallel under torchrun, on the CPU: the path a multi-GPU run takes."""
+    torchrun = Path(sys.executable).with_name("torchrun")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    result = subprocess.run(
+        [str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "training", "rtn", "--data", str(lafan1_zip),
+         "--subjects", "1,2,3,4", "--out", str(tmp_path), "--steps", "2", "--batch", "4", "--max-gap", "10",
+         "--validate-every", "100", "--cache", str(trained_rtn["cache"]), "--threads", "1"],
+        cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    state = torch.load(tmp_path / "checkpoint.pt", map_location="cpu", weights_only=False)
+    assert state["step"] == 2
+    assert all(torch.isfinite(v).all() for v in state["model"].values())
+
+
+def test_export_carries_metadata_and_matches_torch(trained_rtn):
+    from training.rtn import RTN, RTNConfig
+
+    session = onnxruntime.InferenceSession(str(trained_rtn["model"]), providers=["CPUExecutionProvider"])
+    meta = session.get_modelmeta().custom_metadata_map
+    assert meta["betwixt.kind"] == "rtn" and meta["betwixt.version"] == "1"
+    assert json.loads(meta["betwixt.skeleton"])["names"][0] == "Hips"
+    assert "CC BY-NC-ND 4.0" in meta["betwixt.licence"]
+    data = json.loads(meta["betwixt.data"])
+    assert data["source"] == "lafan1-27.zip" and data["subjects"] == [1, 2, 3, 4]
+    assert not any("subject5" in f for f in data["files"])
+    assert int(meta["betwixt.past"]) == 10 and json.loads(meta["betwixt.gaps"])["max"] >= 60
+    assert trained_rtn["model"].stat().st_size < 15e6
+
+    state = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)
+    model = RTN(RTNConfig(**state["config"]))
+    model.load_state_dict(state["model"])
+    model.eval()
+    cf = model.config
+    gen = torch.Generator().manual_seed(0)
+    past = torch.randn(3, cf.past, cf.pose_dim, generator=gen)
+    target = torch.randn(3, cf.target_dim, generator=gen)
+    with torch.no_grad():
+        expected = model(past, target, 30).numpy()
+    got = session.run(["frames"], {"past": past.numpy(), "target": target.numpy(), "gap": np.array(30),
+                                   "noise": np.zeros((3, cf.future_dim), np.float32)})[0]
+    assert got.shape == expected.shape == (3, 31, cf.pose_dim)
+    assert np.abs(got - expected).max() < 1e-4
+
+
+def test_a_bad_data_set_is_one_clear_error(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "training", "rtn", "--data", str(tmp_path / "none.zip"),
+                             "--out", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"error: {tmp_path / 'none.zip'}: no such file or folder; --data takes a " \
+                                    "folder or a .zip/.tar.xz of BVH files"

@@ -1,0 +1,82 @@
+"""Random transitions for training, cut from a cached data set and turned into features.
+
+Every clip is split in time: its last tenth is held out for validation, so a data set without a
+test subject (Bandai) still gets an honest validation curve, and LaFAN1's test subject 5 is never
+read at all. Mirrored copies of the clips double the data (left/right symmetry is free knowledge).
+"""
+
+import numpy as np
+
+from inference import quat
+from inference.dataset import subject_of
+from inference.errors import DataError
+from inference.features import (canonical_frame, choose_layout, frame_features, move, target_features)
+from inference.motion import forward_kinematics
+from inference.mirror import local_reflections, mirror
+
+HOLD_OUT = 0.1
+
+
+class Transitions:
+    """Samples batches of (past, target, truth) windows from clips of one skeleton."""
+
+    def __init__(self, data, part="train", subjects=None, mirrored=True, past=10, layout=None):
+        self.parents = data.skeleton.parents
+        self.past = past
+        self.files = []
+        clips = []
+        for i, name in enumerate(data.names):
+            if subjects is not None and subject_of(name) not in subjects:
+                continue
+            clip = data.clip(i)
+            cut = int(round(clip.n_frames * (1 - HOLD_OUT)))
+            clips.append(clip.frames(0, cut) if part == "train" else clip.frames(cut))
+            self.files.append(name)
+        if mirrored and clips:
+            reflections = local_reflections(clips)   # once for the data set: stable where windows are not
+            clips += [mirror(c, reflections=reflections) for c in clips]
+        rotations = [quat.unroll(c.rotations).astype(np.float32) for c in clips]
+        positions = [c.positions.astype(np.float32) for c in clips]
+        if not clips:
+            raise DataError(f"{data.source}: no clip of subjects {subjects}; check --subjects against the file names")
+        self.lengths = np.array([len(r) for r in rotations])
+        self.starts = np.concatenate([[0], np.cumsum(self.lengths)[:-1]])
+        self.rotations = np.concatenate(rotations)
+        self.positions = np.concatenate(positions)
+        self.layout = layout or choose_layout(self.rotations[::4], self.positions[::4], self.parents,
+                                              data.translated, data.fps)
+
+    def sample(self, batch, n, rng, keep_after=0.8):
+        """A batch of transitions of ``n`` frames as float32 numpy arrays (raw, unnormalised features).
+
+        ``past`` (B, P, frame_dim); ``target`` (B, target_dim); ``truth`` (B, n + 1, frame_dim) the
+        missing frames and the target; ``world`` (B, n + 1, J, 3) their world positions in heights;
+        ``base`` (B, J, 3) the translations of the last past frame, which the network does not
+        predict for joints other than the trajectory joint.
+        """
+        width = self.past + n + 2
+        room = np.maximum(self.lengths - width + 1, 0)
+        if room.sum() == 0:
+            raise DataError(f"no clip is long enough for a transition of {n} frames; lower --max-gap")
+        clip = rng.choice(len(room), size=batch, p=room / room.sum())
+        start = self.starts[clip] + (rng.random(batch) * room[clip]).astype(np.int64)
+        index = start[:, None] + np.arange(width)
+        rot = self.rotations[index].astype(np.float64)
+        pos = self.positions[index].astype(np.float64)
+        p = self.past
+        turn, origin = canonical_frame(rot[:, p - 1], pos[:, p - 1], self.parents, self.layout)
+        rot, pos = move(rot, pos, turn, origin)
+        lay = self.layout
+        frames = frame_features(rot, pos, lay)
+        target = target_features(rot[:, p + n], pos[:, p + n], self.parents, lay,
+                                 after=(rot[:, p + n + 1], pos[:, p + n + 1]))
+        dropped = rng.random(batch) > keep_after
+        target[dropped, lay.frame_dim:] = 0.0
+        _, world = forward_kinematics(rot[:, p:p + n + 1], pos[:, p:p + n + 1], self.parents)
+        return {
+            "past": frames[:, :p].astype(np.float32),
+            "target": target.astype(np.float32),
+            "truth": frames[:, p:p + n + 1].astype(np.float32),
+            "world": (world / lay.height).astype(np.float32),
+            "base": (pos[:, p - 1] / lay.height).astype(np.float32),
+        }

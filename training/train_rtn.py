@@ -1,0 +1,255 @@
+"""Training the RTN: sampling, loss, checkpoints that survive being cut into pieces, curves.
+
+The loss is the paper's mean squared error over the ``n`` missing frames and the target frame, on
+the two things an animator sees: local joint rotations (which become keys) and world joint positions
+(what forward kinematics makes of them, per coordinate in units of the data's spread, as the
+benchmark's L2P measures them). Teacher forcing feeds the true previous frame with probability 0.2.
+
+A checkpoint is written every few minutes and at the end of a time budget, and a run started again
+with the same ``--out`` resumes from it, so a GPU lease of ten-minute calls trains one model.
+Under ``torchrun`` every process samples its own batches and DistributedDataParallel averages the
+gradients (gloo on CPU, NCCL on GPUs).
+"""
+
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from inference.dataset import load_motion_set
+from .data import Transitions
+from .kinematics import forward_kinematics
+from .rtn import RTN, RTNConfig
+
+LICENCES = {"lafan1": "CC BY-NC-ND 4.0 (Ubisoft La Forge LaFAN1): non-commercial use only",
+            "bandai": "CC BY-NC 4.0 (Bandai Namco Research Motion dataset): non-commercial use only"}
+VALIDATION_LENGTHS = (5, 15, 30, 45)
+
+
+def licence_of(source):
+    name = Path(source).name.lower()
+    return next((text for key, text in LICENCES.items() if key in name), "unknown: set --licence")
+
+
+def add_arguments(parser):
+    parser.add_argument("--data", required=True, help="folder or archive of BVH files")
+    parser.add_argument("--out", required=True, type=Path, help="run folder: checkpoints, curves")
+    parser.add_argument("--subjects", default=None,
+                        help="comma-separated training subjects (LaFAN1: 1,2,3,4); default all clips")
+    parser.add_argument("--steps", type=int, default=100_000, help="optimiser steps in all")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=5e-4)
+    parser.add_argument("--min-gap", type=int, default=5)
+    parser.add_argument("--max-gap", type=int, default=60)
+    parser.add_argument("--minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
+    parser.add_argument("--checkpoint-minutes", type=float, default=5.0)
+    parser.add_argument("--validate-every", type=int, default=1000)
+    parser.add_argument("--no-mirror", action="store_true", help="do not add mirrored clips")
+    parser.add_argument("--noise", type=float, default=0.5,
+                        help="strength of the variation noise during training (Harvey et al. 2020: 0.5)")
+    parser.add_argument("--licence", default=None, help="licence of the data (known for LaFAN1 and Bandai)")
+    parser.add_argument("--cache", default=None, help="data set cache folder")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+class Normaliser(torch.nn.Module):
+    """Feature means and spreads measured on training batches, kept with the weights."""
+
+    def __init__(self, stats):
+        super().__init__()
+        for name, value in stats.items():
+            self.register_buffer(name, torch.as_tensor(value, dtype=torch.float32))
+
+    @staticmethod
+    def measure(transitions, rng, min_gap, max_gap, batches=64, batch=64):
+        frames, targets, worlds = [], [], []
+        for _ in range(batches):
+            s = transitions.sample(batch, int(rng.integers(min_gap, max_gap + 1)), rng)
+            frames.append(s["truth"].reshape(-1, s["truth"].shape[-1]))
+            targets.append(s["target"])
+            worlds.append(s["world"].reshape(-1, *s["world"].shape[-2:]))
+        f, t, w = np.concatenate(frames), np.concatenate(targets), np.concatenate(worlds)
+        flag = transitions.layout.target_dim - 1
+        t_mean, t_std = t.mean(0), np.maximum(t.std(0), 1e-2)
+        t_mean[flag], t_std[flag] = 0.0, 1.0
+        return {"frame_mean": f.mean(0), "frame_std": np.maximum(f.std(0), 1e-2),
+                "target_mean": t_mean, "target_std": t_std, "world_std": np.maximum(w.std(0), 1e-3)}
+
+
+def transition_loss(model, norm, batch, n, parents, trajectory, teacher=True, noise=0.0):
+    """(total, rotation term, position term) for one batch of transitions of ``n`` frames.
+
+    ``noise`` is the variation strength: trained with it, the network learns transitions that still
+    land on the target whatever the noise, which is what makes its variants plausible.
+    """
+    past = (batch["past"] - norm.frame_mean) / norm.frame_std
+    target = (batch["target"] - norm.target_mean) / norm.target_std
+    truth = (batch["truth"] - norm.frame_mean) / norm.frame_std
+    out = model(past, target, n, truth=truth if teacher else None, variation=noise)
+    out = out * norm.frame_std + norm.frame_mean
+    b, t = out.shape[:2]
+    rot = out[..., 3:].reshape(b, t, -1, 4)
+    rot = rot / rot.norm(dim=-1, keepdim=True).clamp_min(1e-6)
+    true_rot = batch["truth"][..., 3:].reshape(b, t, -1, 4)
+    rot_loss = (rot - true_rot).square().sum(dim=(-1, -2)).mean()
+    local = batch["base"][:, None].expand(b, t, -1, -1).clone()
+    local[:, :, trajectory] = out[..., :3]
+    world = forward_kinematics(rot, local, parents)
+    pos_loss = ((world - batch["world"]) / norm.world_std).square().sum(dim=(-1, -2)).mean()
+    return rot_loss + pos_loss, rot_loss, pos_loss
+
+
+def _to_torch(batch, device):
+    return {k: torch.from_numpy(v).to(device) for k, v in batch.items()}
+
+
+def train(args):
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    rank = int(os.environ.get("RANK", "0"))
+    device = torch.device(args.device)
+    if distributed:
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        if device.type == "cuda":
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+            torch.cuda.set_device(device)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    main_process = rank == 0
+    say = (lambda *a, **k: print(*a, **k, file=sys.stderr, flush=True)) if main_process else (lambda *a, **k: None)
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    ckpt_path = out / "checkpoint.pt"
+    subjects = [int(s) for s in args.subjects.split(",")] if args.subjects else None
+    data = load_motion_set(args.data, args.cache)
+    train_set = Transitions(data, "train", subjects, mirrored=not args.no_mirror)
+    val_set = Transitions(data, "validation", subjects, mirrored=False, layout=train_set.layout)
+    parents = [int(p) for p in data.skeleton.parents]
+    lay = train_set.layout
+
+    state = torch.load(ckpt_path, map_location="cpu", weights_only=False) if ckpt_path.exists() else None
+    if state:
+        config = RTNConfig(**state["config"])
+        stats = state["stats"]
+        say(f"resuming {ckpt_path} at step {state['step']}")
+    else:
+        config = RTNConfig(pose_dim=lay.frame_dim, target_dim=lay.target_dim, offset_dim=lay.frame_dim)
+        stats = Normaliser.measure(train_set, np.random.default_rng(args.seed), args.min_gap, args.max_gap)
+    norm = Normaliser(stats).to(device)
+    model = RTN(config).to(device)
+    optimiser = torch.optim.Adam(model.parameters(), lr=args.lr, amsgrad=True)
+    step, history = 0, {"train": [], "validation": []}
+    if state:
+        model.load_state_dict(state["model"])
+        optimiser.load_state_dict(state["optimiser"])
+        step, history = state["step"], state["history"]
+    net = torch.nn.parallel.DistributedDataParallel(model) if distributed else model
+
+    rng = np.random.default_rng([args.seed, rank, step])
+    gap_rng = np.random.default_rng([args.seed, step])      # the same gap length on every process
+
+    def save():
+        if not main_process:
+            return
+        meta = {"data": str(args.data), "data_files": train_set.files, "layout": lay.to_json(),
+                "skeleton": {"names": list(data.skeleton.names), "parents": parents,
+                             "offsets": data.skeleton.offsets.tolist()},
+                "licence": args.licence or licence_of(args.data), "subjects": subjects,
+                "args": {k: str(v) for k, v in vars(args).items()}}
+        tmp = ckpt_path.with_suffix(".part")
+        torch.save({"model": model.state_dict(), "optimiser": optimiser.state_dict(), "step": step,
+                    "history": history, "config": asdict(config), "stats": stats, "meta": meta}, tmp)
+        tmp.replace(ckpt_path)
+        (out / "history.json").write_text(json.dumps(history) + "\n")
+        plot_history(history, out / "loss.png")
+
+    say(f"RTN: {model.num_params() / 1e6:.2f}M parameters, {len(train_set.files)} training clips "
+        f"({'mirrored, ' if not args.no_mirror else ''}{train_set.rotations.shape[0]} frames), device {device}")
+    started = last_save = time.monotonic()
+    window_loss, window_start = [], time.monotonic()
+    while step < args.steps:
+        n = int(gap_rng.integers(args.min_gap, args.max_gap + 1))
+        batch = _to_torch(train_set.sample(args.batch, n, rng), device)
+        model.train()
+        loss, rot_loss, pos_loss = transition_loss(net, norm, batch, n, parents, lay.trajectory, noise=args.noise)
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimiser.step()
+        step += 1
+        window_loss.append([loss.item(), rot_loss.item(), pos_loss.item()])
+        if step % 50 == 0 or step == args.steps:
+            mean = np.mean(window_loss, axis=0)
+            rate = len(window_loss) / (time.monotonic() - window_start)
+            history["train"].append([step, *map(float, mean)])
+            say(f"\rstep {step}/{args.steps}  loss {mean[0]:.4f} (rotations {mean[1]:.4f}, positions "
+                f"{mean[2]:.4f})  {rate:.1f} steps/s  eta {(args.steps - step) / rate / 60:.0f} min", end="")
+            window_loss, window_start = [], time.monotonic()
+        if main_process and (step % args.validate_every == 0 or step == args.steps):
+            history["validation"].append([step, *validate(model, norm, val_set, parents, device)])
+            say(f"\nvalidation at {step}: " + "  ".join(
+                f"n={n}: rot {r:.3f} pos {p:.3f}" for n, r, p in
+                zip(VALIDATION_LENGTHS, history["validation"][-1][1::2], history["validation"][-1][2::2])))
+        elapsed = time.monotonic() - started
+        if args.minutes and elapsed > args.minutes * 60:
+            say(f"\ntime budget of {args.minutes} min reached at step {step}")
+            break
+        if time.monotonic() - last_save > args.checkpoint_minutes * 60:
+            save()
+            last_save = time.monotonic()
+    save()
+    say(f"\ncheckpoint {ckpt_path} at step {step}")
+    if distributed:
+        dist.destroy_process_group()
+    return ckpt_path
+
+
+@torch.no_grad()
+def validate(model, norm, val_set, parents, device, batches=4, batch=64):
+    """Root mean rotation and position errors per validation length, with no teacher forcing.
+
+    The same fixed windows every time (a fixed seed), so the curve shows the model, not the draw.
+    """
+    model.eval()
+    rng = np.random.default_rng(1234)
+    scores = []
+    for n in VALIDATION_LENGTHS:
+        rot = pos = 0.0
+        for _ in range(batches):
+            b = _to_torch(val_set.sample(batch, n, rng, keep_after=1.0), device)
+            _, r, p = transition_loss(model, norm, b, n, parents, val_set.layout.trajectory, teacher=False)
+            rot, pos = rot + r.item() / batches, pos + p.item() / batches
+        scores += [math.sqrt(rot), math.sqrt(pos)]
+    return scores
+
+
+def plot_history(history, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
+    if history["train"]:
+        t = np.array(history["train"])
+        for col, label in ((1, "loss"), (2, "rotations"), (3, "positions")):
+            axes[0].plot(t[:, 0], t[:, col], label=label)
+    axes[0].set(title="training loss", xlabel="step", yscale="log")
+    axes[0].legend()
+    if history["validation"]:
+        v = np.array(history["validation"])
+        for i, n in enumerate(VALIDATION_LENGTHS):
+            axes[1].plot(v[:, 0], v[:, 2 + 2 * i], label=f"positions, n={n}")
+    axes[1].set(title="validation (held-out tenth of each clip)", xlabel="step", yscale="log")
+    axes[1].legend()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
