@@ -34,6 +34,11 @@ def main(argv=None):
                        help="an RTN model to evaluate beside the baselines (default: the shipped one)")
     bench.set_defaults(run=_bench)
 
+    speed = commands.add_parser("bench-speed", help="time a transition model on this machine")
+    speed.add_argument("--model", type=Path, help="model file (default: the shipped rtn-lafan1)")
+    speed.add_argument("--json", type=Path, help="write the timings here")
+    speed.set_defaults(run=_bench_speed)
+
     fill = commands.add_parser("fill", help="generate the frames strictly between two key frames")
     fill.add_argument("file", type=Path)
     fill.add_argument("--gap", required=True, type=_gap, help="START:END, the two key frames")
@@ -129,6 +134,31 @@ def _variants(args):
         path = args.output / f"{args.file.stem}-variant{i + 1:02d}.bvh"
         write_bvh(replace(motion, rotations=quat.unroll(r), positions=p), path)
     print(f"wrote {args.k} variants of frames {start + 1} to {end - 1} to {args.output}")
+
+
+def _bench_speed(args):
+    import importlib.util
+    import subprocess
+
+    from .runtime import MODELS
+    from .speed import measure
+
+    path = args.model or MODELS / "rtn-lafan1.onnx"
+    results = measure(path)
+    if importlib.util.find_spec("torch") and importlib.util.find_spec("training"):
+        eager = subprocess.run([sys.executable, "-m", "training", "speed", "--model", str(path)],
+                               capture_output=True, text=True)
+        if eager.returncode == 0:
+            results.update(json.loads(eager.stdout))
+            onnx_ms = results["transition_30_ms_batch1_1thread"]["median"]
+            results["torch_over_onnx"] = results["torch_eager_transition_30_ms_batch1_1thread"] / onnx_ms
+    for key, value in results.items():
+        shown = ", ".join(f"{k} {v:.2f}" for k, v in value.items()) if isinstance(value, dict) else \
+            (f"{value:.2f}" if isinstance(value, float) else value)
+        print(f"{key}: {shown}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
 
 
 def describe(motion):

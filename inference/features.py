@@ -59,8 +59,12 @@ def choose_layout(rotations, positions, parents, translated, fps, up="Y"):
 
 def canonical_frame(rotations, positions, parents, layout):
     """``(turn, origin)`` taking each pose ``(B, J, …)`` to stand at the origin facing +X."""
-    grot, gpos = forward_kinematics(rotations, positions, parents)
-    heading = quat.rotate(grot[:, layout.trajectory], np.eye(3)[layout.facing_axis])
+    chain = [layout.trajectory]
+    while parents[chain[-1]] >= 0:
+        chain.append(parents[chain[-1]])
+    chain = chain[::-1]    # root first: world transform of the trajectory joint along its chain alone
+    grot, gpos = forward_kinematics(rotations[:, chain], positions[:, chain], np.arange(len(chain)) - 1)
+    heading = quat.rotate(grot[:, -1], np.eye(3)[layout.facing_axis])
     heading[:, layout.up] = 0.0
     norm = np.linalg.norm(heading, axis=-1, keepdims=True)
     if np.any(norm < 1e-6):
@@ -69,7 +73,7 @@ def canonical_frame(rotations, positions, parents, layout):
     forward = np.zeros(3)
     forward[[a for a in range(3) if a != layout.up][0]] = 1.0
     turn = quat.inv(quat.normalize(quat.between(forward, heading / norm)))
-    origin = gpos[:, layout.trajectory].copy()
+    origin = gpos[:, -1].copy()
     origin[:, layout.up] = 0.0
     return turn, origin
 
@@ -118,8 +122,7 @@ def target_features(rotations, positions, parents, layout, after=None):
     velocity = np.zeros((b, 3 * layout.joints))
     known = np.zeros((b, 1))
     if after is not None:
-        _, now = forward_kinematics(rotations, positions, parents)
-        _, nxt = forward_kinematics(after[0], after[1], parents)
-        velocity = ((nxt - now) * (layout.fps / layout.height)).reshape(b, -1)
+        _, world = forward_kinematics(np.stack([rotations, after[0]]), np.stack([positions, after[1]]), parents)
+        velocity = ((world[1] - world[0]) * (layout.fps / layout.height)).reshape(b, -1)
         known[:] = 1.0
     return np.concatenate([frame_features(rotations, positions, layout), velocity, known], axis=-1)

@@ -20,6 +20,11 @@ def main(argv=None):
     export.add_arguments(exp)
     exp.set_defaults(run=export.run)
 
+    from . import speed
+    sp = commands.add_parser("speed", help="time the network in torch eager (for inference bench-speed)")
+    speed.add_arguments(sp)
+    sp.set_defaults(run=speed.run)
+
     args = parser.parse_args(argv)
     try:
         args.run(args)

@@ -1,0 +1,67 @@
+"""How fast a transition model runs: the numbers behind ``python -m inference bench-speed``.
+
+Timings use synthetic motion on the model's own skeleton (the network's cost does not depend on
+the pose), through the whole runtime path: features, the ONNX rollout, blending and decoding.
+"""
+
+import time
+
+import numpy as np
+
+from . import quat
+from .motion import Motion
+from .runtime import TransitionModel, superres
+from .transition import Gap
+
+
+def synthetic_motion(skeleton, frames, fps, seed=0):
+    """A smooth random motion: every joint turning slowly, the root walking forward."""
+    rng = np.random.default_rng(seed)
+    j = len(skeleton)
+    angles = np.cumsum(rng.normal(scale=0.02, size=(frames, j, 3)), axis=0)
+    angles -= np.linspace(0, 1, frames)[:, None, None] * angles[-1]
+    rotations = quat.from_euler(0.3 * np.sin(angles), "ZYX")
+    positions = np.repeat(skeleton.offsets[None], frames, axis=0)
+    positions[:, 0, 0] += np.arange(frames) * 3.0
+    return Motion(skeleton, rotations, positions, fps, name="synthetic")
+
+
+def _best_ms(fn, repeats):
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return 1000 * float(np.median(times)), 1000 * float(np.min(times))
+
+
+def measure(path, repeats=20, batch=64, variants=16, superres_minutes=10.0):
+    """A dict of timings for the model file at ``path``."""
+    single = TransitionModel(path, threads=1)
+    model = TransitionModel(path)
+    sk = single.skeleton
+    motion = synthetic_motion(sk, 200, single.layout.fps)
+
+    def gap(b, n=30):
+        s = 100 - n - 1
+        return Gap(sk, np.repeat(motion.rotations[None, s - 10:s + 1], b, 0),
+                   np.repeat(motion.positions[None, s - 10:s + 1], b, 0),
+                   np.repeat(motion.rotations[None, 100], b, 0), np.repeat(motion.positions[None, 100], b, 0), n)
+
+    one, many = gap(1), gap(batch)
+    median, best = _best_ms(lambda: single.fill(one), repeats)
+    batched, _ = _best_ms(lambda: model.fill(many), max(3, repeats // 4))
+    k_ms, _ = _best_ms(lambda: model.variants(one, variants, variation=1.0), max(3, repeats // 4))
+    long = synthetic_motion(sk, int(superres_minutes * 60 * single.layout.fps) + 1, single.layout.fps, seed=1)
+    start = time.perf_counter()
+    superres(model, long, int(round(single.layout.fps)))
+    sr = time.perf_counter() - start
+    return {
+        "model": single.name,
+        "transition_30_ms_batch1_1thread": {"median": median, "best": best},
+        "frames_per_second_batched": batch * 30 / (batched / 1000),
+        "batch": batch,
+        f"variants_{variants}_ms": k_ms,
+        f"superres_{superres_minutes:g}min_1key_per_s_seconds": sr,
+    }

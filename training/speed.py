@@ -1,0 +1,39 @@
+"""The torch-eager side of ``python -m inference bench-speed``: the same network, same shapes.
+
+The runtime never imports torch, so the benchmark asks for this number in a separate process.
+Weights are random: the cost of a forward pass does not depend on their values.
+"""
+
+import json
+import time
+
+import numpy as np
+import onnx
+import torch
+
+from .rtn import RTN, RTNConfig
+
+
+def eager_ms(model_path, repeats=20, n=30):
+    meta = {p.key: p.value for p in onnx.load(str(model_path), load_external_data=False).metadata_props}
+    torch.set_num_threads(1)
+    model = RTN(RTNConfig(**json.loads(meta["rtn.config"]))).eval()
+    cf = model.config
+    past, target = torch.randn(1, cf.past, cf.pose_dim), torch.randn(1, cf.target_dim)
+    times = []
+    with torch.no_grad():
+        model(past, target, n)
+        for _ in range(repeats):
+            start = time.perf_counter()
+            model(past, target, n)
+            times.append(time.perf_counter() - start)
+    return 1000 * float(np.median(times))
+
+
+def add_arguments(parser):
+    parser.add_argument("--model", required=True, help="ONNX model whose network to time")
+    parser.add_argument("--repeats", type=int, default=20)
+
+
+def run(args):
+    print(json.dumps({"torch_eager_transition_30_ms_batch1_1thread": eager_ms(args.model, args.repeats)}))
