@@ -46,14 +46,71 @@ def metadata(state):
     }
 
 
-def export(checkpoint, output, int8=False):
+def _hardware(device):
+    import os
+    import platform
+
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        return f"{torch.cuda.get_device_name(0)} (CUDA)"
+    return f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+
+
+def model_card(path, state, meta, bench=None):
+    """The model card: what the weights are, where they came from, what they may be used for."""
+    args = state["meta"]["args"]
+    data = json.loads(meta["betwixt.data"])
+    skeleton = json.loads(meta["betwixt.skeleton"])
+    command = (f"python -m training rtn --data {args['data']} --out {args['out']}"
+               + (f" --subjects {args['subjects']}" if args["subjects"] != "None" else "")
+               + f" --steps {args['steps']} --batch {args['batch']} --lr {args['lr']}"
+               + f" --min-gap {args['min_gap']} --max-gap {args['max_gap']} --noise {args.get('noise', '0.5')}")
+    lines = [
+        f"# {path.stem}", "",
+        "A Recurrent Transition Network (Harvey & Pal 2018, extended: rotations out, any gap length through a "
+        "time-to-target embedding, noise for variants) that fills the frames between two keys.", "",
+        "## Data and licence",
+        f"- Trained on `{data['source']}`" + (f", subjects {data['subjects']}" if data["subjects"] else "")
+        + f": {len(data['files'])} files, the last tenth of each held out for validation, plus their mirror images.",
+        f"- Files: {', '.join(data['files'])}.",
+        f"- Licence of the weights: {meta['betwixt.licence']}. A model inherits the terms of its data.", "",
+        "## Skeleton and use",
+        f"- {len(skeleton['names'])} joints, root `{skeleton['names'][0]}`, {meta['betwixt.fps']} fps, "
+        f"{meta['betwixt.past']} frames of past context, gaps of 1 to {json.loads(meta['betwixt.gaps'])['max']} frames "
+        f"(trained on {json.loads(meta['betwixt.gaps'])['trained']}).", "",
+        "## How it was made",
+        f"- `{command}`, then `python -m training export CHECKPOINT -o {path.name}`.",
+        f"- {state['step']} optimiser steps; commit {json.loads(meta['betwixt.training'])['commit']}; "
+        f"{_hardware(args['device'])}.",
+    ]
+    if bench:
+        from inference.benchmark import format_table
+        lines += ["", "## Benchmark (LaFAN1 protocol, `python -m inference bench`)", "",
+                  f"{bench['test_windows']} test windows.", "", format_table(bench)]
+        if "interpolation" in bench["methods"] and "rtn" in bench["methods"]:
+            ratio = {m: {n: bench["methods"]["rtn"][m][n] / bench["methods"]["interpolation"][m][n]
+                         for n in bench["methods"]["rtn"][m]} for m in bench["methods"]["rtn"]}
+            lines += ["", "Ratio to Interpolation (lower is better):", "",
+                      "| metric | " + " | ".join(ratio["L2Q"]) + " |", "|---|" + "---|" * len(ratio["L2Q"])]
+            lines += [f"| {m} | " + " | ".join(f"{v:.3f}" for v in ratio[m].values()) + " |" for m in ratio]
+    path.with_suffix(".md").write_text("\n".join(lines) + "\n")
+
+
+def export(checkpoint, output, int8=False, bench_data=None):
     state = torch.load(checkpoint, map_location="cpu", weights_only=False)
     model = RTN(RTNConfig(**state["config"]))
     model.load_state_dict(state["model"])
     model.eval()
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    export_onnx(model, output, metadata(state), int8=int8)
+    meta = metadata(state)
+    export_onnx(model, output, meta, int8=int8)
+    bench = None
+    if bench_data:
+        from inference.benchmark import evaluate, load_benchmark
+        from inference.runtime import TransitionModel
+        from inference.transition import BASELINES
+        bench, _ = evaluate(load_benchmark(bench_data), {**BASELINES, "rtn": TransitionModel(output)})
+    model_card(output, state, meta, bench)
     return output
 
 
@@ -61,8 +118,9 @@ def add_arguments(parser):
     parser.add_argument("checkpoint", type=Path)
     parser.add_argument("-o", "--output", type=Path, required=True, help="the .onnx file to write")
     parser.add_argument("--int8", action="store_true", help="8-bit weights (smaller, faster, a little less exact)")
+    parser.add_argument("--bench-data", help="LaFAN1 folder or archive: put benchmark numbers in the model card")
 
 
 def run(args):
-    path = export(args.checkpoint, args.output, args.int8)
-    print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB)")
+    path = export(args.checkpoint, args.output, args.int8, args.bench_data)
+    print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB) and its model card {path.with_suffix('.md')}")
