@@ -4,8 +4,9 @@ Written by hand because no maintained numpy-only BVH library exists that runs in
 Python, keeps End Sites and per-joint channel layouts, and reports errors by line. Blender's own
 importer builds scene objects, so it serves as the independent cross-check in the tests instead.
 
-The hierarchy is small and parsed token by token with line numbers; the motion block is the bulk
-and is parsed in one vectorised call, with a line-by-line pass only to explain a failure.
+The hierarchy is small and parsed token by token with line numbers; the motion block is the bulk,
+split line by line (each line one whole frame) and converted in one numpy call, with a slower pass
+only to explain a failure.
 """
 
 from pathlib import Path
@@ -33,9 +34,10 @@ def parse_bvh(data, source="<bvh>"):
     """Parse the bytes (or text) of a BVH file; ``source`` names it in errors."""
     if isinstance(data, bytes):
         try:
-            data = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise BVHError(source, "is not a text file, so not a BVH file") from None
+            data = data.decode("utf-8-sig")   # -sig: Windows editors may start UTF-8 with a byte-order mark
+        except UnicodeDecodeError as e:
+            raise BVHError(source, "is not a text file, so not a BVH file",
+                           data[:e.start].count(b"\n") + 1) from None
     lines = data.splitlines()
     tokens = _Tokens(lines, source)
     skeleton, columns, n_channels = _parse_hierarchy(tokens)
@@ -164,7 +166,7 @@ def _parse_hierarchy(tokens):
 
 def _parse_channels(tokens, joint):
     count_word, line = tokens.take(f"the channel count of joint {joint!r}")
-    if not count_word.isdigit():
+    if not count_word.isdecimal():   # not isdigit(): int() refuses "²"
         raise BVHError(tokens.source, f"joint {joint!r}: the channel count must be a whole number, "
                        f"not {count_word!r}", line)
     chans = []
@@ -176,7 +178,7 @@ def _parse_channels(tokens, joint):
                            f"{len(chans) + 1} is {found}; channels are X/Y/Z position or rotation", line)
         chans.append(_CHANNELS[word.lower()])
     extra = tokens.peek()
-    if extra[1] == line:
+    if extra[0] is not None and extra[1] == line:
         raise BVHError(tokens.source, f"joint {joint!r} declares {count_word} channels but lists more "
                        f"(found {extra[0]!r})", line)
     for kind in ("position", "rotation"):
@@ -197,14 +199,14 @@ def _parse_motion_header(tokens):
         number += 1
         while number <= len(lines) and not lines[number - 1].strip():
             number += 1
-        text = lines[number - 1].strip() if number <= len(lines) else ""
+        text = " ".join(lines[number - 1].split()) if number <= len(lines) else ""   # "Frame\tTime:"
         if not text.lower().startswith(key):
             label = "Frames: N" if key == "frames:" else "Frame Time: SECONDS"
             raise BVHError(tokens.source, f"expected '{label}' after MOTION, found {text[:40]!r}",
-                           number if number <= len(lines) else None)
+                           min(number, len(lines)))
         found[key] = (text[len(key):].strip(), number)
     frames_text, line = found["frames:"]
-    if not frames_text.isdigit():
+    if not frames_text.isdecimal():
         raise BVHError(tokens.source, f"the frame count must be a whole number, not {frames_text!r}", line)
     n_frames = int(frames_text)
     if n_frames == 0:
@@ -214,20 +216,24 @@ def _parse_motion_header(tokens):
         frame_time = float(time_text)
     except ValueError:
         raise BVHError(tokens.source, f"the frame time must be a number of seconds, not {time_text!r}", line) from None
-    if not (np.isfinite(frame_time) and frame_time > 0):
-        raise BVHError(tokens.source, f"the frame time must be a positive number of seconds, not {time_text}", line)
+    if not (np.isfinite(frame_time) and frame_time > 0 and np.isfinite(1.0 / frame_time)):
+        raise BVHError(tokens.source, f"the frame time must be a positive number of seconds with a finite "
+                       f"frame rate, not {time_text}", line)
     return n_frames, frame_time, number + 1
 
 
 def _parse_values(lines, first, n_frames, n_channels, source):
-    block = "\n".join(lines[first - 1:])
-    try:
-        values = np.array(block.split(), dtype=np.float64)
-    except ValueError:
-        values = None
-    if values is None or values.size != n_frames * n_channels:
+    # line by line, so that a short line and a long one cannot shift values between frames unnoticed
+    rows = [words for words in map(str.split, lines[first - 1:]) if words]
+    expected_rows = n_frames if n_channels else 0   # without channels every frame line is blank
+    values = None
+    if len(rows) == expected_rows and all(len(words) == n_channels for words in rows):
+        try:
+            values = np.array(rows, dtype=np.float64).reshape(n_frames, n_channels)
+        except ValueError:
+            pass
+    if values is None:
         _explain_bad_block(lines, first, n_frames, n_channels, source)
-    values = values.reshape(n_frames, n_channels)
     bad = ~np.isfinite(values)
     if bad.any():
         row, col = np.argwhere(bad)[0]

@@ -84,9 +84,9 @@ class Motion:
             raise BetwixtError(
                 f"motion {self.name!r}: rotations {self.rotations.shape} and positions "
                 f"{self.positions.shape} do not fit {j} joints")
-        if not self.fps > 0:
+        if not 0 < self.fps < np.inf:
             raise BetwixtError(f"motion {self.name!r}: frame rate must be positive, not {self.fps}")
-        if self.up not in AXES:
+        if self.up not in tuple(AXES):   # not a substring test: '' and 'XY' are no axis
             raise BetwixtError(f"motion {self.name!r}: up axis must be one of X, Y, Z, not {self.up!r}")
 
     @property
@@ -111,7 +111,7 @@ class Motion:
 
     def resample(self, fps):
         """The same motion sampled at ``fps``: slerp between rotations, lerp between positions."""
-        if not fps > 0:
+        if not 0 < fps < np.inf:
             raise BetwixtError(f"cannot resample {self.name!r} to {fps} frames per second")
         n = int(np.floor((self.n_frames - 1) * fps / self.fps + 1e-9)) + 1
         t = np.arange(n) * (self.fps / fps)
@@ -167,7 +167,7 @@ def guess_up_axis(world_positions):
     lowest = world_positions.min(axis=1)
     score = lowest.std(axis=0) / np.maximum(extent, 1e-12 * max(extent.max(), 1.0))
     best = int(np.argmin(score))
-    return "Y" if score[1] <= 2.0 * score[best] else AXES[best]
+    return "Y" if score[1] <= 2.0 * score[best] + 1e-9 else AXES[best]   # + rounding: a still clip
 
 
 def height(world_positions, up="Y"):
