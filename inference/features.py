@@ -1,10 +1,14 @@
 """How a transition becomes network features and back: one definition for training and runtime.
 
-A gap is seen from its last key: the whole pose is moved so that the trajectory joint stands over the
-origin and faces +X on the last past frame, which makes the model blind to where and which way the
-character stands. A frame's features are then the trajectory joint's translation (in heights) and
-every joint's local rotation; the target adds the world velocity of every joint on the target frame,
-when the frame after the target is known, with a flag that says whether it is.
+A gap is seen from its last key: the whole pose is moved so that the trajectory joint (the hips, say)
+stands over the origin and faces +X on the last past frame, which makes the model blind to where and
+which way the character stands. A frame's features are then the trajectory joint's world position (in
+heights) and every joint's local rotation; the target adds the world velocity of every joint on the
+target frame, when the frame after the target is known, with a flag that says whether it is.
+
+The trajectory is a world position rather than a local translation because data sets disagree on
+which joint carries it: most of Bandai's clips move ``Hips`` under a still ``joint_Root``, a few
+move ``joint_Root`` instead. In the world both are the same motion.
 """
 
 from dataclasses import asdict, dataclass
@@ -39,18 +43,36 @@ class Layout:
         return asdict(self)
 
 
+def chain(parents, joint):
+    """The joints from the root down to ``joint``."""
+    out = [joint]
+    while parents[out[-1]] >= 0:
+        out.append(parents[out[-1]])
+    return out[::-1]
+
+
+def chain_transform(rotations, positions, parents, joint):
+    """World rotation and position of ``joint`` (…, 4) and (…, 3), from its chain alone."""
+    c = chain(parents, joint)
+    grot, gpos = forward_kinematics(rotations[..., c, :], positions[..., c, :], np.arange(len(c)) - 1)
+    return grot[..., -1, :], gpos[..., -1, :]
+
+
 def choose_layout(rotations, positions, parents, translated, fps, up="Y"):
     """A layout for a data set: ``rotations`` (F, J, 4), ``positions`` (F, J, 3) of its clips.
 
-    The trajectory joint is the animated joint that travels furthest over the ground (LaFAN1's root,
-    Bandai's ``Hips`` under a static ``joint_Root``); its facing axis is the local axis whose world
-    direction stays most horizontal, so that heading is well defined on every frame.
+    The trajectory joint is the joint nearest the root, among those with translation channels, that
+    travels over the ground about as far as any (LaFAN1's root; Bandai's ``Hips``, not its mostly
+    still ``joint_Root`` and not a hand that also swings). Its facing axis is the local axis whose
+    world direction stays most horizontal, so that heading is well defined on every frame.
     """
     u = AXES.index(up)
-    grot, gpos = forward_kinematics(rotations, positions, parents)
     ground = [a for a in range(3) if a != u]
-    travel = [np.abs(np.diff(gpos[:, j][:, ground], axis=0)).sum() for j in translated]
-    trajectory = int(translated[int(np.argmax(travel))]) if len(translated) else 0
+    grot, gpos = forward_kinematics(rotations, positions, parents)
+    travel = np.array([np.abs(np.diff(gpos[:, j][:, ground], axis=0)).sum() for j in translated])
+    depth = [len(chain(parents, j)) for j in translated]
+    far = [(d, j) for d, j, t in zip(depth, translated, travel) if t >= 0.5 * travel.max()]
+    trajectory = int(min(far)[1]) if len(translated) else 0
     tilt = [np.abs(quat.rotate(grot[:, trajectory], np.eye(3)[a])[:, u]).mean() for a in range(3)]
     extent = np.percentile(np.ptp(gpos[..., u], axis=-1), 95)
     return Layout(joints=rotations.shape[1], trajectory=trajectory, facing_axis=int(np.argmin(tilt)), up=u,
@@ -59,12 +81,8 @@ def choose_layout(rotations, positions, parents, translated, fps, up="Y"):
 
 def canonical_frame(rotations, positions, parents, layout):
     """``(turn, origin)`` taking each pose ``(B, J, …)`` to stand at the origin facing +X."""
-    chain = [layout.trajectory]
-    while parents[chain[-1]] >= 0:
-        chain.append(parents[chain[-1]])
-    chain = chain[::-1]    # root first: world transform of the trajectory joint along its chain alone
-    grot, gpos = forward_kinematics(rotations[:, chain], positions[:, chain], np.arange(len(chain)) - 1)
-    heading = quat.rotate(grot[:, -1], np.eye(3)[layout.facing_axis])
+    grot, gpos = chain_transform(rotations, positions, parents, layout.trajectory)
+    heading = quat.rotate(grot, np.eye(3)[layout.facing_axis])
     heading[:, layout.up] = 0.0
     norm = np.linalg.norm(heading, axis=-1, keepdims=True)
     if np.any(norm < 1e-6):
@@ -73,13 +91,13 @@ def canonical_frame(rotations, positions, parents, layout):
     forward = np.zeros(3)
     forward[[a for a in range(3) if a != layout.up][0]] = 1.0
     turn = quat.inv(quat.normalize(quat.between(forward, heading / norm)))
-    origin = gpos[:, -1].copy()
+    origin = gpos.copy()
     origin[:, layout.up] = 0.0
     return turn, origin
 
 
 def move(rotations, positions, turn, origin):
-    """Apply the rigid motion ``x → turn (x − origin)`` to whole poses ``(B, T, J, …)``."""
+    """Apply the rigid motion ``x → turn (x − origin)`` to whole poses ``(B, T, J, …)`` (at the root)."""
     rotations = rotations.copy()
     positions = positions.copy()
     rotations[..., 0, :] = quat.mul(turn[:, None], rotations[..., 0, :])
@@ -97,19 +115,31 @@ def unmove(rotations, positions, turn, origin):
     return rotations, positions
 
 
-def frame_features(rotations, positions, layout):
+def frame_features(rotations, positions, parents, layout):
     """(…, J, 4) rotations and (…, J, 3) translations → (…, frame_dim) raw features."""
     lead = rotations.shape[:-2]
-    return np.concatenate([positions[..., layout.trajectory, :] / layout.height,
-                           rotations.reshape(lead + (-1,))], axis=-1)
+    _, world = chain_transform(rotations, positions, parents, layout.trajectory)
+    return np.concatenate([world / layout.height, rotations.reshape(lead + (-1,))], axis=-1)
 
 
-def split_features(features, layout):
-    """Raw features → (trajectory translation (…, 3), unit rotations (…, J, 4))."""
+def decode_features(features, positions, parents, layout):
+    """Raw features → local rotations (…, J, 4) and translations (…, J, 3).
+
+    Translations other than the trajectory joint's come from ``positions`` (the last key's); the
+    trajectory joint's local translation is whatever puts it at the predicted world position under
+    its (predicted) ancestors.
+    """
     lead = features.shape[:-1]
-    translation = features[..., :3] * layout.height
+    world = features[..., :3] * layout.height
     rotations = quat.normalize(features[..., 3:].reshape(lead + (layout.joints, 4)))
-    return translation, rotations
+    positions = np.broadcast_to(positions, lead + positions.shape[-2:]).copy()
+    parent = parents[layout.trajectory]
+    if parent < 0:
+        positions[..., layout.trajectory, :] = world
+    else:
+        prot, ppos = chain_transform(rotations, positions, parents, parent)
+        positions[..., layout.trajectory, :] = quat.rotate(quat.inv(prot), world - ppos)
+    return rotations, positions
 
 
 def target_features(rotations, positions, parents, layout, after=None):
@@ -125,4 +155,4 @@ def target_features(rotations, positions, parents, layout, after=None):
         _, world = forward_kinematics(np.stack([rotations, after[0]]), np.stack([positions, after[1]]), parents)
         velocity = ((world[1] - world[0]) * (layout.fps / layout.height)).reshape(b, -1)
         known[:] = 1.0
-    return np.concatenate([frame_features(rotations, positions, layout), velocity, known], axis=-1)
+    return np.concatenate([frame_features(rotations, positions, parents, layout), velocity, known], axis=-1)

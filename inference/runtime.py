@@ -15,7 +15,7 @@ import numpy as np
 
 from . import quat
 from .errors import BetwixtError
-from .features import Layout, canonical_frame, frame_features, move, split_features, target_features, unmove
+from .features import Layout, canonical_frame, decode_features, frame_features, move, target_features, unmove
 from .motion import Skeleton
 from .transition import Gap
 
@@ -131,7 +131,7 @@ class TransitionModel:
         if after is not None:
             a_rot, a_pos = move(after[0][:, None], after[1][:, None], turn, origin)
             after = (a_rot[:, 0], a_pos[:, 0])
-        past = frame_features(rot, pos, lay)
+        past = frame_features(rot, pos, parents, lay)
         target = target_features(t_rot, t_pos, parents, lay, after)
         if noise is None:
             noise = np.random.default_rng(seed).standard_normal((gap.batch, self.noise_dim))
@@ -141,10 +141,8 @@ class TransitionModel:
             "gap": np.array(n, dtype=np.int64),
             "noise": (variation * np.asarray(noise)).astype(np.float32),
         })[0].astype(np.float64) * self.frame_std + self.frame_mean
-        frames = self._blend(frames, frame_features(t_rot, t_pos, lay), blend)
-        translation, rotations = split_features(frames[:, :n], lay)
-        positions = np.repeat(pos[:, -1:], n, axis=1)
-        positions[:, :, lay.trajectory] = translation
+        frames = self._blend(frames, frame_features(t_rot, t_pos, parents, lay), blend)
+        rotations, positions = decode_features(frames[:, :n], pos[:, -1:], parents, lay)
         rotations = quat.unroll(np.concatenate([rot[:, -1:], rotations], axis=1), axis=1)[:, 1:]
         return unmove(rotations, positions, turn, origin)
 

@@ -67,7 +67,7 @@ class Transitions:
         turn, origin = canonical_frame(rot[:, p - 1], pos[:, p - 1], self.parents, self.layout)
         rot, pos = move(rot, pos, turn, origin)
         lay = self.layout
-        frames = frame_features(rot, pos, lay)
+        frames = frame_features(rot, pos, self.parents, lay)
         target = target_features(rot[:, p + n], pos[:, p + n], self.parents, lay,
                                  after=(rot[:, p + n + 1], pos[:, p + n + 1]))
         dropped = rng.random(batch) > keep_after

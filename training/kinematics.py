@@ -20,11 +20,19 @@ def quat_rotate(q, v):
     return v + q[..., :1] * t + torch.linalg.cross(u, t, dim=-1)
 
 
-def forward_kinematics(rotations, positions, parents):
-    """World positions (..., J, 3) from local rotations (..., J, 4) and translations (..., J, 3)."""
+def forward_kinematics(rotations, positions, parents, pinned=None):
+    """World positions (..., J, 3) from local rotations (..., J, 4) and translations (..., J, 3).
+
+    ``pinned = (joint, world)`` places that joint at the given world positions (..., 3) instead of
+    at its translation: the network predicts the trajectory joint where it is, not relative to its
+    parent (see inference/features.py).
+    """
     grot, gpos = [], []
     for j, p in enumerate(parents):
-        if p < 0:
+        if pinned is not None and j == pinned[0]:
+            gpos.append(pinned[1])
+            grot.append(rotations[..., j, :] if p < 0 else quat_mul(grot[p], rotations[..., j, :]))
+        elif p < 0:
             grot.append(rotations[..., j, :])
             gpos.append(positions[..., j, :])
         else:

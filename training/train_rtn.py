@@ -101,9 +101,8 @@ def transition_loss(model, norm, batch, n, parents, trajectory, teacher=True, no
     rot = rot / rot.norm(dim=-1, keepdim=True).clamp_min(1e-6)
     true_rot = batch["truth"][..., 3:].reshape(b, t, -1, 4)
     rot_loss = (rot - true_rot).square().sum(dim=(-1, -2)).mean()
-    local = batch["base"][:, None].expand(b, t, -1, -1).clone()
-    local[:, :, trajectory] = out[..., :3]
-    world = forward_kinematics(rot, local, parents)
+    local = batch["base"][:, None].expand(b, t, -1, -1)
+    world = forward_kinematics(rot, local, parents, pinned=(trajectory, out[..., :3]))
     pos_loss = ((world - batch["world"]) / norm.world_std).square().sum(dim=(-1, -2)).mean()
     return rot_loss + pos_loss, rot_loss, pos_loss
 
