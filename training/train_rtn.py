@@ -24,6 +24,7 @@ import torch
 import torch.distributed as dist
 
 from inference.dataset import load_motion_set
+from inference.features import chain
 from .data import Transitions
 from .kinematics import forward_kinematics
 from .rtn import RTN, RTNConfig
@@ -103,7 +104,10 @@ def transition_loss(model, norm, batch, n, parents, trajectory, teacher=True, no
     rot_loss = (rot - true_rot).square().sum(dim=(-1, -2)).mean()
     local = batch["base"][:, None].expand(b, t, -1, -1)
     world = forward_kinematics(rot, local, parents, pinned=(trajectory, out[..., :3]))
-    pos_loss = ((world - batch["world"]) / norm.world_std).square().sum(dim=(-1, -2)).mean()
+    # the trajectory joint's ancestors (Bandai's joint_Root) are not predicted: leave them out
+    shown = [j for j in range(len(parents)) if j not in chain(parents, trajectory)[:-1]]
+    error = (world - batch["world"]) / norm.world_std
+    pos_loss = error[..., shown, :].square().sum(dim=(-1, -2)).mean()
     return rot_loss + pos_loss, rot_loss, pos_loss
 
 
