@@ -115,6 +115,22 @@ def unmove(rotations, positions, turn, origin):
     return rotations, positions
 
 
+def orient(past, target, after=None):
+    """Quaternion signs as the network sees them: ``q`` and ``-q`` are one rotation, not one input.
+
+    The past frames (B, P, J, 4) are made continuous with ``w >= 0`` on the last key; the target key
+    (B, J, 4) takes the hemisphere nearest that key, as along any motion that turns a joint less than
+    half a turn across the gap, and the frame after it the target's. The frames inside a gap, which
+    would tell the true sign, are the ones being generated, so this is all that can be known.
+    """
+    past = quat.unroll(past, axis=1)
+    past = np.where(past[:, -1:, :, :1] < 0, -past, past)
+    target = np.where(np.sum(target * past[:, -1], axis=-1, keepdims=True) < 0, -target, target)
+    if after is not None:
+        after = np.where(np.sum(after * target, axis=-1, keepdims=True) < 0, -after, after)
+    return past, target, after
+
+
 def frame_features(rotations, positions, parents, layout):
     """(…, J, 4) rotations and (…, J, 3) translations → (…, frame_dim) raw features."""
     lead = rotations.shape[:-2]

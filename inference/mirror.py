@@ -54,6 +54,18 @@ def _sides(name):
     return out
 
 
+def unsided(name):
+    """``(side, name without its side marker)``: ``('L', 'Arm')`` for ``LeftArm``, ``('', name)`` if none."""
+    for side, other, _ in _sides(name):
+        i = next((k for k, (a, b) in enumerate(zip(name, other)) if a != b), min(len(name), len(other)))
+        for marker in sorted(_SWAP, key=len, reverse=True):
+            swapped = _SWAP[marker]
+            if name.startswith(marker, i) and other.startswith(swapped, i) \
+                    and name[i + len(marker):] == other[i + len(swapped):]:
+                return side, name[:i] + name[i + len(marker):]
+    return "", name
+
+
 def mirror_map(names):
     """Index of each joint's left/right partner; a centre joint is its own partner.
 

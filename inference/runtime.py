@@ -15,7 +15,8 @@ import numpy as np
 
 from . import quat
 from .errors import BetwixtError
-from .features import Layout, canonical_frame, decode_features, frame_features, move, target_features, unmove
+from .features import (Layout, canonical_frame, decode_features, frame_features, move, orient, target_features,
+                       unmove)
 from .motion import Skeleton
 from .transition import Gap
 
@@ -127,10 +128,12 @@ class TransitionModel:
         turn, origin = canonical_frame(rot[:, -1], pos[:, -1], parents, lay)
         rot, pos = move(rot, pos, turn, origin)
         t_rot, t_pos = move(gap.target_rotations[:, None], gap.target_positions[:, None], turn, origin)
-        t_rot, t_pos = t_rot[:, 0], t_pos[:, 0]
         if after is not None:
             a_rot, a_pos = move(after[0][:, None], after[1][:, None], turn, origin)
-            after = (a_rot[:, 0], a_pos[:, 0])
+        rot, t_rot, a_rot = orient(rot, t_rot[:, 0], None if after is None else a_rot[:, 0])
+        t_pos = t_pos[:, 0]
+        if after is not None:
+            after = (a_rot, a_pos[:, 0])
         past = frame_features(rot, pos, parents, lay)
         target = target_features(t_rot, t_pos, parents, lay, after)
         if noise is None:

@@ -10,7 +10,7 @@ import numpy as np
 from inference import quat
 from inference.dataset import subject_of
 from inference.errors import DataError
-from inference.features import (canonical_frame, choose_layout, frame_features, move, target_features)
+from inference.features import canonical_frame, choose_layout, frame_features, move, orient, target_features
 from inference.motion import forward_kinematics
 from inference.mirror import local_reflections, mirror
 
@@ -66,10 +66,11 @@ class Transitions:
         p = self.past
         turn, origin = canonical_frame(rot[:, p - 1], pos[:, p - 1], self.parents, self.layout)
         rot, pos = move(rot, pos, turn, origin)
+        rot = rot * np.where(rot[:, p - 1:p, :, :1] < 0, -1.0, 1.0)   # w >= 0 on the last key, continuous
+        _, target_rot, after_rot = orient(rot[:, :p], rot[:, p + n], rot[:, p + n + 1])
         lay = self.layout
         frames = frame_features(rot, pos, self.parents, lay)
-        target = target_features(rot[:, p + n], pos[:, p + n], self.parents, lay,
-                                 after=(rot[:, p + n + 1], pos[:, p + n + 1]))
+        target = target_features(target_rot, pos[:, p + n], self.parents, lay, after=(after_rot, pos[:, p + n + 1]))
         dropped = rng.random(batch) > keep_after
         target[dropped, lay.frame_dim:] = 0.0
         _, world = forward_kinematics(rot[:, p:p + n + 1], pos[:, p:p + n + 1], self.parents)

@@ -15,6 +15,9 @@ from inference.runtime import KIND_RTN, MAX_GAP, METADATA_VERSION
 from .rtn import RTN, RTNConfig, export_onnx
 
 
+NORMALISATION = ("frame_mean", "frame_std", "target_mean", "target_std")
+
+
 def _commit():
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -32,8 +35,8 @@ def metadata(state):
         "betwixt.version": str(METADATA_VERSION),
         "betwixt.skeleton": json.dumps(meta["skeleton"]),
         "betwixt.layout": json.dumps(meta["layout"]),
-        "betwixt.normalisation": json.dumps({k: v.tolist() for k, v in state["stats"].items()
-                                             if k != "world_std"}),
+        "betwixt.normalisation": json.dumps({k: state["stats"][k].tolist() for k in NORMALISATION}),
+        "betwixt.reference_pose": json.dumps(state["stats"]["reference_pose"].tolist()),
         "betwixt.fps": str(meta["layout"]["fps"]),
         "betwixt.past": str(config.past),
         "betwixt.gaps": json.dumps({"min": 1, "max": MAX_GAP, "trained": [int(meta["args"]["min_gap"]),

@@ -82,8 +82,13 @@ class Normaliser(torch.nn.Module):
         flag = transitions.layout.target_dim - 1
         t_mean, t_std = t.mean(0), np.maximum(t.std(0), 1e-2)
         t_mean[flag], t_std[flag] = 0.0, 1.0
+        # a natural pose (for retargeting rigs whose rest pose is unlike the data's): the mean local
+        # rotation of every joint, its samples first brought into one hemisphere
+        q = f[:, 3:].reshape(len(f), -1, 4)
+        q = np.where(np.sum(q * q[:1], axis=-1, keepdims=True) < 0, -q, q).mean(axis=0)
         return {"frame_mean": f.mean(0), "frame_std": np.maximum(f.std(0), 1e-2),
-                "target_mean": t_mean, "target_std": t_std, "world_std": np.maximum(w.std(0), 1e-3)}
+                "target_mean": t_mean, "target_std": t_std, "world_std": np.maximum(w.std(0), 1e-3),
+                "reference_pose": q / np.linalg.norm(q, axis=-1, keepdims=True)}
 
 
 def transition_loss(model, norm, batch, n, parents, trajectory, teacher=True, noise=0.0):
