@@ -1,13 +1,54 @@
 """Blender side of Betwixt: operators, panels, preferences, bone mapping and key I/O.
 
-Imports ``bpy`` and ``..inference``; never torch. The operators arrive with the Blender extension
-issue; until then the extension registers nothing, so installing it changes nothing in a scene.
+Imports ``bpy`` and ``..inference``; never torch. Modules: :mod:`.preferences` (which model),
+:mod:`.mapping` (joints ↔ bones), :mod:`.rig` and :mod:`.retarget` (pose maths, numpy only),
+:mod:`.pose_io` (F-curves in, keys out), :mod:`.transitions` (the model over a scene's gaps),
+:mod:`.jobs` (worker thread, progress, Esc), :mod:`.operators` and :mod:`.panels` (the user interface).
 """
+
+import bpy
+
+from . import mapping, operators, panels, preferences
+
+CLASSES = (
+    preferences.BetwixtPreferences,
+    mapping.BETWIXT_PG_joint,
+    operators.BETWIXT_PG_action_choice,
+    panels.BETWIXT_PG_settings,
+    operators.BETWIXT_OT_fill_gaps,
+    operators.BETWIXT_OT_decompress,
+    operators.BETWIXT_OT_variants,
+    operators.BETWIXT_OT_preview_variant,
+    operators.BETWIXT_OT_apply_variant,
+    operators.BETWIXT_OT_discard_variants,
+    operators.BETWIXT_OT_detect_mapping,
+    operators.BETWIXT_OT_clear_mapping,
+    operators.BETWIXT_OT_export_training_data,
+    panels.BETWIXT_UL_joints,
+    panels.BETWIXT_PT_graph,
+    panels.BETWIXT_PT_dopesheet,
+    panels.BETWIXT_PT_view3d,
+)
 
 
 def register():
-    pass
+    for cls in CLASSES:
+        bpy.utils.register_class(cls)
+    bpy.types.Armature.betwixt_joints = bpy.props.CollectionProperty(type=mapping.BETWIXT_PG_joint)
+    bpy.types.Armature.betwixt_joint_index = bpy.props.IntProperty()
+    bpy.types.Scene.betwixt = bpy.props.PointerProperty(type=panels.BETWIXT_PG_settings)
+    for name in panels.MENUS:
+        getattr(bpy.types, name).append(panels.draw_key_menu)
 
 
 def unregister():
-    pass
+    for name in panels.MENUS:
+        menu = getattr(bpy.types, name, None)
+        if menu is not None:
+            menu.remove(panels.draw_key_menu)
+    del bpy.types.Scene.betwixt
+    del bpy.types.Armature.betwixt_joint_index
+    del bpy.types.Armature.betwixt_joints
+    for cls in reversed(CLASSES):
+        bpy.utils.unregister_class(cls)
+    preferences.forget_models()

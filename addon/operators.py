@@ -1,0 +1,567 @@
+"""The operators: Fill Gaps, Decompress, Variants (and applying one), bone mapping, training data export.
+
+Each generating operator reads the active armature's action into the model's space (``prepare``),
+runs the model over the gaps (``compute``, a worker thread in the user interface, see :mod:`.jobs`)
+and writes the generated frames back as keys on the mapped bones (``finish``), all or nothing, as one
+undo step. Unmapped bones, and channels the model does not drive, keep their keys.
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import bpy
+import numpy as np
+
+from ..inference import quat
+from ..inference.bvh import read_bvh, write_bvh
+from ..inference.errors import BetwixtError
+from ..inference.motion import Motion, Skeleton
+from . import mapping, transitions
+from .jobs import JobOperator
+from .pose_io import (Channels, KeyStyle, Snapshot, active_armature, key_frames, read_points, read_rig, sample,
+                      world_matrix, write_bone_keys, write_points)
+from .preferences import load_model
+from .retarget import AXIS_CHANGE, Retarget
+from .rig import channel_count, quat_to_channels, matrix_to_quat
+
+VARIANT_OF = "betwixt_variant_of"
+VARIANT_GAP = "betwixt_gap"
+VARIANT_SLOT = "betwixt_slot"
+VARIANT_INDEX = "betwixt_variant"
+
+
+@dataclass
+class Plan:
+    """Everything ``compute`` and ``finish`` need, read from the scene by ``prepare``."""
+
+    object_name: str
+    action_name: str
+    slot: str
+    model: object
+    rig: object
+    retarget: object
+    first: int                 # scene frame of row 0 of the arrays below
+    gaps: list                 # (a, b) scene frames
+    fps: float
+    motion: Motion             # model space, one frame per scene frame
+    location: np.ndarray       # rig channels (frames, bones, …)
+    rotation: np.ndarray
+    scale: np.ndarray
+    raw: dict                  # rotation channels as keyed, per bone
+    detected: dict             # a mapping found now, stored on success; None when it was stored
+    options: dict = None       # for the model: variation, seed, blend (read on the main thread)
+    count: int = 1             # transitions per gap (variants)
+
+
+def scene_fps(scene):
+    return scene.render.fps / scene.render.fps_base
+
+
+def read_plan(context, keys_from):
+    """Read the active armature for the gaps that ``keys_from(channels, bone names)`` chooses."""
+    obj = active_armature(context)
+    channels = Channels(obj)
+    model = load_model(context)
+    rig = read_rig(obj)
+    joints, detected = mapping.mapping_for(obj, model.skeleton, rig)
+    retarget = Retarget.build(model.skeleton, rig, joints, world_matrix(obj), up=model.layout.up,
+                              trajectory=model.layout.trajectory, reference=reference_pose(model))
+    fps = scene_fps(context.scene)
+    gaps = keys_from(channels, [rig.names[b] for b in retarget.bones])
+    ratio = fps / model.layout.fps
+    transitions.check_gaps(model, gaps, ratio)
+    before, after = transitions.margins(model, ratio)
+    first = gaps[0][0] - before
+    frames = np.arange(first, gaps[-1][1] + after + 1)
+    location, rotation, scale, raw = sample(obj, channels, rig, frames, retarget.bones)
+    rotations, positions = retarget.to_model(rig.pose(location, rotation, scale))
+    motion = Motion(model.skeleton, rotations, positions, model.layout.fps, name=channels.action.name)
+    return Plan(obj.name, channels.action.name, channels.slot_identifier, model, rig, retarget, first, gaps, fps,
+                motion, location, rotation, scale, raw, detected)
+
+
+def reference_pose(model):
+    """A natural pose of the model's skeleton from its metadata (local rotations), if the model has one."""
+    text = model.metadata.get("betwixt.reference_pose")
+    if not text:
+        return None
+    try:
+        pose = np.asarray(json.loads(text), dtype=np.float64)
+    except ValueError:
+        return None
+    return pose if pose.shape == (len(model.skeleton), 4) else None
+
+
+def selected_gaps(channels, bones):
+    keys = key_frames(channels, bones, selected=True)
+    if len(keys) < 2:
+        raise BetwixtError("select the keys on both sides of each gap to fill (at least two keys on "
+                           "the mapped bones), in the Dope Sheet or Graph Editor")
+    return transitions.gaps_between(keys)
+
+
+def all_gaps(channels, bones):
+    keys = key_frames(channels, bones)
+    if len(keys) < 2:
+        raise BetwixtError("the mapped bones have fewer than two keys; key at least a first and a last pose")
+    return transitions.gaps_between(keys)
+
+
+def resolve(plan):
+    """The plan's armature and action, still there and unchanged in kind, on the main thread."""
+    obj = bpy.data.objects.get(plan.object_name)
+    if obj is None or obj.animation_data is None or obj.animation_data.action is None \
+            or obj.animation_data.action.name != plan.action_name:
+        raise BetwixtError(f"armature {plan.object_name!r} or its action {plan.action_name!r} changed while "
+                           "Betwixt was working; nothing was written, run it again")
+    return obj, Channels(obj)
+
+
+def bone_edits(plan, motion, gaps, step):
+    """(bone, channel, frames, values, ends) for :func:`~.pose_io.write_bone_keys`."""
+    frames = np.concatenate([np.arange(a + step, b, step) for a, b in gaps] + [np.zeros(0, np.int64)])
+    ends = np.unique([f for gap in gaps for f in gap])
+    rows, end_rows = frames - plan.first, ends - plan.first
+    location, rotation = plan.retarget.to_rig(motion.rotations[rows], motion.positions[rows], plan.location[rows],
+                                              plan.rotation[rows], plan.scale[rows])
+    edits = []
+    for k, b in enumerate(plan.retarget.bones.tolist()):
+        mode = plan.rig.rotation_modes[b]
+        values = np.empty((len(frames), channel_count(mode)))
+        for a, c in gaps:
+            inside = (frames > a) & (frames < c)
+            if inside.any():
+                values[inside] = quat_to_channels(rotation[inside, b], mode, plan.raw[b][a - plan.first])
+        edits.append((b, "rotation", frames, values, (ends, plan.raw[b][end_rows])))
+        if int(plan.retarget.joints[k]) in plan.retarget.positional and not plan.rig.connected[b]:
+            edits.append((b, "location", frames, location[:, b], (ends, plan.location[end_rows, b])))
+    return edits
+
+
+def write_plan(plan, channels, motion, gaps, step, breakdown):
+    """Key the generated frames; the number of frames keyed."""
+    edits = bone_edits(plan, motion, gaps, step)
+    write_bone_keys(channels, plan.rig, edits, gaps, KeyStyle(breakdown=breakdown))
+    if plan.detected is not None:
+        mapping.store(channels.obj.data, plan.model.skeleton.names, plan.detected)
+    return len(edits[0][2]) if edits else 0
+
+
+class _Generate(JobOperator):
+    step: bpy.props.IntProperty(name="Key Every", description="Key every frame (1) or every Nth frame of "
+                                "each gap", default=1, min=1, soft_max=10)
+    breakdown: bpy.props.BoolProperty(name="As Breakdowns", description="Mark the generated keys as "
+                                      "Breakdown keys rather than Keyframes", default=False)
+    blend: bpy.props.IntProperty(name="Target Blend", description="Frames over which the motion is pulled "
+                                 "onto the next key (0: the whole gap)", default=0, min=0, soft_max=60)
+    variation: bpy.props.FloatProperty(name="Variation", description="How far the motion may stray from "
+                                       "the most likely one (0: always the same)", default=0.0, min=0.0,
+                                       soft_max=2.0)
+    seed: bpy.props.IntProperty(name="Seed", description="Which variation (with Variation above 0)",
+                                default=0, min=0)
+
+    def read(self, context, keys_from):
+        """The plan, with this operator's options copied in: the worker thread never touches ``self``."""
+        plan = read_plan(context, keys_from)
+        plan.options = {"variation": self.variation, "seed": self.seed, "blend": self.blend or None}
+        return plan
+
+    def compute(self, plan, progress, cancelled):
+        return transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps, progress, cancelled,
+                                **plan.options)
+
+    def finish(self, context, plan, result):
+        obj, channels = resolve(plan)
+        keyed = write_plan(plan, channels, result, plan.gaps, self.step, self.breakdown)
+        return (f"Betwixt: filled {len(plan.gaps)} gap{'s' * (len(plan.gaps) != 1)} ({keyed} frames keyed) "
+                f"with model {plan.model.name}")
+
+
+class BETWIXT_OT_fill_gaps(_Generate, bpy.types.Operator):
+    """Fill every gap between consecutive selected keys of the active armature with the model's motion"""
+
+    bl_idname = "betwixt.fill_gaps"
+    bl_label = "Fill Gaps"
+    bl_options = {"REGISTER", "UNDO"}
+    verb = "Filling gaps"
+
+    def prepare(self, context):
+        return self.read(context, selected_gaps)
+
+
+class BETWIXT_OT_decompress(_Generate, bpy.types.Operator):
+    """Treat the action's keys as sparse and fill every gap between them in order, each from the motion
+    generated before it"""
+
+    bl_idname = "betwixt.decompress"
+    bl_label = "Decompress"
+    bl_options = {"REGISTER", "UNDO"}
+    verb = "Decompressing"
+
+    def prepare(self, context):
+        return self.read(context, all_gaps)
+
+
+def variants_of(name):
+    """The variant actions made from action ``name``, in order."""
+    found = [a for a in bpy.data.actions if a.get(VARIANT_OF) == name]
+    return sorted(found, key=lambda a: int(a.get(VARIANT_INDEX, 0)))
+
+
+def original_of(action):
+    """The action a variant was made from (the action itself if it is none)."""
+    name = action.get(VARIANT_OF) if action is not None else None
+    return bpy.data.actions.get(name) if name else action
+
+
+def assign(obj, action, slot_identifier):
+    anim = obj.animation_data
+    anim.action = action
+    if hasattr(anim, "action_slot") and slot_identifier:
+        slot = next((s for s in action.slots if s.identifier == slot_identifier), None)
+        if slot is not None:
+            anim.action_slot = slot
+
+
+class BETWIXT_OT_variants(_Generate, bpy.types.Operator):
+    """Make several different transitions for the selected gap, each in its own action, to compare"""
+
+    bl_idname = "betwixt.variants"
+    bl_label = "Variants"
+    bl_options = {"REGISTER", "UNDO"}
+    verb = "Making variants"
+
+    count: bpy.props.IntProperty(name="Variants", description="How many transitions to make", default=4,
+                                 min=2, max=16)
+    variation: bpy.props.FloatProperty(name="Variation", description="How different the variants are",
+                                       default=1.0, min=0.0, soft_max=2.0)
+
+    def prepare(self, context):
+        frame = context.scene.frame_current
+
+        def one_gap(channels, bones):
+            chosen = transitions.gaps_between(key_frames(channels, bones, selected=True))
+            if len(chosen) != 1:
+                around = [(a, b) for a, b in transitions.gaps_between(key_frames(channels, bones)) if a < frame < b]
+                chosen = around or chosen
+            if len(chosen) != 1:
+                raise BetwixtError("select the two keys around one gap (or put the current frame inside a gap) "
+                                   "to make variants of it")
+            return chosen
+        plan = self.read(context, one_gap)
+        plan.count = self.count
+        if original_of(bpy.data.actions[plan.action_name]).name != plan.action_name:
+            raise BetwixtError(f"action {plan.action_name!r} is itself a variant; apply it or go back to the "
+                               "original before making new variants")
+        return plan
+
+    def compute(self, plan, progress, cancelled):
+        out = []
+        for i in range(plan.count):
+            options = dict(plan.options, seed=plan.options["seed"] + i)
+            out.append(transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps, None, cancelled,
+                                        **options))
+            progress(i + 1, plan.count)
+        return out
+
+    def finish(self, context, plan, result):
+        obj, channels = resolve(plan)
+        action = channels.action
+        old = variants_of(action.name)
+        made = []
+        try:
+            for i, motion in enumerate(result):
+                copy = action.copy()
+                made.append(copy)
+                copy.use_fake_user = True
+                copy[VARIANT_OF] = action.name
+                copy[VARIANT_GAP] = list(plan.gaps[0])
+                copy[VARIANT_INDEX] = i + 1
+                copy[VARIANT_SLOT] = plan.slot or ""
+                target = Channels(obj, action=copy, slot=channels.slot_in(copy))
+                edits = bone_edits(plan, motion, plan.gaps, self.step)
+                write_bone_keys(target, plan.rig, edits, plan.gaps, KeyStyle(breakdown=self.breakdown))
+        except BaseException:
+            for copy in made:
+                bpy.data.actions.remove(copy)
+            raise
+        for a in old:
+            bpy.data.actions.remove(a)
+        for i, copy in enumerate(made):
+            copy.name = f"{action.name} variant {i + 1}"
+        if plan.detected is not None:
+            mapping.store(obj.data, plan.model.skeleton.names, plan.detected)
+        a, b = plan.gaps[0]
+        return (f"Betwixt: {len(made)} variants of frames {a}–{b} in actions '{made[0].name}' … "
+                f"'{made[-1].name}'; preview and apply one in the Betwixt panel")
+
+
+class BETWIXT_OT_preview_variant(bpy.types.Operator):
+    """Show this action (a variant, or the original) on the armature"""
+
+    bl_idname = "betwixt.preview_variant"
+    bl_label = "Preview Variant"
+    bl_options = {"REGISTER", "UNDO"}
+
+    action: bpy.props.StringProperty(name="Action")
+
+    def execute(self, context):
+        try:
+            obj = active_armature(context)
+            action = bpy.data.actions.get(self.action)
+            if action is None:
+                raise BetwixtError(f"there is no action {self.action!r}")
+            current = obj.animation_data.action if obj.animation_data else None
+            slot = action.get(VARIANT_SLOT) or getattr(getattr(obj.animation_data, "action_slot", None),
+                                                      "identifier", None)
+            if original_of(action) != original_of(current):
+                raise BetwixtError(f"action {action.name!r} is not a variant of the armature's action")
+            assign(obj, action, slot)
+        except BetwixtError as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        return {"FINISHED"}
+
+
+class BETWIXT_OT_apply_variant(bpy.types.Operator):
+    """Copy this variant's transition into the original action, go back to it and remove the variants"""
+
+    bl_idname = "betwixt.apply_variant"
+    bl_label = "Apply Variant"
+    bl_options = {"REGISTER", "UNDO"}
+
+    action: bpy.props.StringProperty(name="Action")
+
+    def execute(self, context):
+        try:
+            obj = active_armature(context)
+            variant = bpy.data.actions.get(self.action)
+            original = original_of(variant) if variant is not None else None
+            if variant is None or original is None or original == variant:
+                raise BetwixtError(f"{self.action!r} is not a variant made by Betwixt (or its original action "
+                                   "was deleted)")
+            a, b = (int(v) for v in variant[VARIANT_GAP])
+            identifier = variant.get(VARIANT_SLOT) or None
+            source = Channels(obj, action=variant, slot=_slot(variant, identifier))
+            target = Channels(obj, action=original, slot=_slot(original, identifier))
+            copy_inside(source, target, a, b)
+            assign(obj, original, identifier)
+            for other in variants_of(original.name):
+                bpy.data.actions.remove(other)
+        except BetwixtError as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Betwixt: applied {self.action} to {original.name}")
+        return {"FINISHED"}
+
+
+def _slot(action, identifier):
+    if not hasattr(action, "slots"):
+        return None
+    return next((s for s in action.slots if s.identifier == identifier), None) or \
+        next((s for s in action.slots if s.target_id_type == "OBJECT"), None)
+
+
+def copy_inside(source, target, a, b):
+    """The keys strictly between frames ``a`` and ``b`` of the bone curves of ``source``, into ``target``."""
+    snapshot = Snapshot(target)
+    try:
+        for (path, index), fc in source.curves().items():
+            if not path.startswith("pose.bones["):
+                continue
+            data = read_points(fc)
+            dst = snapshot.keep(path, index)
+            if dst is None:
+                dst = target.new(path, index, fc.group.name if fc.group else None)
+                snapshot.created_curve(path, index)
+                write_points(dst, data)
+                continue
+            old = read_points(dst)
+            t_src, t_old = data["co"][0::2], old["co"][0::2]
+            take = (t_src > a + 1e-4) & (t_src < b - 1e-4)
+            keep = ~((t_old > a + 1e-4) & (t_old < b - 1e-4))
+            order = np.argsort(np.concatenate([t_old[keep], t_src[take]]), kind="stable")
+            merged = {}
+            for name, array in old.items():
+                width = 2 if name in ("co", "handle_left", "handle_right") else 1
+                both = np.concatenate([array.reshape(-1, width)[keep], data[name].reshape(-1, width)[take]])
+                merged[name] = both[order].reshape(-1)
+            write_points(dst, merged)
+    except BaseException:
+        snapshot.restore()
+        raise
+
+
+class BETWIXT_OT_discard_variants(bpy.types.Operator):
+    """Remove the variants of the armature's action and go back to the original"""
+
+    bl_idname = "betwixt.discard_variants"
+    bl_label = "Discard Variants"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        try:
+            obj = active_armature(context)
+            current = obj.animation_data.action if obj.animation_data else None
+            original = original_of(current)
+            if original is None:
+                raise BetwixtError("the armature has no action")
+            if original != current:
+                assign(obj, original, current.get(VARIANT_SLOT) or None)
+            for other in variants_of(original.name):
+                bpy.data.actions.remove(other)
+        except BetwixtError as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        return {"FINISHED"}
+
+
+class BETWIXT_OT_detect_mapping(bpy.types.Operator):
+    """Map the model's joints to the active armature's bones from their names and hierarchy"""
+
+    bl_idname = "betwixt.detect_mapping"
+    bl_label = "Detect Bone Mapping"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        try:
+            obj = active_armature(context)
+            skeleton = load_model(context).skeleton
+            bones = [b.name for b in obj.data.bones]
+            parents = [bones.index(b.parent.name) if b.parent else -1 for b in obj.data.bones]
+            found = mapping.detect(skeleton.names, skeleton.parents, bones, parents)
+        except BetwixtError as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        mapping.store(obj.data, skeleton.names, found)
+        missing = [j for j in skeleton.names if j not in found]
+        level = {"INFO"} if not missing else {"WARNING"}
+        self.report(level, f"Betwixt: mapped {len(found)} of {len(skeleton)} joints" +
+                    (f"; not found: {', '.join(missing[:6])}{' …' if len(missing) > 6 else ''} "
+                     "(pick their bones in the list or leave them unmapped)" if missing else ""))
+        return {"FINISHED"}
+
+
+class BETWIXT_OT_clear_mapping(bpy.types.Operator):
+    """Forget the bone mapping stored on the active armature"""
+
+    bl_idname = "betwixt.clear_mapping"
+    bl_label = "Clear Bone Mapping"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        try:
+            obj = active_armature(context)
+        except BetwixtError as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        obj.data.betwixt_joints.clear()
+        return {"FINISHED"}
+
+
+class BETWIXT_PG_action_choice(bpy.types.PropertyGroup):
+    use: bpy.props.BoolProperty(name="Export", default=True)
+
+
+def armature_actions(obj):
+    """Actions that animate bones of an armature like ``obj`` (variants left out)."""
+    out = []
+    for action in bpy.data.actions:
+        if action.get(VARIANT_OF):
+            continue
+        slot = _slot(action, getattr(getattr(obj.animation_data, "action_slot", None), "identifier", None))
+        try:
+            curves = Channels(obj, action=action, slot=slot).curves()
+        except BetwixtError:
+            continue
+        if any(path.startswith("pose.bones[") and obj.pose.bones.get(path.split('"')[1]) is not None
+               for path, _ in curves):
+            out.append(action)
+    return out
+
+
+def y_up(motion):
+    """A BVH motion written in Blender's Z-up axes, turned to BVH's usual Y-up (``C`` undone)."""
+    c = AXIS_CHANGE[1]
+    turn = matrix_to_quat(c.T)
+    sk = motion.skeleton
+    skeleton = Skeleton(sk.names, sk.parents, sk.offsets @ c, sk.channels,
+                        tuple((j, tuple(np.asarray(o) @ c)) for j, o in sk.end_sites))
+    rotations = quat.mul(quat.mul(turn, motion.rotations), quat.inv(turn))
+    return Motion(skeleton, rotations, motion.positions @ c, motion.fps, up="Y", name=motion.name)
+
+
+class BETWIXT_OT_export_training_data(bpy.types.Operator):
+    """Write the chosen actions of the active armature as BVH files (Y-up) for Betwixt's training module"""
+
+    bl_idname = "betwixt.export_training_data"
+    bl_label = "Export Training Data"
+    bl_options = {"REGISTER"}
+
+    directory: bpy.props.StringProperty(name="Folder", subtype="DIR_PATH")
+    actions: bpy.props.CollectionProperty(type=BETWIXT_PG_action_choice)
+    root_only: bpy.props.BoolProperty(name="Root Translation Only", default=True,
+                                      description="Write translation channels for the root bone only")
+
+    def invoke(self, context, event):
+        try:
+            obj = active_armature(context)
+        except BetwixtError as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        self.actions.clear()
+        for action in armature_actions(obj):
+            item = self.actions.add()
+            item.name = action.name
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
+
+    def draw(self, context):
+        layout = self.layout
+        layout.prop(self, "root_only")
+        layout.label(text="Actions:")
+        for item in self.actions:
+            layout.prop(item, "use", text=item.name)
+
+    def execute(self, context):
+        try:
+            obj = active_armature(context)
+            names = [item.name for item in self.actions if item.use] if len(self.actions) else \
+                [a.name for a in armature_actions(obj)]
+            if not names:
+                raise BetwixtError("no action chosen; tick at least one action to export")
+            folder = Path(bpy.path.abspath(self.directory or "//"))
+            folder.mkdir(parents=True, exist_ok=True)
+            written = [export_action(context, obj, name, folder, self.root_only) for name in names]
+        except (BetwixtError, OSError) as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Betwixt: wrote {len(written)} BVH file{'s' * (len(written) != 1)} to {folder}; "
+                    f"train with: python -m training rtn --data {folder}")
+        return {"FINISHED"}
+
+
+def export_action(context, obj, name, folder, root_only):
+    """One action through Blender's BVH exporter, then turned Y-up; the armature keeps its own action."""
+    action = bpy.data.actions.get(name)
+    if action is None:
+        raise BetwixtError(f"there is no action {name!r}")
+    anim = obj.animation_data or obj.animation_data_create()
+    saved = anim.action, getattr(anim, "action_slot", None)
+    active = context.view_layer.objects.active
+    path = folder / f"{bpy.path.clean_name(name)}.bvh"
+    start, end = (int(round(f)) for f in action.frame_range)
+    try:
+        context.view_layer.objects.active = obj
+        slot = _slot(action, saved[1].identifier if saved[1] is not None else None)
+        assign(obj, action, slot.identifier if slot is not None else None)
+        bpy.ops.export_anim.bvh(filepath=str(path), check_existing=False, frame_start=start, frame_end=end,
+                                rotate_mode="NATIVE", root_transform_only=root_only)
+    finally:
+        anim.action = saved[0]
+        if saved[1] is not None:
+            anim.action_slot = saved[1]
+        context.view_layer.objects.active = active
+    write_bvh(y_up(read_bvh(path)), path)
+    return path

@@ -1,0 +1,125 @@
+"""The "Betwixt" sidebar tab (Graph Editor, Dope Sheet, 3D View) and the Key menu entries."""
+
+import bpy
+
+from . import mapping
+from .operators import original_of, variants_of
+from .preferences import draw_model
+
+
+class BETWIXT_PG_settings(bpy.types.PropertyGroup):
+    """The panel's options, kept per scene and handed to the operators."""
+
+    step: bpy.props.IntProperty(name="Key Every", description="Key every frame (1) or every Nth frame",
+                                default=1, min=1, soft_max=10)
+    breakdown: bpy.props.BoolProperty(name="As Breakdowns", description="Mark generated keys as Breakdowns",
+                                      default=False)
+    blend: bpy.props.IntProperty(name="Target Blend", description="Frames over which the motion is pulled "
+                                 "onto the next key (0: the whole gap)", default=0, min=0, soft_max=60)
+    variation: bpy.props.FloatProperty(name="Variation", description="How far Fill Gaps and Decompress may "
+                                       "stray from the most likely motion", default=0.0, min=0.0, soft_max=2.0)
+    seed: bpy.props.IntProperty(name="Seed", default=0, min=0)
+    count: bpy.props.IntProperty(name="Variants", description="How many variants to make", default=4,
+                                 min=2, max=16)
+    show_mapping: bpy.props.BoolProperty(name="Show Bone Mapping", default=False)
+
+
+class BETWIXT_UL_joints(bpy.types.UIList):
+    def draw_item(self, context, layout, data, item, icon, active_data, active_property, index=0, flt_flag=0):
+        row = layout.row(align=True)
+        row.label(text=item.joint)
+        row.prop_search(item, "bone", data, "bones", text="")
+
+
+def _options(op, settings, generate=True):
+    op.step = settings.step
+    op.breakdown = settings.breakdown
+    op.blend = settings.blend
+    op.seed = settings.seed
+    if generate:
+        op.variation = settings.variation
+    return op
+
+
+class _BetwixtPanel:
+    bl_region_type = "UI"
+    bl_category = "Betwixt"
+    bl_label = "Betwixt"
+
+    def draw(self, context):
+        layout = self.layout
+        settings = context.scene.betwixt
+        model = draw_model(layout.box(), context)
+        obj = context.active_object
+        if obj is None or obj.type != "ARMATURE":
+            layout.label(text="Select an armature", icon="INFO")
+            return
+        box = layout.box()
+        if model is not None:
+            mapped, is_stored = mapping.status(obj, model.skeleton)
+            icon = "CHECKMARK" if mapped == len(model.skeleton) else "ERROR" if mapped < 2 else "INFO"
+            box.label(text=f"{obj.name}: {mapped}/{len(model.skeleton)} joints mapped"
+                      f"{'' if is_stored else ' (detected)'}", icon=icon)
+        row = box.row(align=True)
+        row.operator("betwixt.detect_mapping", text="Detect", icon="VIEWZOOM")
+        row.operator("betwixt.clear_mapping", text="Clear", icon="X")
+        row.prop(settings, "show_mapping", text="", icon="PREFERENCES")
+        if settings.show_mapping and len(obj.data.betwixt_joints):
+            box.template_list("BETWIXT_UL_joints", "", obj.data, "betwixt_joints", obj.data, "betwixt_joint_index",
+                              rows=6)
+
+        col = layout.column(align=True)
+        col.prop(settings, "step")
+        col.prop(settings, "blend")
+        col.prop(settings, "variation")
+        col.prop(settings, "seed")
+        col.prop(settings, "breakdown")
+        col = layout.column(align=True)
+        _options(col.operator("betwixt.fill_gaps", icon="IPO_EASE_IN_OUT"), settings)
+        _options(col.operator("betwixt.decompress", icon="IPO_BEZIER"), settings)
+
+        box = layout.box()
+        row = box.row(align=True)
+        row.prop(settings, "count")
+        op = _options(row.operator("betwixt.variants", icon="DUPLICATE"), settings, generate=False)
+        op.count = settings.count
+        current = obj.animation_data.action if obj.animation_data else None
+        original = original_of(current)
+        variants = variants_of(original.name) if original is not None else []
+        if variants:
+            col = box.column(align=True)
+            for action in [original] + variants:
+                row = col.row(align=True)
+                row.operator("betwixt.preview_variant", text=action.name,
+                             depress=action == current).action = action.name
+                if action != original:
+                    row.operator("betwixt.apply_variant", text="", icon="CHECKMARK").action = action.name
+            box.operator("betwixt.discard_variants", icon="TRASH")
+
+        layout.operator("betwixt.export_training_data", icon="EXPORT")
+
+
+class BETWIXT_PT_graph(_BetwixtPanel, bpy.types.Panel):
+    bl_idname = "BETWIXT_PT_graph"
+    bl_space_type = "GRAPH_EDITOR"
+
+
+class BETWIXT_PT_dopesheet(_BetwixtPanel, bpy.types.Panel):
+    bl_idname = "BETWIXT_PT_dopesheet"
+    bl_space_type = "DOPESHEET_EDITOR"
+
+
+class BETWIXT_PT_view3d(_BetwixtPanel, bpy.types.Panel):
+    bl_idname = "BETWIXT_PT_view3d"
+    bl_space_type = "VIEW_3D"
+
+
+def draw_key_menu(self, context):
+    layout = self.layout
+    layout.separator()
+    layout.operator("betwixt.fill_gaps", text="Betwixt: Fill Gaps")
+    layout.operator("betwixt.decompress", text="Betwixt: Decompress")
+    layout.operator("betwixt.variants", text="Betwixt: Variants")
+
+
+MENUS = ("GRAPH_MT_key", "DOPESHEET_MT_key", "VIEW3D_MT_object_animation")

@@ -1,0 +1,344 @@
+"""Blender's side of the data flow: bones and F-curves in, keys out, and the way back on failure.
+
+Reading evaluates the bone channels' F-curves (or the pose's values where a channel has none) at
+whole frames into numpy arrays; :mod:`.rig` and :mod:`.retarget` do the rest. Writing replaces the
+keys strictly inside each gap on the curves it touches, all points of a curve at once with
+``keyframe_points.foreach_set``; a :class:`Snapshot` taken first puts every touched curve back
+exactly as it was if anything fails half way.
+
+Actions are Blender 4.4+'s layered, slotted ones (the channelbag of the armature's slot) or the
+legacy actions of 4.2 and 4.3 (``action.fcurves``): :class:`Channels` hides which.
+"""
+
+import bpy
+import numpy as np
+
+from ..inference.errors import BetwixtError
+from .rig import Rig, channel_count, channel_path, channels_to_quat
+
+POINT_FLOATS = ("co", "handle_left", "handle_right")
+POINT_ENUMS = ("interpolation", "handle_left_type", "handle_right_type", "type", "easing")
+POINT_SCALARS = ("back", "amplitude", "period")
+POINT_BOOLS = ("select_control_point", "select_left_handle", "select_right_handle")
+
+
+def active_armature(context):
+    obj = context.active_object if context.active_object is not None else getattr(context, "object", None)
+    if obj is None or obj.type != "ARMATURE":
+        raise BetwixtError("no armature is active; click the character's armature (or one of its bones) first")
+    return obj
+
+
+def bone_path(name, prop):
+    return f'pose.bones["{bpy.utils.escape_identifier(name)}"].{prop}'
+
+
+class Channels:
+    """The F-curves an object's action holds for it: its slot's channelbag (Blender 4.4 and later), or a
+    legacy action's own ``fcurves`` (4.2, 4.3, and legacy actions still unconverted in 4.4 and 4.5)."""
+
+    def __init__(self, obj, action=None, slot=None):
+        anim = obj.animation_data
+        self.obj = obj
+        self.action = action if action is not None else anim.action if anim is not None else None
+        if self.action is None:
+            raise BetwixtError(f"armature {obj.name!r} has no action; key a few poses first")
+        legacy_api = hasattr(self.action, "fcurves")       # gone in 5.0
+        self.layered = hasattr(self.action, "slots") and not (legacy_api and self.action.is_action_legacy)
+        self.slot = getattr(anim, "action_slot", None) if action is None else slot
+        self._curves = None
+
+    @property
+    def slot_identifier(self):
+        return self.slot.identifier if self.slot is not None else None
+
+    def slot_in(self, action):
+        """This slot's counterpart in another action (a copy of this one), or None."""
+        if not self.layered or self.slot is None:
+            return None
+        return next((s for s in action.slots if s.identifier == self.slot.identifier), None)
+
+    @property
+    def bag(self):
+        if not self.layered:
+            return self.action
+        try:
+            from bpy_extras.anim_utils import action_get_channelbag_for_slot
+        except ImportError:   # 4.4 without the helper: the same search
+            def action_get_channelbag_for_slot(action, slot):
+                bags = (strip.channelbag(slot) for layer in action.layers for strip in layer.strips)
+                return next((b for b in bags if b), None) if slot is not None else None
+        return action_get_channelbag_for_slot(self.action, self.slot)
+
+    def ensure_bag(self):
+        if not self.layered:
+            return self.action
+        if self.slot is None:
+            self.slot = self.action.slots.new(id_type="OBJECT", name=self.obj.name)
+            if self.obj.animation_data.action == self.action:
+                self.obj.animation_data.action_slot = self.slot
+        bag = self.bag
+        if bag is None:
+            layer = self.action.layers[0] if len(self.action.layers) else self.action.layers.new("Layer")
+            strip = layer.strips[0] if len(layer.strips) else layer.strips.new(type="KEYFRAME")
+            bag = strip.channelbag(self.slot, ensure=True)
+        return bag
+
+    def curves(self):
+        """{(data_path, index): fcurve} of the slot's curves."""
+        if self._curves is None:
+            bag = self.bag
+            self._curves = {} if bag is None else {(fc.data_path, fc.array_index): fc for fc in bag.fcurves}
+        return self._curves
+
+    def find(self, path, index):
+        return self.curves().get((path, index))
+
+    def new(self, path, index, group):
+        bag = self.ensure_bag()
+        if not self.layered:
+            fc = bag.fcurves.new(path, index=index, action_group=group or "")
+        else:
+            try:
+                fc = bag.fcurves.new(path, index=index, group_name=group or "")
+            except TypeError:   # a channelbag without group_name (4.4): group it by hand, if it can be
+                fc = bag.fcurves.new(path, index=index)
+                if group:
+                    try:
+                        fc.group = bag.groups.get(group) or bag.groups.new(group)
+                    except (AttributeError, TypeError, RuntimeError):
+                        pass
+        self.curves()[(path, index)] = fc
+        return fc
+
+    def remove(self, path, index):
+        fc = self.curves().pop((path, index), None)
+        if fc is not None:
+            bag = self.bag
+            name = fc.group.name if fc.group is not None else None
+            bag.fcurves.remove(fc)
+            group = bag.groups.get(name) if name is not None else None   # 5.0 drops empty groups itself
+            if group is not None and not group.channels:
+                bag.groups.remove(group)
+
+    def bone_curves(self, names):
+        """Curves that animate any channel of the named bones."""
+        prefixes = tuple(f'pose.bones["{bpy.utils.escape_identifier(n)}"].' for n in names)
+        return [fc for (path, _), fc in self.curves().items() if path.startswith(prefixes)]
+
+
+def read_rig(obj):
+    """The armature's bones as a :class:`~.rig.Rig` (parents first), in Blender's own bone order."""
+    bones = obj.data.bones
+    names = [b.name for b in bones]
+    index = {n: i for i, n in enumerate(names)}
+    parents = [index[b.parent.name] if b.parent else -1 for b in bones]
+    if any(p >= i for i, p in enumerate(parents)):
+        raise BetwixtError(f"armature {obj.name!r}: bones are not stored parents first; "
+                           "re-enter Edit Mode once to let Blender sort them")
+    rest = np.empty(len(bones) * 16, dtype=np.float32)
+    bones.foreach_get("matrix_local", rest)
+    rest = np.swapaxes(rest.reshape(-1, 4, 4), -1, -2).astype(np.float64)   # foreach_get: column by column
+    modes = tuple(obj.pose.bones[n].rotation_mode for n in names)
+    plain = [b.use_inherit_rotation and b.use_local_location for b in bones]
+    return Rig(tuple(names), np.array(parents), rest, np.array([b.use_connect for b in bones]), modes, np.array(plain))
+
+
+def world_matrix(obj):
+    return np.array(obj.matrix_world, dtype=np.float64)
+
+
+def sample(obj, channels, rig, frames, bones=None):
+    """Bone channels on ``frames``: location, rotation (quaternions), scale ``(frames, bones, …)`` and
+    the rotation channels as keyed ``{bone: (frames, 3|4)}``.
+
+    Animated channels are their F-curves' values, the others the pose's current values. Only
+    ``bones`` and their ancestors are read (the rest stay at rest): nothing else moves them.
+    """
+    frames = np.asarray(frames, dtype=np.float64)
+    n = len(frames)
+    location = np.zeros((n, len(rig), 3))
+    rotation = np.tile([1.0, 0.0, 0.0, 0.0], (n, len(rig), 1))
+    scale = np.ones((n, len(rig), 3))
+    raw = {}
+    for b in _with_ancestors(rig, range(len(rig)) if bones is None else bones):
+        name = rig.names[b]
+        pb = obj.pose.bones[name]
+        mode = rig.rotation_modes[b]
+        rot_prop = channel_path(mode)
+        location[:, b] = _channel(channels, name, "location", 3, pb.location, frames)
+        raw[b] = _channel(channels, name, rot_prop, channel_count(mode), getattr(pb, rot_prop), frames)
+        rotation[:, b] = channels_to_quat(raw[b], mode)
+        scale[:, b] = _channel(channels, name, "scale", 3, pb.scale, frames)
+    return location, rotation, scale, raw
+
+
+def _with_ancestors(rig, bones):
+    out = set()
+    for b in bones:
+        while b >= 0 and b not in out:
+            out.add(int(b))
+            b = rig.parents[b]
+    return sorted(out)
+
+
+def _channel(channels, bone, prop, count, current, frames):
+    out = np.empty((len(frames), count))
+    path = bone_path(bone, prop)
+    for i in range(count):
+        fc = channels.find(path, i)
+        if fc is None:
+            out[:, i] = current[i]
+        else:
+            evaluate = fc.evaluate
+            out[:, i] = [evaluate(f) for f in frames]
+    return out
+
+
+def key_frames(channels, bone_names, selected=False):
+    """Sorted whole frames holding a key (a selected one, if ``selected``) on the named bones' curves."""
+    found = set()
+    for fc in channels.bone_curves(bone_names):
+        points = fc.keyframe_points
+        co = np.empty(2 * len(points))
+        points.foreach_get("co", co)
+        frames = co[0::2]
+        if selected:
+            chosen = np.zeros(len(points), dtype=bool)
+            points.foreach_get("select_control_point", chosen)
+            frames = frames[chosen]
+        found.update(np.round(frames).astype(np.int64).tolist())
+    return sorted(found)
+
+
+def _enum(prop, identifier):
+    return bpy.types.Keyframe.bl_rna.properties[prop].enum_items[identifier].value
+
+
+def read_points(fc):
+    """All of a curve's keyframe data as arrays, enough to rebuild it exactly."""
+    points = fc.keyframe_points
+    n = len(points)
+    data = {}
+    for name in POINT_FLOATS:
+        data[name] = np.empty(2 * n, dtype=np.float32)
+    for name in POINT_ENUMS:
+        data[name] = np.empty(n, dtype=np.int32)
+    for name in POINT_SCALARS:
+        data[name] = np.empty(n, dtype=np.float32)
+    for name in POINT_BOOLS:
+        data[name] = np.empty(n, dtype=bool)
+    for name, array in data.items():
+        points.foreach_get(name, array)
+    return data
+
+
+def write_points(fc, data):
+    """Replace a curve's keyframes with ``data`` (as :func:`read_points` gives), in one bulk write."""
+    points = fc.keyframe_points
+    n = len(data["type"])
+    if hasattr(points, "clear"):
+        points.clear()
+    else:
+        while len(points):
+            points.remove(points[-1], fast=True)
+    if n:
+        points.add(n)
+        for name, array in data.items():
+            points.foreach_set(name, array)
+    fc.update()
+
+
+class Snapshot:
+    """Touched curves as they were, to put back exactly if a write fails half way."""
+
+    def __init__(self, channels):
+        self.channels = channels
+        self.saved = {}
+        self.created = []
+
+    def keep(self, path, index):
+        key = (path, index)
+        fc = self.channels.find(path, index)
+        if fc is not None and key not in self.saved and key not in self.created:
+            self.saved[key] = read_points(fc)
+        return fc
+
+    def created_curve(self, path, index):
+        self.created.append((path, index))
+
+    def restore(self):
+        for key in reversed(self.created):
+            self.channels.remove(*key)
+        for (path, index), data in self.saved.items():
+            fc = self.channels.find(path, index)
+            if fc is not None:
+                write_points(fc, data)
+
+
+class KeyStyle:
+    """What the new keys look like: key type, interpolation and handles (the user's preferences)."""
+
+    def __init__(self, breakdown=False, interpolation=None, handle=None):
+        edit = bpy.context.preferences.edit
+        self.type = _enum("type", "BREAKDOWN" if breakdown else "KEYFRAME")
+        self.interpolation = _enum("interpolation", interpolation or edit.keyframe_new_interpolation_type)
+        self.handle = _enum("handle_left_type", handle or edit.keyframe_new_handle_type)
+        self.easing = _enum("easing", "AUTO")
+
+
+def replace_keys(fc, gaps, frames, values, style):
+    """Keys at ``frames`` with ``values`` instead of every key strictly inside the ``gaps`` (a, b)."""
+    old = read_points(fc)
+    at = old["co"][0::2].astype(np.float64)
+    inside = np.zeros(len(at), dtype=bool)
+    for a, b in gaps:
+        inside |= (at > a + 1e-4) & (at < b - 1e-4)
+    clash = np.isin(np.round(at[~inside]), np.asarray(frames))
+    keep = np.flatnonzero(~inside)[~clash]   # a frame we key anew (a curve's first gap end) replaces the old key
+    n = len(frames)
+    co = np.stack([np.asarray(frames, np.float64), np.asarray(values, np.float64)], -1).reshape(-1)
+    new = {"co": co, "handle_left": co, "handle_right": co,
+           "interpolation": np.full(n, style.interpolation), "handle_left_type": np.full(n, style.handle),
+           "handle_right_type": np.full(n, style.handle), "type": np.full(n, style.type),
+           "easing": np.full(n, style.easing), "back": np.full(n, 1.70158), "amplitude": np.full(n, 0.8),
+           "period": np.full(n, 4.1), "select_control_point": np.zeros(n, bool),
+           "select_left_handle": np.zeros(n, bool), "select_right_handle": np.zeros(n, bool)}
+    merged = {}
+    order = np.argsort(np.concatenate([at[keep], np.asarray(frames, np.float64)]), kind="stable")
+    for name, array in old.items():
+        width = 2 if name in POINT_FLOATS else 1
+        kept = array.reshape(-1, width)[keep]
+        both = np.concatenate([kept, np.asarray(new[name]).reshape(-1, width).astype(array.dtype)])
+        merged[name] = both[order].reshape(-1)
+    write_points(fc, merged)
+
+
+def write_bone_keys(channels, rig, edits, gaps, style):
+    """Write generated channels as keys, all or nothing.
+
+    ``edits``: (bone index, channel name ('rotation' or 'location'), frames (n,), values (n, c)) with
+    values already in the bone's rotation mode; ``gaps``: the (a, b) key pairs whose inside is replaced.
+    New curves also get keys on the gaps' ends, so that the pose outside the gaps stays as it was.
+    """
+    snapshot = Snapshot(channels)
+    try:
+        for b, channel, frames, values, ends in edits:
+            name = rig.names[b]
+            prop = channel_path(rig.rotation_modes[b]) if channel == "rotation" else "location"
+            path = bone_path(name, prop)
+            for i in range(values.shape[1]):
+                fc = snapshot.keep(path, i)
+                f, v = frames, values[:, i]
+                if fc is None:
+                    fc = channels.new(path, i, name)
+                    snapshot.created_curve(path, i)
+                    f = np.concatenate([frames, ends[0]])
+                    v = np.concatenate([values[:, i], ends[1][:, i]])
+                    order = np.argsort(f)
+                    f, v = f[order], v[order]
+                replace_keys(fc, gaps, f, v, style)
+    except BaseException:
+        snapshot.restore()
+        raise
+    return snapshot

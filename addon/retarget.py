@@ -1,0 +1,230 @@
+"""A rig's poses as the model's motion and back: bone names, rest orientations, rest pose, units, axes.
+
+The model's skeleton is a BVH skeleton: at rest every joint frame is the world frame (Y-up, the
+model's units). A rig's bones have their own rest frames (any roll, any tail direction), its own
+rest pose (a T-pose, an A-pose, a bent knee), its own size and Blender's Z-up world. Betwixt moves
+each mapped bone so that its *world* rotation changes as its model joint's does:
+
+    G_j(t) = Cᵀ · R_b(t) · O_b
+
+with ``R_b`` the bone's world rotation, ``C`` the model-to-Blender axis change, and ``O_b`` a
+constant found once, from the rest poses: ``O_b = (Cᵀ R_b^rest)⁻¹ · S_j · G_j^ref``, where the model
+stands in a reference pose (its own rest pose, or a natural pose from the model's metadata, whichever
+is nearer the rig's rest pose) with world rotations ``G^ref``. ``S_j`` turns that pose into the rig's
+rest pose: it carries the directions from joint ``j`` to its nearest mapped descendants onto the same
+directions in the rig (one direction: the smallest turn from the parent's ``S``; several: the best
+rigid fit). Where the poses agree ``S`` is the identity and the rig moves exactly as the model; where
+they differ, every bone still points where the model's bone points, so joint positions follow the
+model up to the rig's own bone lengths. A bone's roll about its own direction is not observable from
+rest positions, so between very different poses (a BVH "all bones along X" rest pose and a T-pose) a
+limb may keep a constant twist about its own axis; a natural reference pose removes it.
+
+Translations: the trajectory joint (and the model's root) follow the mapped bone's head, scaled by
+``scale``, the rig's size over the model's (summed lengths of bones mapped at both ends). Other joints
+keep the model's rest offsets: the models move the trajectory joint only.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..inference import quat
+from ..inference.errors import BetwixtError
+from ..inference.motion import forward_kinematics
+from .rig import compose, matrix_to_quat, rotation_part
+
+# From a model's up axis to Blender's Z-up: what Blender's BVH importer does (forward -Z, up Y).
+AXIS_CHANGE = {1: np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]]), 2: np.eye(3),
+               0: np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])}
+
+
+class MappingError(BetwixtError):
+    """A bone mapping that cannot drive the model."""
+
+
+def smallest_turn(a, b):
+    """The quaternion of the smallest rotation taking direction ``a`` onto ``b`` (any axis when opposite)."""
+    a = a / np.linalg.norm(a)
+    b = b / np.linalg.norm(b)
+    c = float(np.dot(a, b))
+    if c < -1.0 + 1e-9:
+        axis = np.cross(a, [1.0, 0.0, 0.0])
+        if np.linalg.norm(axis) < 1e-6:
+            axis = np.cross(a, [0.0, 1.0, 0.0])
+        return np.concatenate([[0.0], axis / np.linalg.norm(axis)])
+    return quat.normalize(np.concatenate([[1.0 + c], np.cross(a, b)]))
+
+
+def best_rotation(a, b):
+    """The rotation (3x3) that best carries the unit directions ``a`` (n, 3) onto ``b`` (Kabsch)."""
+    u, _, vt = np.linalg.svd(b.T @ a)
+    d = np.sign(np.linalg.det(u @ vt))
+    return u @ np.diag([1.0, 1.0, d]) @ vt
+
+
+@dataclass(frozen=True, eq=False)
+class Retarget:
+    """Model joints ↔ rig bones for one armature and one model, calibrated on their rest poses."""
+
+    skeleton: object            # the model's Skeleton
+    rig: object                 # addon.rig.Rig
+    joints: np.ndarray          # (K,) mapped model joints, in model order
+    bones: np.ndarray           # (K,) their rig bones
+    positional: tuple           # model joints whose translation follows a bone (root, trajectory)
+    world: np.ndarray           # (4, 4) the armature object's world matrix
+    axes: np.ndarray            # (3, 3) C
+    scale: float                # rig world units per model unit
+    offsets: np.ndarray         # (K, 3, 3) O_b
+
+    @classmethod
+    def build(cls, skeleton, rig, mapping, world, up=1, trajectory=0, reference=None):
+        """``mapping``: {model joint index: rig bone index}; ``up``: the model's up axis (0, 1, 2);
+        ``reference``: local rotations (J, 4) of a natural pose of the model's skeleton (a T-pose, a
+        standing pose), tried besides its rest pose as the counterpart of the rig's rest pose; the one
+        that needs the smaller turns wins, and with it the bones' twists are right too."""
+        if len(set(mapping.values())) != len(mapping):
+            raise MappingError("two model joints are mapped to the same bone; map each bone once")
+        joints = np.array(sorted(mapping), dtype=np.int64)
+        if len(joints) < 2:
+            raise MappingError(f"only {len(joints)} of the model's {len(skeleton)} joints are mapped; "
+                               "map the bones in the Betwixt panel (Bone Mapping > Detect)")
+        traj = skeleton.names[trajectory]
+        if trajectory not in mapping:
+            raise MappingError(f"the model's {traj!r} joint, which carries the character through the "
+                               "world, is not mapped; map it to the rig's hip bone")
+        bones = np.array([mapping[j] for j in joints], dtype=np.int64)
+        for b in bones:
+            while b >= 0:
+                if not rig.plain[b]:
+                    raise MappingError(f"bone {rig.names[b]!r} does not inherit its parent's rotation or has "
+                                       "non-local location; Betwixt needs Blender's defaults there (Bone "
+                                       "properties > Relations: Inherit Rotation and Local Location on)")
+                b = rig.parents[b]
+        if rig.connected[mapping[trajectory]]:
+            raise MappingError(f"bone {rig.names[mapping[trajectory]]!r} plays {traj!r}, which carries the "
+                               "character through the world, but it is connected to its parent and cannot "
+                               "move; untick Connected in its Relations, or map a bone that is free")
+        world = np.asarray(world, dtype=np.float64)
+        axes = AXIS_CHANGE[int(up)]
+        rest_world = world @ rig.rest
+        rest_rot = axes.T @ rotation_part(rest_world)              # Cᵀ R_b^rest
+        heads = rest_world[:, :3, 3] @ axes                         # Cᵀ h, in rig units
+        slot = {int(j): k for k, j in enumerate(joints)}
+        pairs = _descendant_pairs(skeleton.parents, slot)
+        bones_both = [(j, c) for j, c in pairs if skeleton.parents[c] == j]   # lengths that no pose changes
+        rig_len = sum(np.linalg.norm(heads[mapping[c]] - heads[mapping[j]]) for j, c in bones_both)
+        model_len = sum(np.linalg.norm(skeleton.offsets[c]) for _, c in bones_both)
+        if model_len <= 0 or rig_len <= 0:
+            raise MappingError("the mapped bones have no length between them; map bones that are apart")
+        poses = [np.tile([1.0, 0.0, 0.0, 0.0], (len(skeleton), 1))]   # the model's rest pose, and
+        if reference is not None:                                       # a pose of its own, when it has one
+            poses.append(quat.normalize(np.asarray(reference, dtype=np.float64)))
+        fits = []
+        for pose in poses:
+            grot, model_heads = forward_kinematics(pose, skeleton.offsets, skeleton.parents)
+            turns, misfit = _turns(skeleton.parents, joints, slot, pairs, model_heads, heads[bones])
+            fits.append((misfit, turns @ quat.to_matrix(grot[joints])))
+        offsets = np.swapaxes(rest_rot[bones], -1, -2) @ min(fits, key=lambda f: f[0])[1]
+        positional = tuple(sorted({0, int(trajectory)} & set(mapping)))
+        return cls(skeleton, rig, joints, bones, positional, world, axes, float(rig_len / model_len), offsets)
+
+    @property
+    def mapping(self):
+        return dict(zip(self.joints.tolist(), self.bones.tolist()))
+
+    def to_model(self, pose):
+        """Armature-space pose matrices ``(frames, bones, 4, 4)`` → model local rotations and translations."""
+        sk = self.skeleton
+        frames = pose.shape[0]
+        world = self.world @ pose[:, self.bones]
+        grot_m = np.empty((frames, len(sk), 3, 3))
+        gpos = np.empty((frames, len(sk), 3))
+        mapped = dict(zip(self.joints.tolist(), range(len(self.joints))))
+        model_rot = self.axes.T @ rotation_part(world) @ self.offsets        # G_j for mapped joints
+        heads = world[..., :3, 3] @ self.axes / self.scale                    # Cᵀ h / s
+        rot = np.empty((frames, len(sk), 4))
+        pos = np.empty((frames, len(sk), 3))
+        for j, p in enumerate(sk.parents):
+            k = mapped.get(j)
+            parent_rot = grot_m[:, p] if p >= 0 else np.eye(3)
+            grot_m[:, j] = model_rot[:, k] if k is not None else parent_rot
+            local = np.swapaxes(parent_rot, -1, -2) @ grot_m[:, j] if p >= 0 else grot_m[:, j]
+            rot[:, j] = matrix_to_quat(local)
+            if k is not None and j in self.positional:
+                gpos[:, j] = heads[:, k]
+                pos[:, j] = gpos[:, j] if p < 0 else (np.swapaxes(parent_rot, -1, -2)
+                                                      @ (gpos[:, j] - gpos[:, p])[..., None])[..., 0]
+            else:
+                pos[:, j] = sk.offsets[j]
+                gpos[:, j] = sk.offsets[j] if p < 0 else (parent_rot @ sk.offsets[j]) + gpos[:, p]
+        return quat.unroll(rot), pos
+
+    def to_rig(self, rotations, positions, location, rotation, scale):
+        """Model frames → channels of the rig: ``(location, rotation)`` per bone and frame.
+
+        ``location``/``rotation``/``scale`` (frames, bones, …) are the rig's current channels on those
+        frames; unmapped bones keep theirs, mapped bones get the rotation (and the trajectory bone the
+        location) that puts them where the model's joints are. Returns new location and rotation arrays.
+        """
+        grot, gpos = forward_kinematics(rotations, positions, self.skeleton.parents)
+        k_of = dict(zip(self.bones.tolist(), range(len(self.bones))))
+        wrot = rotation_part(self.world)
+        # wanted armature-space rotations (3x3) and heads of the mapped bones
+        want_rot = wrot.T @ self.axes @ quat.to_matrix(grot[:, self.joints]) @ np.swapaxes(self.offsets, -1, -2)
+        inv_world = np.linalg.inv(self.world)
+        heads = (gpos[:, self.joints] @ self.axes.T) * self.scale
+        want_head = heads @ inv_world[:3, :3].T + inv_world[:3, 3]
+        location, rotation = location.copy(), rotation.copy()
+        rel = self.rig.relative
+        frames = rotations.shape[0]
+        pose = np.empty((frames, len(self.rig), 4, 4))
+        for b, p in enumerate(self.rig.parents):
+            above = rel[b] if p < 0 else pose[:, p] @ rel[b]
+            k = k_of.get(b)
+            if k is not None:
+                rotation[:, b] = matrix_to_quat(np.swapaxes(rotation_part(above), -1, -2) @ want_rot[:, k])
+                if int(self.joints[k]) in self.positional and not self.rig.connected[b]:
+                    head = np.concatenate([want_head[:, k], np.ones((frames, 1))], -1)
+                    location[:, b] = (np.linalg.inv(above) @ head[..., None])[:, :3, 0]
+            loc = np.zeros_like(location[:, b]) if self.rig.connected[b] else location[:, b]
+            pose[:, b] = above @ compose(loc, rotation[:, b], scale[:, b])
+        return location, rotation
+
+
+def _turns(parents, joints, slot, pairs, model_heads, rig_heads):
+    """``S`` per mapped joint (see the module's docstring) and the mean angle it turns bones by,
+    relative to the mapped parent's: how far the two rest poses are apart."""
+    scale_m = max(np.linalg.norm(model_heads[c] - model_heads[j]) for j, c in pairs)
+    scale_r = max(np.linalg.norm(rig_heads[slot[c]] - rig_heads[slot[j]]) for j, c in pairs)
+    turns = np.empty((len(joints), 3, 3))
+    angles = []
+    for k, j in enumerate(joints):
+        parent = _mapped_ancestor(parents, int(j), slot)
+        inherited = turns[slot[parent]] if parent is not None else np.eye(3)
+        dirs = [(model_heads[c] - model_heads[j], rig_heads[slot[c]] - rig_heads[k]) for jj, c in pairs if jj == j]
+        dirs = [(m / np.linalg.norm(m), r / np.linalg.norm(r)) for m, r in dirs
+                if np.linalg.norm(m) > 1e-6 * scale_m and np.linalg.norm(r) > 1e-6 * scale_r]
+        if len(dirs) >= 2 and np.linalg.matrix_rank(np.array([m for m, _ in dirs]), tol=1e-3) >= 2:
+            m, r = (np.array(v) for v in zip(*dirs))
+            turns[k] = best_rotation(m, r)
+        elif dirs:
+            m, r = dirs[0]
+            turns[k] = quat.to_matrix(smallest_turn(inherited @ m, r)) @ inherited
+        else:
+            turns[k] = inherited
+        if parent is not None:
+            relative = inherited.T @ turns[k]
+            angles.append(np.arccos(np.clip((np.trace(relative) - 1.0) / 2.0, -1.0, 1.0)))
+    return turns, float(np.mean(angles)) if angles else 0.0
+
+
+def _mapped_ancestor(parents, j, slot):
+    p = parents[j]
+    while p >= 0 and int(p) not in slot:
+        p = parents[p]
+    return int(p) if p >= 0 else None
+
+
+def _descendant_pairs(parents, slot):
+    """(joint, nearest mapped descendant) for every mapped joint and each of its branches."""
+    return [(a, int(c)) for c in slot for a in [_mapped_ancestor(parents, int(c), slot)] if a is not None]

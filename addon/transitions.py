@@ -1,0 +1,99 @@
+"""The model run over gaps in a scene's frames, at the model's own frame rate.
+
+A scene at 24 fps and a model trained at 30 fps disagree on what a frame is. Each gap is cut into
+the whole number of model frames nearest its length (its keys stay where they are, so the motion is
+at most half a model frame faster or slower), the context before it is sampled at that spacing, the
+model fills it, and the result is sampled back onto the scene's whole frames. At equal rates this is
+exactly :func:`..inference.runtime.fill_gaps`. Pure numpy: it runs in the worker thread.
+
+Quaternion signs need no care here: the runtime orients them for every gap (inference/features.py).
+"""
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..inference import quat
+from ..inference.errors import BetwixtError
+from ..inference.runtime import fill_gaps
+
+SAME_RATE = 1e-6
+
+
+class Cancelled(Exception):
+    """The user pressed Esc."""
+
+
+def gaps_between(keys):
+    """Consecutive key pairs with at least one frame between them."""
+    return [(a, b) for a, b in zip(keys[:-1], keys[1:]) if b - a >= 2]
+
+
+def model_frames(a, b, ratio):
+    """How many model frames the gap from scene frame ``a`` to ``b`` spans."""
+    if abs(ratio - 1.0) < SAME_RATE:
+        return b - a
+    return max(2, int(round((b - a) / ratio)))
+
+
+def check_gaps(model, gaps, ratio):
+    """Refuse, before anything runs, a gap the model cannot fill."""
+    if not gaps:
+        raise BetwixtError("no gap to fill: select keys with at least one frame between them "
+                           "(the keys before and after each gap)")
+    for a, b in gaps:
+        n = model_frames(a, b, ratio) - 1
+        if n > model.max_gap:
+            raise BetwixtError(f"the gap between keys on frames {a} and {b} is {n} model frames, more than "
+                               f"model {model.name} fills ({model.max_gap}); add a key inside it")
+
+
+def margins(model, ratio):
+    """Scene frames needed before the first key and after the last one."""
+    return int(np.ceil((model.past - 1) * ratio)) + 1, int(np.ceil(ratio)) + 1
+
+
+def sample(motion, at):
+    """``motion`` at fractional frame indices ``at`` (clamped to its range): slerp and lerp."""
+    at = np.clip(np.asarray(at, dtype=np.float64), 0.0, motion.n_frames - 1)
+    i0 = np.minimum(np.floor(at).astype(np.int64), max(motion.n_frames - 2, 0))
+    i1 = np.minimum(i0 + 1, motion.n_frames - 1)
+    w = (at - i0)[:, None]
+    rotations = quat.slerp(motion.rotations[i0], motion.rotations[i1], w)
+    positions = motion.positions[i0] * (1.0 - w[..., None]) + motion.positions[i1] * w[..., None]
+    return replace(motion, rotations=quat.unroll(rotations), positions=positions)
+
+
+def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, **kwargs):
+    """``motion`` (model space, one frame per scene frame from ``first``) with each gap generated in order.
+
+    ``gaps`` are (a, b) scene frames; each gap's context comes from the frames generated before it.
+    ``kwargs`` go to the model (variation, seed, blend). ``progress(done, total)`` after each gap;
+    ``cancelled()`` is asked before each and raises :class:`Cancelled` when true.
+    """
+    ratio = scene_fps / model.layout.fps
+    for i, (a, b) in enumerate(gaps):
+        if cancelled is not None and cancelled():
+            raise Cancelled()
+        if abs(ratio - 1.0) < SAME_RATE:
+            motion = fill_gaps(model, motion, [a - first, b - first], **kwargs)
+        else:
+            motion = _fill_resampled(model, motion, first, a, b, ratio, **kwargs)
+        if progress is not None:
+            progress(i + 1, len(gaps))
+    return motion
+
+
+def _fill_resampled(model, motion, first, a, b, ratio, **kwargs):
+    n = model_frames(a, b, ratio)
+    step = (b - a) / n
+    past = model.past
+    times = a - first + step * np.arange(-(past - 1), n + 2)   # context, gap, target, the frame after
+    keys = [past - 1, past - 1 + n]
+    filled = fill_gaps(model, sample(motion, times), keys, **kwargs)
+    span = filled.frames(past - 1, past + n)                    # key a, the generated frames, key b
+    inside = np.arange(a + 1, b)
+    out = sample(span, (inside - a) / step)
+    rotations, positions = motion.rotations.copy(), motion.positions.copy()
+    rotations[inside - first], positions[inside - first] = out.rotations, out.positions
+    return replace(motion, rotations=quat.unroll(rotations), positions=positions)

@@ -1,0 +1,254 @@
+"""Bone mapping detection for the naming schemes rigs come with, and the pose maths it feeds.
+
+Detection is pure Python on names and parent indices, so every scheme is written out here as the
+hierarchy such a rig has; the LaFAN1 skeleton (the model's) is read from the shared capture.
+"""
+
+import zipfile
+
+import numpy as np
+import pytest
+
+from test_addon import betwixt_addon  # noqa: F401  (the add-on package, registered once)
+
+
+def hierarchy(pairs):
+    names = [n for n, _ in pairs]
+    return names, [names.index(p) if p else -1 for _, p in pairs]
+
+
+def chain(prefix, items, parent):
+    out = []
+    for name in items:
+        out.append((prefix + name, parent))
+        parent = prefix + name
+    return out
+
+
+def limbs(fmt, arm_parent, leg_parent, arm, leg):
+    """Both sides' arms and legs, ``fmt(part, side)`` naming each bone."""
+    out = []
+    for side in "LR":
+        out += [(fmt(p, side), fmt(arm[i - 1], side) if i else arm_parent) for i, p in enumerate(arm)]
+        out += [(fmt(p, side), fmt(leg[i - 1], side) if i else leg_parent) for i, p in enumerate(leg)]
+    return out
+
+
+LAFAN = ["Hips", "LeftUpLeg", "LeftLeg", "LeftFoot", "LeftToe", "RightUpLeg", "RightLeg", "RightFoot", "RightToe",
+         "Spine", "Spine1", "Spine2", "Neck", "Head", "LeftShoulder", "LeftArm", "LeftForeArm", "LeftHand",
+         "RightShoulder", "RightArm", "RightForeArm", "RightHand"]
+LAFAN_PARENTS = [-1, 0, 1, 2, 3, 0, 5, 6, 7, 0, 9, 10, 11, 12, 11, 14, 15, 16, 11, 18, 19, 20]
+
+
+def side_word(part, side):
+    return ("Left" if side == "L" else "Right") + part
+
+
+def expect(spine, neck, head, hips, limb):
+    """{LaFAN1 joint: bone} from a rig's spine names (3: Spine, Spine1, Spine2; 2: Spine, Spine2), …"""
+    out = {"Hips": hips, "Neck": neck, "Head": head}
+    out.update(dict(zip(["Spine", "Spine1", "Spine2"] if len(spine) == 3 else ["Spine", "Spine2"], spine)))
+    for side, word in (("L", "Left"), ("R", "Right")):
+        for joint, part in (("UpLeg", "thigh"), ("Leg", "shin"), ("Foot", "foot"), ("Toe", "toe"),
+                            ("Shoulder", "shoulder"), ("Arm", "upperarm"), ("ForeArm", "forearm"), ("Hand", "hand")):
+            out[word + joint] = limb(part, side)
+    return out
+
+
+MIXAMO_ARM = ["Shoulder", "Arm", "ForeArm", "Hand", "HandIndex1"]
+MIXAMO_LEG = ["UpLeg", "Leg", "Foot", "ToeBase", "Toe_End"]
+
+
+def mixamo():
+    ns = "mixamorig:"
+    pairs = [(ns + "Hips", None)] + chain(ns, ["Spine", "Spine1", "Spine2", "Neck", "Head", "HeadTop_End"], ns + "Hips")
+    pairs += limbs(lambda p, s: ns + side_word(p, s), ns + "Spine2", ns + "Hips", MIXAMO_ARM, MIXAMO_LEG)
+    parts = {"thigh": "UpLeg", "shin": "Leg", "foot": "Foot", "toe": "ToeBase", "shoulder": "Shoulder",
+             "upperarm": "Arm", "forearm": "ForeArm", "hand": "Hand"}
+    return pairs, expect([ns + "Spine", ns + "Spine1", ns + "Spine2"], ns + "Neck", ns + "Head", ns + "Hips",
+                         lambda part, side: ns + side_word(parts[part], side))
+
+
+def rigify():
+    spine = ["DEF-spine"] + [f"DEF-spine.{i:03d}" for i in range(1, 7)]
+    pairs = [(spine[0], None)] + [(spine[i], spine[i - 1]) for i in range(1, 7)]
+    for s in "LR":
+        pairs += [(f"DEF-pelvis.{s}", "DEF-spine"), (f"DEF-thigh.{s}", "DEF-spine"),
+                  (f"DEF-thigh.{s}.001", f"DEF-thigh.{s}"), (f"DEF-shin.{s}", f"DEF-thigh.{s}.001"),
+                  (f"DEF-shin.{s}.001", f"DEF-shin.{s}"), (f"DEF-foot.{s}", f"DEF-shin.{s}.001"),
+                  (f"DEF-toe.{s}", f"DEF-foot.{s}"), (f"DEF-breast.{s}", "DEF-spine.003"),
+                  (f"DEF-shoulder.{s}", "DEF-spine.003"), (f"DEF-upper_arm.{s}", f"DEF-shoulder.{s}"),
+                  (f"DEF-upper_arm.{s}.001", f"DEF-upper_arm.{s}"), (f"DEF-forearm.{s}", f"DEF-upper_arm.{s}.001"),
+                  (f"DEF-forearm.{s}.001", f"DEF-forearm.{s}"), (f"DEF-hand.{s}", f"DEF-forearm.{s}.001")]
+    parts = {"thigh": "thigh", "shin": "shin", "foot": "foot", "toe": "toe", "shoulder": "shoulder",
+             "upperarm": "upper_arm", "forearm": "forearm", "hand": "hand"}
+    return pairs, expect(spine[1:4], spine[4], spine[6], spine[0], lambda part, s: f"DEF-{parts[part]}.{s}")
+
+
+def unreal():
+    pairs = [("root", None), ("pelvis", "root")] + chain("", ["spine_01", "spine_02", "spine_03", "neck_01", "head"],
+                                                          "pelvis")
+    for s in "lr":
+        pairs += chain("", [f"clavicle_{s}", f"upperarm_{s}", f"lowerarm_{s}", f"hand_{s}"], "spine_03")
+        pairs += [(f"upperarm_twist_01_{s}", f"upperarm_{s}")]
+        pairs += chain("", [f"thigh_{s}", f"calf_{s}", f"foot_{s}", f"ball_{s}"], "pelvis")
+    parts = {"thigh": "thigh", "shin": "calf", "foot": "foot", "toe": "ball", "shoulder": "clavicle",
+             "upperarm": "upperarm", "forearm": "lowerarm", "hand": "hand"}
+    return pairs, expect(["spine_01", "spine_02", "spine_03"], "neck_01", "head", "pelvis",
+                         lambda part, s: f"{parts[part]}_{s.lower()}")
+
+
+def metarig():
+    """Blender's own naming: .L/.R and a two-bone spine (no Spine1 to map)."""
+    pairs = [("hips", None)] + chain("", ["spine", "chest", "neck", "head"], "hips")
+    for s in "LR":
+        pairs += chain("", [f"shoulder.{s}", f"upper_arm.{s}", f"forearm.{s}", f"hand.{s}"], "chest")
+        pairs += chain("", [f"thigh.{s}", f"shin.{s}", f"foot.{s}", f"toe.{s}"], "hips")
+    parts = {"thigh": "thigh", "shin": "shin", "foot": "foot", "toe": "toe", "shoulder": "shoulder",
+             "upperarm": "upper_arm", "forearm": "forearm", "hand": "hand"}
+    return pairs, expect(["spine", "chest"], "neck", "head", "hips", lambda part, s: f"{parts[part]}.{s}")
+
+
+def unity():
+    """Left/Right words, Unity humanoid part names, an UpperChest."""
+    pairs = [("Hips", None)] + chain("", ["Spine", "Chest", "UpperChest", "Neck", "Head"], "Hips")
+    arm, leg = ["Shoulder", "UpperArm", "LowerArm", "Hand"], ["UpperLeg", "LowerLeg", "Foot", "Toes"]
+    pairs += limbs(lambda p, s: ("Left_" if s == "L" else "Right_") + p, "UpperChest", "Hips", arm, leg)
+    parts = {"thigh": "UpperLeg", "shin": "LowerLeg", "foot": "Foot", "toe": "Toes", "shoulder": "Shoulder",
+             "upperarm": "UpperArm", "forearm": "LowerArm", "hand": "Hand"}
+    return pairs, expect(["Spine", "Chest", "UpperChest"], "Neck", "Head", "Hips",
+                         lambda part, s: ("Left_" if s == "L" else "Right_") + parts[part])
+
+
+def bandai():
+    pairs = [("joint_Root", None), ("Hips", "joint_Root")] + chain("", ["Spine", "Chest", "Neck", "Head"], "Hips")
+    arm, leg = ["Shoulder", "UpperArm", "LowerArm", "Hand"], ["UpperLeg", "LowerLeg", "Foot", "Toes"]
+    pairs += limbs(lambda p, s: f"{p}_{s}", "Chest", "Hips", arm, leg)
+    parts = {"thigh": "UpperLeg", "shin": "LowerLeg", "foot": "Foot", "toe": "Toes", "shoulder": "Shoulder",
+             "upperarm": "UpperArm", "forearm": "LowerArm", "hand": "Hand"}
+    return pairs, expect(["Spine", "Chest"], "Neck", "Head", "Hips", lambda part, s: f"{parts[part]}_{s}")
+
+
+def cmu():
+    """CMU's BVH names: a LowerBack, a two-bone neck, and LHipJoint/LThumb capitals that are no body part."""
+    pairs = [("Hips", None)] + chain("", ["LowerBack", "Spine", "Spine1", "Neck", "Neck1", "Head"], "Hips")
+    for s, w in (("L", "Left"), ("R", "Right")):
+        pairs += chain("", [f"{s}HipJoint", f"{w}UpLeg", f"{w}Leg", f"{w}Foot", f"{w}ToeBase"], "Hips")
+        pairs += chain("", [f"{w}Shoulder", f"{w}Arm", f"{w}ForeArm", f"{w}Hand", f"{s}Thumb"], "Spine1")
+    parts = {"thigh": "UpLeg", "shin": "Leg", "foot": "Foot", "toe": "ToeBase", "shoulder": "Shoulder",
+             "upperarm": "Arm", "forearm": "ForeArm", "hand": "Hand"}
+    return pairs, expect(["LowerBack", "Spine", "Spine1"], "Neck", "Head", "Hips",
+                         lambda part, s: side_word(parts[part], s))
+
+
+@pytest.mark.parametrize("scheme", [mixamo, rigify, unreal, metarig, unity, bandai, cmu])
+def test_detect_maps_common_naming_schemes(betwixt_addon, scheme):
+    from betwixt.addon.mapping import detect
+    pairs, expected = scheme()
+    names, parents = hierarchy(pairs)
+    assert detect(LAFAN, LAFAN_PARENTS, names, parents) == expected
+
+
+def test_detect_on_the_model_s_own_skeleton_and_on_strangers(betwixt_addon):
+    from betwixt.addon.mapping import detect
+    assert detect(LAFAN, LAFAN_PARENTS, LAFAN, LAFAN_PARENTS) == {n: n for n in LAFAN}
+    assert detect(LAFAN, LAFAN_PARENTS, ["Bone", "Bone.001", "Bone.002"], [-1, 0, 1]) == {}
+
+
+def test_side_markers_and_parts(betwixt_addon):
+    from betwixt.addon.mapping import describe, unsided
+    assert unsided("LeftUpLeg") == ("L", "UpLeg")
+    assert unsided("mixamorig:RightArm") == ("R", "mixamorig:Arm")
+    assert unsided("DEF-upper_arm.L.001") == ("L", "DEF-upper_arm..001")
+    assert unsided("thigh_r") == ("R", "thigh_")
+    assert unsided("Spine2") == ("", "Spine2")
+    assert describe("Bip01 L Thigh")[:3] == ("L", "thigh", -1)
+    assert describe("DEF-spine.003")[:3] == ("", "spine", 3)
+    assert describe("LeftHandIndex1")[1] is None
+
+
+@pytest.fixture(scope="module")
+def lafan(lafan1_zip):
+    from betwixt.inference.bvh import parse_bvh
+    with zipfile.ZipFile(lafan1_zip) as z:
+        return parse_bvh(z.read("obstacles1_subject5.bvh"), "obstacles1_subject5")
+
+
+def test_bandai_clip_maps_onto_the_lafan1_skeleton(betwixt_addon, mocap, lafan):
+    """The real files: Bandai's hierarchy as parsed from its BVH."""
+    from betwixt.addon.mapping import detect
+    from betwixt.inference.bvh import parse_bvh
+    with zipfile.ZipFile(mocap / "bandai1.zip") as z:
+        sk = parse_bvh(z.read(sorted(z.namelist())[0]), "bandai").skeleton
+    model = lafan.skeleton
+    found = detect(model.names, model.parents, sk.names, sk.parents)
+    _, expected = bandai()
+    assert found == expected
+    assert "Spine1" not in found and "joint_Root" not in found.values()
+
+
+def test_euler_and_matrix_conversions_match_blender(betwixt_addon):
+    """Blender's Euler orders and matrices, against mathutils, over random rotations."""
+    from mathutils import Euler, Quaternion
+    from betwixt.addon.rig import EULER_ORDERS, euler_to_quat, matrix_to_quat, quat_to_euler, unwrap_euler
+    from betwixt.inference import quat
+    rng = np.random.default_rng(1)
+    angles = rng.uniform(-3, 3, (20, 3))
+    for order in EULER_ORDERS:
+        ours = euler_to_quat(angles, order)
+        theirs = np.array([tuple(Euler(a, order).to_quaternion()) for a in angles])
+        assert np.minimum(np.abs(ours - theirs), np.abs(ours + theirs)).max() < 1e-6
+        back = euler_to_quat(quat_to_euler(ours, order), order)
+        assert np.minimum(np.abs(back - ours), np.abs(back + ours)).max() < 1e-9
+        # unwrapping keeps the rotation and moves by less than a turn from the frame before
+        wrapped = unwrap_euler(quat_to_euler(ours, order)[:, None], order, angles[:1])[:, 0]
+        same = euler_to_quat(wrapped, order)
+        assert np.minimum(np.abs(same - ours), np.abs(same + ours)).max() < 1e-9
+    q = quat.normalize(rng.standard_normal((50, 4)))
+    r = matrix_to_quat(quat.to_matrix(q))
+    assert np.minimum(np.abs(r - q), np.abs(r + q)).max() < 1e-12
+    r = matrix_to_quat(np.array([np.array(Quaternion(v).to_matrix()) for v in q]))   # float32 in mathutils
+    assert np.minimum(np.abs(r - q), np.abs(r + q)).max() < 1e-6
+
+
+def test_rest_pose_alignment_and_its_twist(betwixt_addon, lafan):
+    """A rig whose rest pose is a natural pose of the model's skeleton, with arbitrary bone frames.
+
+    From rest positions alone every bone points right but may keep a constant twist about itself;
+    given that natural pose as the model's reference, the frames come out exact, twist included.
+    """
+    from betwixt.addon.retarget import AXIS_CHANGE, Retarget
+    from betwixt.addon.rig import Rig
+    from betwixt.inference import quat
+    from betwixt.inference.motion import forward_kinematics
+    sk, pose = lafan.skeleton, lafan.rotations[1000]    # a natural pose: the rig's rest
+    rng = np.random.default_rng(7)
+    grot, heads = forward_kinematics(pose, sk.offsets, sk.parents)
+    c = AXIS_CHANGE[1]
+    twist = quat.to_matrix(quat.normalize(rng.standard_normal((len(sk), 4))))   # bone frames anywhere
+    rest = np.tile(np.eye(4), (len(sk), 1, 1))
+    rest[:, :3, :3] = c @ quat.to_matrix(grot) @ twist
+    rest[:, :3, 3] = heads @ c.T * 0.01
+    rig = Rig(tuple(f"b{j}" for j in range(len(sk))), sk.parents, rest, np.zeros(len(sk), bool),
+              ("QUATERNION",) * len(sk))
+    mapping = {j: j for j in range(len(sk))}
+    exact = Retarget.build(sk, rig, mapping, np.eye(4), reference=pose)
+    np.testing.assert_allclose(exact.offsets, np.swapaxes(twist, -1, -2), atol=1e-9)
+    assert abs(exact.scale - 0.01) < 1e-12
+    guessed = Retarget.build(sk, rig, mapping, np.eye(4))
+    # directions: each bone's offset to its child is carried the same way by both
+    for j in range(1, len(sk)):
+        p = sk.parents[j]
+        d = sk.offsets[j]
+        np.testing.assert_allclose(exact.offsets[p] @ d, guessed.offsets[p] @ d, atol=1e-6 * np.linalg.norm(d))
+    twisted = np.degrees(np.arccos(np.clip((np.trace(np.swapaxes(exact.offsets, -1, -2) @ guessed.offsets,
+                                                     axis1=-2, axis2=-1) - 1) / 2, -1, 1)))
+    assert twisted.max() > 10.0     # without the reference some bones keep a twist about themselves
+    # and a pose written to the rig reads back as the same pose
+    frames = np.stack([pose, quat.normalize(pose + 0.1 * rng.standard_normal(pose.shape))])
+    positions = np.repeat(sk.offsets[None], 2, 0)
+    n = (2, len(sk))
+    loc, rot = exact.to_rig(frames, positions, np.zeros(n + (3,)), np.tile([1.0, 0, 0, 0], n + (1,)), np.ones(n + (3,)))
+    r, p = exact.to_model(rig.pose(loc, rot, np.ones(n + (3,))))
+    assert np.minimum(np.abs(r - frames), np.abs(r + frames)).max() < 1e-9
+    np.testing.assert_allclose(p, positions, atol=1e-9)
