@@ -72,15 +72,19 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, *
     ``cancelled()`` is asked before each and raises :class:`Cancelled` when true.
     """
     ratio = scene_fps / model.layout.fps
-    for i, (a, b) in enumerate(gaps):
+
+    def step(done, total):
+        if progress is not None:
+            progress(done, total)
         if cancelled is not None and cancelled():
             raise Cancelled()
-        if abs(ratio - 1.0) < SAME_RATE:
-            motion = fill_gaps(model, motion, [a - first, b - first], **kwargs)
-        else:
-            motion = _fill_resampled(model, motion, first, a, b, ratio, **kwargs)
-        if progress is not None:
-            progress(i + 1, len(gaps))
+
+    step(0, len(gaps))
+    if abs(ratio - 1.0) < SAME_RATE:   # one pass over the motion, not a copy of it per gap
+        return fill_gaps(model, motion, [(a - first, b - first) for a, b in gaps], progress=step, **kwargs)
+    for i, (a, b) in enumerate(gaps):
+        motion = _fill_resampled(model, motion, first, a, b, ratio, **kwargs)
+        step(i + 1, len(gaps))
     return motion
 
 
@@ -89,8 +93,7 @@ def _fill_resampled(model, motion, first, a, b, ratio, **kwargs):
     step = (b - a) / n
     past = model.past
     times = a - first + step * np.arange(-(past - 1), n + 2)   # context, gap, target, the frame after
-    keys = [past - 1, past - 1 + n]
-    filled = fill_gaps(model, sample(motion, times), keys, **kwargs)
+    filled = fill_gaps(model, sample(motion, times), [(past - 1, past - 1 + n)], **kwargs)
     span = filled.frames(past - 1, past + n)                    # key a, the generated frames, key b
     inside = np.arange(a + 1, b)
     out = sample(span, (inside - a) / step)

@@ -200,14 +200,19 @@ def gap_in(motion, start, end, past):
     return gap, after
 
 
-def fill_gaps(model, motion, keys, **kwargs):
-    """``motion`` with every gap between consecutive ``keys`` generated, in order, each gap's past
-    context taken from the frames generated before it (Harvey & Pal 2018, §7.4)."""
+def fill_gaps(model, motion, gaps, progress=None, **kwargs):
+    """``motion`` with the frames strictly inside each ``(start, end)`` key pair generated, in order,
+    each gap's past context taken from the frames generated before it (Harvey & Pal 2018, §7.4).
+
+    ``progress(done, total)`` is called after each gap (it may raise to stop the work).
+    """
     out = replace(motion, rotations=motion.rotations.copy(), positions=motion.positions.copy())
-    for start, end in zip(keys[:-1], keys[1:]):
+    for i, (start, end) in enumerate(gaps):
         gap, after = gap_in(out, start, end, model.past)
         rot, pos = model.fill(gap, after=after, **kwargs)
         out.rotations[start + 1:end], out.positions[start + 1:end] = rot[0], pos[0]
+        if progress is not None:
+            progress(i + 1, len(gaps))
     return replace(out, rotations=quat.unroll(out.rotations))
 
 
@@ -220,7 +225,7 @@ def superres(model, motion, every, **kwargs):
         keys.append(motion.n_frames - 1)
     if len(keys) < 2:
         raise ModelError(f"{motion.name}: a single frame holds no gap to fill")
-    return fill_gaps(model, motion, keys, **kwargs)
+    return fill_gaps(model, motion, list(zip(keys[:-1], keys[1:])), **kwargs)
 
 
 def default_model(skeleton, folder=MODELS):

@@ -130,7 +130,7 @@ def runtime_fill(model, motion, a, b):
     r = np.where(r[a:a + 1, :, :1] < 0, -r, r)
     flip = np.sum(r[b] * r[a], axis=-1) < 0
     r[b:, flip] *= -1
-    return fill_gaps(model, replace(motion, rotations=r), [a, b])
+    return fill_gaps(model, replace(motion, rotations=r), [(a, b)])
 
 
 def test_registers_operators_panels_menus_and_preferences(addon):

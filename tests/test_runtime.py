@@ -37,7 +37,7 @@ def same_rotation(a, b):
 
 def test_fill_changes_only_the_gap_and_lands_on_the_target(model, clip):
     _, motion = clip
-    out = fill_gaps(model, motion, [100, 131])
+    out = fill_gaps(model, motion, [(100, 131)])
     changed = np.flatnonzero(np.abs(out.positions - motion.positions).max(axis=(1, 2)) > 1e-9)
     assert changed.min() >= 101 and changed.max() <= 130
     assert same_rotation(out.rotations[:101], motion.rotations[:101]) < 1e-12
@@ -61,8 +61,8 @@ def test_fill_is_invariant_to_where_the_character_stands(model, clip):
     rotations = motion.rotations.copy()
     rotations[:, 0] = quat.mul(turn, motion.rotations[:, 0])
     other = replace(motion, rotations=rotations, positions=moved)
-    a = fill_gaps(model, motion, [50, 80])
-    b = fill_gaps(model, other, [50, 80])
+    a = fill_gaps(model, motion, [(50, 80)])
+    b = fill_gaps(model, other, [(50, 80)])
     expected = quat.rotate(turn, a.positions[51:80, 0]) + np.array([300.0, 0.0, -120.0])
     np.testing.assert_allclose(b.positions[51:80, 0], expected, atol=1e-3)
     assert same_rotation(b.rotations[51:80, 1:], a.rotations[51:80, 1:]) < 1e-4
@@ -92,13 +92,13 @@ def test_superres_fills_every_gap_from_sparse_keys(model, clip):
 def test_requests_the_model_cannot_serve(model, clip, mocap):
     _, motion = clip
     with pytest.raises(ModelError, match="outside what model"):
-        fill_gaps(model, motion, [0, 300])
+        fill_gaps(model, motion, [(0, 300)])
     with pytest.raises(ModelError, match="no frame lies strictly between"):
-        fill_gaps(model, motion, [10, 11])
+        fill_gaps(model, motion, [(10, 11)])
     bad = motion.rotations.copy()
     bad[5, 3] = np.nan
     with pytest.raises(ModelError, match="NaN"):
-        fill_gaps(model, replace(motion, rotations=bad), [9, 40])
+        fill_gaps(model, replace(motion, rotations=bad), [(9, 40)])
     with zipfile.ZipFile(mocap / "bandai1.zip") as z:
         from inference.bvh import parse_bvh
         bandai = parse_bvh(z.read(sorted(z.namelist())[0]), "bandai.bvh")
