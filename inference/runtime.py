@@ -30,7 +30,7 @@ class ModelError(BetwixtError):
     """A model file that cannot be used, or a request it cannot serve."""
 
 
-def _session(path):
+def _session(path, threads=None):
     try:
         import onnxruntime
     except (ImportError, OSError) as e:
@@ -38,6 +38,9 @@ def _session(path):
                          "Visual C++ 2022 redistributable and restart") from None
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
+    if threads:
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
     try:
         return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as e:  # onnxruntime raises its own untyped errors for unreadable files
@@ -51,9 +54,7 @@ class TransitionModel:
         self.path = Path(path)
         if not self.path.is_file():
             raise ModelError(f"{self.path}: no such model file")
-        self.session = _session(self.path)
-        if threads:
-            self.session = self._with_threads(threads)
+        self.session = _session(self.path, threads)
         meta = self.session.get_modelmeta().custom_metadata_map
         kind = meta.get("betwixt.kind")
         if kind != KIND_RTN:
@@ -77,14 +78,6 @@ class TransitionModel:
         if len(self.frame_mean) != self.layout.frame_dim or len(self.target_mean) != self.layout.target_dim:
             raise ModelError(f"{self.path}: normalisation does not match the feature layout; export it again")
         self.metadata = meta
-
-    def _with_threads(self, threads):
-        import onnxruntime
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        return onnxruntime.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
 
     @property
     def name(self):
