@@ -139,8 +139,9 @@ class TransitionModel:
         })[0].astype(np.float64) * self.frame_std + self.frame_mean
         frames = self._blend(frames, frame_features(t_rot, t_pos, parents, lay), blend)
         rotations, positions = decode_features(frames[:, :n], pos[:, -1:], parents, lay)
-        rotations = quat.unroll(np.concatenate([rot[:, -1:], rotations], axis=1), axis=1)[:, 1:]
-        return unmove(rotations, positions, turn, origin)
+        rotations, positions = unmove(rotations, positions, turn, origin)
+        # signs continuous with the caller's own last key (the network saw them oriented its way)
+        return quat.unroll(np.concatenate([gap.past_rotations[:, -1:], rotations], axis=1), axis=1)[:, 1:], positions
 
     def _context(self, rotations, positions):
         """Exactly ``past`` frames: the last ones, or the first repeated when fewer exist."""

@@ -174,3 +174,15 @@ def test_bench_speed_prints_every_timing(model, tmp_path):
     assert timings["superres_10min_1key_per_s_seconds"] > 0
     assert timings["torch_over_onnx"] > 0      # torch is installed with the test requirements
     assert "transition_30_ms_batch1_1thread: median" in result.stdout
+
+
+def test_generated_signs_follow_the_callers_keys(model, clip):
+    """q and -q are one rotation; the frames generated continue whichever sign the keys were given in."""
+    _, motion = clip
+    gap, after = gap_in(motion, 100, 131, model.past)
+    flipped = replace(gap, past_rotations=-gap.past_rotations, target_rotations=-gap.target_rotations)
+    rot, pos = model.fill(gap, after=after)
+    rot_f, pos_f = model.fill(flipped, after=(-after[0], after[1]))
+    np.testing.assert_allclose(pos_f, pos, atol=1e-9)
+    np.testing.assert_allclose(rot_f, -rot, atol=1e-9)
+    assert np.all(np.sum(rot[:, 0] * gap.past_rotations[:, -1], axis=-1) > 0)
