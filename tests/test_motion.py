@@ -10,21 +10,9 @@ from inference.bvh import parse_bvh
 from inference.errors import BetwixtError
 from inference.motion import (Motion, Skeleton, forward_kinematics, guess_up_axis, height,
                               inverse_kinematics)
+from rotations import angle_between, random_quats, same_rotation
 
 Y_UP_TO_Z_UP = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])  # Blender's BVH import: (x, y, z) -> (x, -z, y)
-
-
-def random_quats(rng, *shape):
-    return quat.normalize(rng.normal(size=shape + (4,)))
-
-
-def same_rotation(p, q):
-    sign = np.where(np.sum(p * q, axis=-1, keepdims=True) < 0, -1.0, 1.0)
-    return np.abs(p - sign * q).max()
-
-
-def angle_between(p, q):
-    return 2 * np.arccos(np.clip(np.abs(np.sum(p * q, axis=-1)), 0.0, 1.0))
 
 
 @pytest.fixture

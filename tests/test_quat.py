@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from inference import quat
+from rotations import angle_between, random_quats, same_rotation
 
 HALF_PI = np.pi / 2
 
@@ -26,21 +27,6 @@ def euler_matrix(angles, order):
     """``R_order[0] @ R_order[1] @ R_order[2]``: channels applied as a BVH file lists them."""
     return (axis_matrix(order[0], angles[..., 0]) @ axis_matrix(order[1], angles[..., 1])
             @ axis_matrix(order[2], angles[..., 2]))
-
-
-def random_quats(rng, *shape):
-    return quat.normalize(rng.normal(size=shape + (4,)))
-
-
-def same_rotation(p, q):
-    """Largest |p - (±q)| with the sign of each ``q`` chosen to match ``p``."""
-    sign = np.where(np.sum(p * q, axis=-1, keepdims=True) < 0, -1.0, 1.0)
-    return np.abs(p - sign * q).max()
-
-
-def angle_between(p, q):
-    """The angle of the rotation taking ``q`` to ``p`` (0..pi)."""
-    return 2 * np.arccos(np.clip(np.abs(np.sum(p * q, axis=-1)), 0.0, 1.0))
 
 
 @pytest.fixture
