@@ -14,6 +14,7 @@ import pytest
 from inference import quat
 from inference.bvh import format_bvh, parse_bvh, read_bvh, write_bvh
 from inference.motion import height
+from rotations import euler_matrix
 
 # (file in shared/mocap, files, frames in all, joints, fps, rotation order, channels per joint)
 SOURCES = {
@@ -34,21 +35,6 @@ def source_files(mocap, file):
         for info in sorted(archive.infolist(), key=lambda i: i.filename):
             if info.filename.lower().endswith(".bvh"):
                 yield info.filename, archive.read(info)
-
-
-def axis_matrix(axis, angle):
-    c, s = np.cos(angle), np.sin(angle)
-    o, i = np.zeros_like(angle), np.ones_like(angle)
-    rows = {"X": [[i, o, o], [o, c, -s], [o, s, c]],
-            "Y": [[c, o, s], [o, i, o], [-s, o, c]],
-            "Z": [[c, -s, o], [s, c, o], [o, o, i]]}[axis]
-    return np.stack([np.stack(r, axis=-1) for r in rows], axis=-2)
-
-
-def euler_matrix(degrees, order):
-    """Channels applied as listed: ``R_order[0] @ R_order[1] @ R_order[2]``, angles in degrees."""
-    r = np.radians(degrees)
-    return axis_matrix(order[0], r[..., 0]) @ axis_matrix(order[1], r[..., 1]) @ axis_matrix(order[2], r[..., 2])
 
 
 def naive_read(text):
@@ -75,7 +61,7 @@ def check_against_text(motion, text):
         values = table[:, col:col + len(chans)]
         if rot:
             order = "".join(chans[k][0] for k in rot)
-            expected = euler_matrix(values[:, rot], order)
+            expected = euler_matrix(np.radians(values[:, rot]), order)
             assert np.abs(quat.to_matrix(motion.rotations[:, j]) - expected).max() < 1e-12
         else:
             assert np.array_equal(motion.rotations[:, j], np.tile([1.0, 0, 0, 0], (motion.n_frames, 1)))
@@ -233,7 +219,7 @@ def matrix_fk(text_channels, offsets, parents, table):
         local[:, :3, 3] = offsets[j]
         rot = [k for k, c in enumerate(chans) if c.endswith("rotation")]
         if rot:
-            local[:, :3, :3] = euler_matrix(values[:, rot], "".join(chans[k][0] for k in rot))
+            local[:, :3, :3] = euler_matrix(np.radians(values[:, rot]), "".join(chans[k][0] for k in rot))
         for k, c in enumerate(chans):
             if c.endswith("position"):
                 local[:, "XYZ".index(c[0]), 3] = values[:, k]

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from inference import quat
 from inference.bvh import format_bvh, parse_bvh, read_bvh
 from inference.errors import BetwixtError, BVHError
+from rotations import euler_matrix
 
 # Line numbers in the comments: the cases below refer to them.
 GOOD = """HIERARCHY
@@ -318,15 +319,6 @@ def test_utf16_is_refused_with_a_clear_error():
 
 # --- property-based: random valid files, and random damage to them ------------------------------
 
-def axis_matrix(axis, angle):
-    c, s = np.cos(angle), np.sin(angle)
-    o, i = np.zeros_like(angle), np.ones_like(angle)
-    rows = {"X": [[i, o, o], [o, c, -s], [o, s, c]],
-            "Y": [[c, o, s], [o, i, o], [-s, o, c]],
-            "Z": [[c, -s, o], [s, c, o], [o, o, i]]}[axis]
-    return np.stack([np.stack(r, axis=-1) for r in rows], axis=-2)
-
-
 ORDERS = ["".join(p) for p in itertools.permutations("XYZ")]
 numbers = st.one_of(
     st.floats(-500, 500, allow_nan=False).map(lambda v: round(v, 4)),
@@ -421,7 +413,7 @@ def test_random_valid_files_parse_and_round_trip(case):
         if rot:
             r = np.radians(values[:, rot])
             o = "".join(chans[k][0] for k in rot)
-            expected = axis_matrix(o[0], r[:, 0]) @ axis_matrix(o[1], r[:, 1]) @ axis_matrix(o[2], r[:, 2])
+            expected = euler_matrix(r, o)
         assert np.abs(quat.to_matrix(motion.rotations[:, row]) - expected).max() < 1e-12
         pos = {c[0]: values[:, k] for k, c in enumerate(chans) if c.endswith("position")}
         expected_pos = np.stack([pos[a] for a in "XYZ"], -1) if pos else np.tile(offsets[j], (table.shape[0], 1))

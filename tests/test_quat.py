@@ -6,27 +6,9 @@ import numpy as np
 import pytest
 
 from inference import quat
-from rotations import angle_between, random_quats, same_rotation
+from rotations import angle_between, euler_matrix, random_quats, same_rotation
 
 HALF_PI = np.pi / 2
-
-
-def axis_matrix(axis, angle):
-    """The right-handed rotation by ``angle`` (...) about one coordinate axis, as (..., 3, 3)."""
-    c, s = np.cos(angle), np.sin(angle)
-    o, i = np.zeros_like(angle), np.ones_like(angle)
-    rows = {
-        "X": [[i, o, o], [o, c, -s], [o, s, c]],
-        "Y": [[c, o, s], [o, i, o], [-s, o, c]],
-        "Z": [[c, -s, o], [s, c, o], [o, o, i]],
-    }[axis]
-    return np.stack([np.stack(r, axis=-1) for r in rows], axis=-2)
-
-
-def euler_matrix(angles, order):
-    """``R_order[0] @ R_order[1] @ R_order[2]``: channels applied as a BVH file lists them."""
-    return (axis_matrix(order[0], angles[..., 0]) @ axis_matrix(order[1], angles[..., 1])
-            @ axis_matrix(order[2], angles[..., 2]))
 
 
 @pytest.fixture
