@@ -33,6 +33,7 @@ def test_resume_continues_where_the_run_stopped(trained_rtn, tmp_path):
     args = list(trained_rtn["train"])
     args[args.index("--out") + 1] = str(run)
     args[args.index("--steps") + 1] = "6"
+    args += ["--bf16", "--lr", "1e-3"]            # a resumed run may change precision and rate
     result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "resuming" in result.stderr and "at step 4" in result.stderr
@@ -41,6 +42,16 @@ def test_resume_continues_where_the_run_stopped(trained_rtn, tmp_path):
     assert after["optimiser"]["state"][0]["step"] == before["optimiser"]["state"][0]["step"] + 2
     assert not torch.equal(after["model"]["R.weight"], before["model"]["R.weight"])
     np.testing.assert_array_equal(after["stats"]["frame_mean"], before["stats"]["frame_mean"])
+    assert after["optimiser"]["param_groups"][0]["lr"] == 1e-3
+    assert [r["from_step"] for r in after["history"]["runs"]] == [0, 4]
+
+    model = run / "resumed.onnx"
+    subprocess.run([sys.executable, "-m", "training", "export", str(run / "checkpoint.pt"), "-o", str(model)],
+                   cwd=ROOT, check=True, capture_output=True, text=True)
+    card = model.with_suffix(".md").read_text()
+    first, second = (line for line in card.splitlines() if line.startswith("- Steps "))
+    assert first.startswith("- Steps 0 to 4:") and "--bf16" not in first and "--lr 0.0005" in first
+    assert second.startswith("- Steps 4 to 6:") and "--bf16" in second and "--lr 0.001" in second
 
 
 def test_two_processes_with_gloo(lafan1_zip, trained_rtn, tmp_path):

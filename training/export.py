@@ -58,15 +58,26 @@ def _hardware(device):
     return f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores"
 
 
+def training_command(args):
+    """The ``python -m training rtn`` command line that ``args`` (a checkpoint's, as strings) were."""
+    return (f"python -m training rtn --data {args['data']} --out {args['out']}"
+            + (f" --subjects {args['subjects']}" if args["subjects"] != "None" else "")
+            + f" --batch {args['batch']} --lr {args['lr']}" + (" --bf16" if args.get("bf16") == "True" else "")
+            + f" --min-gap {args['min_gap']} --max-gap {args['max_gap']} --noise {args.get('noise', '0.5')}")
+
+
 def model_card(path, state, meta, bench=None):
     """The model card: what the weights are, where they came from, what they may be used for."""
     args = state["meta"]["args"]
     data = json.loads(meta["betwixt.data"])
     skeleton = json.loads(meta["betwixt.skeleton"])
-    command = (f"python -m training rtn --data {args['data']} --out {args['out']}"
-               + (f" --subjects {args['subjects']}" if args["subjects"] != "None" else "")
-               + f" --steps {args['steps']} --batch {args['batch']} --lr {args['lr']}"
-               + f" --min-gap {args['min_gap']} --max-gap {args['max_gap']} --noise {args.get('noise', '0.5')}")
+    made = []  # [first step, command]: resumes with an unchanged command are one stretch
+    for run in state["history"].get("runs") or [{"from_step": 0, "args": args}]:
+        command = training_command(run["args"])
+        if not made or made[-1][1] != command:
+            made.append([run["from_step"], command])
+    ends = [start for start, _ in made[1:]] + [state["step"]]
+    made = [f"- Steps {start} to {end}: `{command}`" for (start, command), end in zip(made, ends)]
     lines = [
         f"# {path.stem}", "",
         "A Recurrent Transition Network (Harvey & Pal 2018, extended: rotations out, any gap length through a "
@@ -81,7 +92,8 @@ def model_card(path, state, meta, bench=None):
         f"{meta['betwixt.past']} frames of past context, gaps of 1 to {json.loads(meta['betwixt.gaps'])['max']} frames "
         f"(trained on {json.loads(meta['betwixt.gaps'])['trained']}).", "",
         "## How it was made",
-        f"- `{command}`, then `python -m training export CHECKPOINT -o {path.name}`.",
+        "Trained (resumed with the same `--out` where a run was cut short):", "", *made, "",
+        f"Then `python -m training export CHECKPOINT -o {path.name}`.",
         f"- {state['step']} optimiser steps; commit {json.loads(meta['betwixt.training'])['commit']}; "
         f"{_hardware(args['device'])}.",
     ]

@@ -47,6 +47,10 @@ def add_arguments(parser):
     parser.add_argument("--steps", type=int, default=100_000, help="optimiser steps in all")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--lr", type=float, default=5e-4)
+    parser.add_argument("--bf16", action="store_true",
+                        help="matrix products in bfloat16 (mixed precision; weights, loss and the "
+                             "frames themselves stay float32): several times faster on GPUs and on "
+                             "CPUs with AMX, which makes a larger batch nearly free")
     parser.add_argument("--min-gap", type=int, default=5)
     parser.add_argument("--max-gap", type=int, default=60)
     parser.add_argument("--minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
@@ -160,6 +164,12 @@ def train(args):
         model.load_state_dict(state["model"])
         optimiser.load_state_dict(state["optimiser"])
         step, history = state["step"], state["history"]
+        # checkpoints from before runs were logged: their one earlier run is the one in their meta
+        history.setdefault("runs", [{"from_step": 0, "args": state["meta"]["args"]}])
+    for group in optimiser.param_groups:  # a resumed run may change the rate with the batch
+        group["lr"] = args.lr
+    # every start or resume, with its arguments, so the model card can say how the weights were made
+    history.setdefault("runs", []).append({"from_step": step, "args": {k: str(v) for k, v in vars(args).items()}})
     net = torch.nn.parallel.DistributedDataParallel(model) if distributed else model
 
     rng = np.random.default_rng([args.seed, rank, step])
@@ -188,7 +198,9 @@ def train(args):
         n = int(gap_rng.integers(args.min_gap, args.max_gap + 1))
         batch = _to_torch(train_set.sample(args.batch, n, rng), device)
         model.train()
-        loss, rot_loss, pos_loss = transition_loss(net, norm, batch, n, parents, lay.trajectory, noise=args.noise)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
+            loss, rot_loss, pos_loss = transition_loss(net, norm, batch, n, parents, lay.trajectory,
+                                                       noise=args.noise)
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
