@@ -23,7 +23,7 @@ from .pose_io import (Channels, KeyStyle, Snapshot, active_armature, key_frames,
                       world_matrix, write_bone_keys, write_points)
 from .preferences import load_model
 from .retarget import AXIS_CHANGE, Retarget
-from .rig import channel_count, quat_to_channels, matrix_to_quat
+from .rig import matrix_to_quat, quat_to_channels
 
 VARIANT_OF = "betwixt_variant_of"
 VARIANT_GAP = "betwixt_gap"
@@ -120,23 +120,42 @@ def resolve(plan):
 
 def bone_edits(plan, motion, gaps, step):
     """(bone, channel, frames, values, ends) for :func:`~.pose_io.write_bone_keys`."""
-    frames = np.concatenate([np.arange(a + step, b, step) for a, b in gaps] + [np.zeros(0, np.int64)])
+    frames = [np.arange(a + step, b, step) for a, b in gaps]
+    counts = np.array([len(f) for f in frames])
+    frames = np.concatenate(frames + [np.zeros(0, np.int64)])
     ends = np.unique([f for gap in gaps for f in gap])
     rows, end_rows = frames - plan.first, ends - plan.first
     location, rotation = plan.retarget.to_rig(motion.rotations[rows], motion.positions[rows], plan.location[rows],
                                               plan.rotation[rows], plan.scale[rows])
+    bones = plan.retarget.bones.tolist()
+    values = rotation_channels(plan, rotation, bones, [a for a, _ in gaps], counts)
     edits = []
-    for k, b in enumerate(plan.retarget.bones.tolist()):
-        mode = plan.rig.rotation_modes[b]
-        values = np.empty((len(frames), channel_count(mode)))
-        for a, c in gaps:
-            inside = (frames > a) & (frames < c)
-            if inside.any():
-                values[inside] = quat_to_channels(rotation[inside, b], mode, plan.raw[b][a - plan.first])
-        edits.append((b, "rotation", frames, values, (ends, plan.raw[b][end_rows])))
+    for k, b in enumerate(bones):
+        edits.append((b, "rotation", frames, values[b], (ends, plan.raw[b][end_rows])))
         if int(plan.retarget.joints[k]) in plan.retarget.positional and not plan.rig.connected[b]:
             edits.append((b, "location", frames, location[:, b], (ends, plan.location[end_rows, b])))
     return edits
+
+
+def rotation_channels(plan, rotation, bones, starts, counts):
+    """{bone: rotation channel values (frames, 3|4)} of the quaternions ``rotation`` (frames, rig bones, 4).
+
+    The frames are ``counts[i]`` frames of each gap in turn; in each gap every bone's channels continue
+    from their keyed value on the gap's first key, ``starts[i]`` (Euler angles and quaternion signs
+    have more than one value per rotation). Continuity runs frame by frame, so all gaps and all bones
+    of one rotation mode go through it together: gaps side by side, padded to the longest.
+    """
+    gap = np.repeat(np.arange(len(counts)), counts)
+    at = np.arange(len(gap)) - np.repeat(np.cumsum(counts) - counts, counts)   # frame within its gap
+    padded = np.tile([1.0, 0.0, 0.0, 0.0], (max(counts, default=0), len(counts), len(bones), 1))
+    padded[at, gap] = rotation[:, bones]
+    out = {}
+    for mode in set(plan.rig.rotation_modes[b] for b in bones):
+        group = [k for k, b in enumerate(bones) if plan.rig.rotation_modes[b] == mode]
+        previous = np.stack([plan.raw[bones[k]][np.asarray(starts) - plan.first] for k in group], axis=1)
+        channels = quat_to_channels(padded[:, :, group], mode, previous)[at, gap]
+        out.update((bones[k], channels[:, i]) for i, k in enumerate(group))
+    return out
 
 
 def write_plan(plan, channels, motion, gaps, step, breakdown):

@@ -153,16 +153,17 @@ def channels_to_quat(values, mode):
 
 
 def quat_to_channels(q, mode, previous):
-    """Quaternions ``(frames, 4)`` as continuous channel values of ``mode``, following ``previous``."""
+    """Quaternions ``(frames, …, 4)`` as continuous channel values of ``mode``, following ``previous``
+    (the channel values ``(…, 3|4)`` on the frame before)."""
     if mode == "QUATERNION":
         q = np.where(np.sum(q[:1] * previous, -1, keepdims=True) < 0, -q, q)
         return quat.unroll(q)
     if mode == "AXIS_ANGLE":
-        q = quat.unroll(np.where(q[:1, :1] < 0, -q, q))
-        angle = 2.0 * np.arctan2(np.linalg.norm(q[:, 1:], axis=-1), q[:, 0])
-        norm = np.linalg.norm(q[:, 1:], axis=-1, keepdims=True)
-        axis = np.where(norm > 1e-12, q[:, 1:] / np.maximum(norm, 1e-12), previous[1:])
-        return np.concatenate([angle[:, None], axis], axis=-1)
+        q = quat.unroll(np.where(q[:1, ..., :1] < 0, -q, q))
+        angle = 2.0 * np.arctan2(np.linalg.norm(q[..., 1:], axis=-1), q[..., 0])
+        norm = np.linalg.norm(q[..., 1:], axis=-1, keepdims=True)
+        axis = np.where(norm > 1e-12, q[..., 1:] / np.maximum(norm, 1e-12), previous[..., 1:])
+        return np.concatenate([angle[..., None], axis], axis=-1)
     return unwrap_euler(quat_to_euler(q, mode), mode, previous)
 
 

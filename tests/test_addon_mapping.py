@@ -211,6 +211,41 @@ def test_euler_and_matrix_conversions_match_blender(betwixt_addon):
     assert np.minimum(np.abs(r - q), np.abs(r + q)).max() < 1e-6
 
 
+def test_rotation_channels_of_many_gaps_at_once_continue_from_each_gap_s_key(betwixt_addon):
+    """All gaps and bones converted together give what each gap alone gives, from its own first key."""
+    from types import SimpleNamespace
+    from betwixt.addon.operators import rotation_channels
+    from betwixt.addon.rig import channels_to_quat, quat_to_channels, quat_to_euler
+    from betwixt.inference import quat
+    rng = np.random.default_rng(3)
+    modes = ("QUATERNION", "XYZ", "ZXY", "AXIS_ANGLE", "XYZ")
+    first, starts, counts = 5, [10, 40, 52], np.array([29, 3, 0])
+    frames = 60
+    # smooth random motion per bone, keyed as each mode keys it (Euler angles a few turns in)
+    q = quat.unroll(quat.normalize(np.cumsum(rng.normal(0, 0.2, (frames, len(modes), 4)), axis=0) + [3, 0, 0, 0]))
+    raw = {}
+    for b, mode in enumerate(modes):
+        start = quat_to_euler(q[:1, b], mode)[0] + 4 * np.pi if mode not in ("QUATERNION", "AXIS_ANGLE") \
+            else np.r_[0.0, 0.0, 1.0, 0.0] if mode == "AXIS_ANGLE" else -q[0, b]
+        raw[b] = quat_to_channels(q[:, b], mode, start)
+    plan = SimpleNamespace(first=first, raw=raw, rig=SimpleNamespace(rotation_modes=modes))
+    rows = np.concatenate([np.arange(a + 1, a + 1 + n) - first for a, n in zip(starts, counts)])
+    generated = quat.normalize(q[rows] + rng.normal(0, 0.05, (len(rows), len(modes), 4)))
+    bones = [4, 0, 1, 2, 3]
+    out = rotation_channels(plan, generated, bones, starts, counts)
+    done = 0
+    for a, n in zip(starts, counts):
+        for k, b in enumerate(bones):
+            alone = quat_to_channels(generated[done:done + n, b], modes[b], raw[b][a - first])
+            np.testing.assert_allclose(out[b][done:done + n], alone, atol=1e-12)
+            back = channels_to_quat(out[b][done:done + n], modes[b])
+            assert np.all(np.minimum(np.abs(back - generated[done:done + n, b]),
+                                     np.abs(back + generated[done:done + n, b])) < 1e-9)
+            if n and modes[b] not in ("QUATERNION", "AXIS_ANGLE"):   # no jump from the key's angles
+                assert np.abs(out[b][done] - raw[b][a - first]).max() < 1.0
+        done += n
+
+
 def test_rest_pose_alignment_and_its_twist(betwixt_addon, lafan):
     """A rig whose rest pose is a natural pose of the model's skeleton, with arbitrary bone frames.
 
