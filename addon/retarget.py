@@ -31,7 +31,7 @@ import numpy as np
 from ..inference import quat
 from ..inference.errors import BetwixtError
 from ..inference.motion import forward_kinematics
-from .rig import compose, matrix_to_quat, rotation_part
+from .rig import affine_inverse, compose, matrix_to_quat, rotation_part
 
 # From a model's up axis to Blender's Z-up: what Blender's BVH importer does (forward -Z, up Y).
 AXIS_CHANGE = {1: np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]]), 2: np.eye(3),
@@ -171,7 +171,7 @@ class Retarget:
         wrot = rotation_part(self.world)
         # wanted armature-space rotations (3x3) and heads of the mapped bones
         want_rot = wrot.T @ self.axes @ quat.to_matrix(grot[:, self.joints]) @ np.swapaxes(self.offsets, -1, -2)
-        inv_world = np.linalg.inv(self.world)
+        inv_world = affine_inverse(self.world)
         heads = (gpos[:, self.joints] @ self.axes.T) * self.scale
         want_head = heads @ inv_world[:3, :3].T + inv_world[:3, 3]
         location, rotation = location.copy(), rotation.copy()
@@ -185,7 +185,7 @@ class Retarget:
                 rotation[:, b] = matrix_to_quat(np.swapaxes(rotation_part(above), -1, -2) @ want_rot[:, k])
                 if int(self.joints[k]) in self.positional and not self.rig.connected[b]:
                     head = np.concatenate([want_head[:, k], np.ones((frames, 1))], -1)
-                    location[:, b] = (np.linalg.inv(above) @ head[..., None])[:, :3, 0]
+                    location[:, b] = (affine_inverse(above) @ head[..., None])[:, :3, 0]
             loc = np.zeros_like(location[:, b]) if self.rig.connected[b] else location[:, b]
             pose[:, b] = above @ compose(loc, rotation[:, b], scale[:, b])
         return location, rotation

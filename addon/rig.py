@@ -10,6 +10,7 @@ as everywhere in Betwixt.
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -43,12 +44,12 @@ class Rig:
     def __len__(self):
         return len(self.names)
 
-    @property
+    @cached_property
     def relative(self):
         """``inv(B_parent) · B`` per bone: the rest matrix relative to the parent's."""
         rel = self.rest.copy()
         child = self.parents >= 0
-        rel[child] = np.linalg.inv(self.rest[self.parents[child]]) @ self.rest[child]
+        rel[child] = affine_inverse(self.rest[self.parents[child]]) @ self.rest[child]
         return rel
 
     def pose(self, location, rotation, scale):
@@ -59,6 +60,25 @@ class Rig:
         for b, p in enumerate(self.parents):
             out[:, b] = (rel[b] @ basis[:, b]) if p < 0 else out[:, p] @ rel[b] @ basis[:, b]
         return out
+
+
+def affine_inverse(m):
+    """Inverses of affine 4x4 matrices ``(…, 4, 4)`` (last row 0, 0, 0, 1), in closed form.
+
+    Not ``np.linalg.inv``: LAPACK solves each tiny matrix through the BLAS thread pool, and while the
+    model's threads keep the cores busy that costs tens of milliseconds a call. Here the 3x3 inverse
+    is its adjugate over its determinant, whose columns are cross products of its rows.
+    """
+    m = np.asarray(m, dtype=np.float64)
+    a = m[..., :3, :3]
+    adjugate = np.cross(a[..., [1, 2, 0], :], a[..., [2, 0, 1], :])   # row i: row i+1 × row i+2
+    det = np.sum(a[..., 0, :] * adjugate[..., 0, :], axis=-1)
+    inv = np.swapaxes(adjugate, -1, -2) / det[..., None, None]
+    out = np.zeros(m.shape)
+    out[..., :3, :3] = inv
+    out[..., :3, 3] = -(inv @ m[..., :3, 3, None])[..., 0]
+    out[..., 3, 3] = 1.0
+    return out
 
 
 def compose(location, rotation, scale):

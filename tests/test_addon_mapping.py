@@ -211,6 +211,17 @@ def test_euler_and_matrix_conversions_match_blender(betwixt_addon):
     assert np.minimum(np.abs(r - q), np.abs(r + q)).max() < 1e-6
 
 
+def test_affine_inverse_inverts_turned_scaled_sheared_and_moved_matrices(betwixt_addon):
+    from betwixt.addon.rig import affine_inverse
+    rng = np.random.default_rng(4)
+    m = np.zeros((50, 4, 4))
+    m[:, :3, :3] = rng.normal(0, 1, (50, 3, 3)) + 2 * np.eye(3)
+    m[:, :3, 3] = rng.normal(0, 5, (50, 3))
+    m[:, 3, 3] = 1.0
+    np.testing.assert_allclose(affine_inverse(m) @ m, np.broadcast_to(np.eye(4), m.shape), atol=1e-9)
+    np.testing.assert_allclose(affine_inverse(m[7]), np.linalg.inv(m[7]), atol=1e-9)
+
+
 def test_rotation_channels_of_many_gaps_at_once_continue_from_each_gap_s_key(betwixt_addon):
     """All gaps and bones converted together give what each gap alone gives, from its own first key."""
     from types import SimpleNamespace

@@ -45,10 +45,14 @@ def import_clip(path, name):
     bpy.ops.import_anim.bvh(filepath=str(path), update_scene_fps=True)
     obj = bpy.context.active_object
     obj.name = name
+    enum = bpy.types.Keyframe.bl_rna.properties
+    bezier = enum["interpolation"].enum_items["BEZIER"].value
+    clamped = enum["handle_left_type"].enum_items["AUTO_CLAMPED"].value
     for fc in curves(obj):
-        for k in fc.keyframe_points:
-            k.interpolation = "BEZIER"
-            k.handle_left_type = k.handle_right_type = "AUTO_CLAMPED"
+        points = fc.keyframe_points
+        points.foreach_set("interpolation", np.full(len(points), bezier, np.int32))
+        points.foreach_set("handle_left_type", np.full(len(points), clamped, np.int32))
+        points.foreach_set("handle_right_type", np.full(len(points), clamped, np.int32))
         fc.update()
     return obj
 
