@@ -66,7 +66,7 @@ def training_command(args):
             + f" --min-gap {args['min_gap']} --max-gap {args['max_gap']} --noise {args.get('noise', '0.5')}")
 
 
-def model_card(path, state, meta, bench=None):
+def model_card(path, state, meta, bench=None, int8=False):
     """The model card: what the weights are, where they came from, what they may be used for."""
     args = state["meta"]["args"]
     data = json.loads(meta["betwixt.data"])
@@ -93,7 +93,8 @@ def model_card(path, state, meta, bench=None):
         f"(trained on {json.loads(meta['betwixt.gaps'])['trained']}).", "",
         "## How it was made",
         "Trained (resumed with the same `--out` where a run was cut short):", "", *made, "",
-        f"Then `python -m training export CHECKPOINT -o {path.name}`.",
+        f"Then `python -m training export CHECKPOINT -o {path.name}{' --int8' if int8 else ''}`: weights "
+        + ("in 8 bits (onnxruntime MatMulNBits, blocks of 32)." if int8 else "in float32."),
         f"- {state['step']} optimiser steps; commit {json.loads(meta['betwixt.training'])['commit']}; "
         f"{_hardware(args['device'])}.",
     ]
@@ -125,7 +126,7 @@ def export(checkpoint, output, int8=False, bench_data=None):
         from inference.runtime import TransitionModel
         from inference.transition import BASELINES
         bench, _ = evaluate(load_benchmark(bench_data), {**BASELINES, "rtn": TransitionModel(output)})
-    model_card(output, state, meta, bench)
+    model_card(output, state, meta, bench, int8)
     return output
 
 
