@@ -8,6 +8,7 @@ one call of the network's whole-transition graph, then blended onto the target k
 """
 
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,12 +31,20 @@ class ModelError(BetwixtError):
     """A model file that cannot be used, or a request it cannot serve."""
 
 
+def missing_runtime_hint(platform):
+    """What to do when onnxruntime's library will not load on ``platform`` (``sys.platform``)."""
+    if platform == "win32":
+        return "install the Microsoft Visual C++ 2015-2022 redistributable (x64) and restart Blender"
+    if platform == "darwin":
+        return "the onnxruntime bundled with Betwixt needs macOS 13 (Ventura) or later"
+    return "reinstall the Betwixt extension for this platform (Linux x64 needs glibc 2.27 or later)"
+
+
 def _session(path, threads=None):
     try:
         import onnxruntime
     except (ImportError, OSError) as e:
-        raise ModelError(f"onnxruntime could not be loaded ({e}); on Windows, install the Microsoft "
-                         "Visual C++ 2022 redistributable and restart") from None
+        raise ModelError(f"onnxruntime could not be loaded ({e}); {missing_runtime_hint(sys.platform)}") from None
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
     if threads:

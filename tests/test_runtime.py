@@ -106,6 +106,21 @@ def test_requests_the_model_cannot_serve(model, clip, mocap):
         model.check_skeleton(bandai.skeleton)
 
 
+def test_an_onnxruntime_that_will_not_load_says_what_to_do(trained_rtn):
+    """As on a Mac older than 13 or Windows without the C++ runtime: one error, with that platform's fix."""
+    from inference.runtime import missing_runtime_hint
+    code = ("import sys; sys.modules['onnxruntime'] = None\n"   # what a failed import leaves behind
+            "from inference.runtime import TransitionModel, ModelError\n"
+            f"try: TransitionModel({str(trained_rtn['model'])!r})\n"
+            "except ModelError as e: print(e)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("onnxruntime could not be loaded")
+    assert missing_runtime_hint(sys.platform) in done.stdout
+    assert "macOS 13" in missing_runtime_hint("darwin") and "Visual C++" in missing_runtime_hint("win32")
+
+
 def test_files_that_are_not_models(tmp_path, trained_rtn):
     text = tmp_path / "notes.onnx"
     text.write_text("not a model")
