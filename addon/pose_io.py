@@ -286,9 +286,12 @@ class KeyStyle:
         self.easing = _enum("easing", "AUTO")
 
 
-def replace_keys(fc, gaps, frames, values, style):
-    """Keys at ``frames`` with ``values`` instead of every key strictly inside the ``gaps`` (a, b)."""
-    old = read_points(fc)
+def replace_keys(fc, gaps, frames, values, style, old=None):
+    """Keys at ``frames`` with ``values`` instead of every key strictly inside the ``gaps`` (a, b).
+
+    ``old`` is the curve's :func:`read_points` when the caller has just read it (a snapshot has).
+    """
+    old = read_points(fc) if old is None else old
     at = old["co"][0::2].astype(np.float64)
     inside = np.zeros(len(at), dtype=bool)
     for a, b in gaps:
@@ -328,7 +331,7 @@ def write_bone_keys(channels, rig, edits, gaps, style):
             path = bone_path(name, prop)
             for i in range(values.shape[1]):
                 fc = snapshot.keep(path, i)
-                f, v = frames, values[:, i]
+                f, v, old = frames, values[:, i], snapshot.saved.get((path, i))
                 if fc is None:
                     fc = channels.new(path, i, name)
                     snapshot.created_curve(path, i)
@@ -336,7 +339,7 @@ def write_bone_keys(channels, rig, edits, gaps, style):
                     v = np.concatenate([values[:, i], ends[1][:, i]])
                     order = np.argsort(f)
                     f, v = f[order], v[order]
-                replace_keys(fc, gaps, f, v, style)
+                replace_keys(fc, gaps, f, v, style, old)
     except BaseException:
         snapshot.restore()
         raise
