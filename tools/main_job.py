@@ -170,6 +170,11 @@ def main(argv=None):
     enable_addon()
     if args.model:
         bpy.context.preferences.addons["betwixt"].preferences.model_path = str(args.model.resolve())
+    # as in the user interface, where the Betwixt panel loads the model when it first draws
+    from betwixt.addon.preferences import load_model
+    start = time.perf_counter()
+    model = load_model(bpy.context)
+    load_seconds = time.perf_counter() - start
     a, b = (int(v) + 1 for v in args.gap.split(":"))           # Blender's importer starts at frame 1
     gap_frames = np.arange(a + 1, b)
 
@@ -207,6 +212,7 @@ def main(argv=None):
               f"{args.clip} frames {args.start + a - 1}-{args.start + b - 1}: a {len(gap_frames)}-frame gap")
 
     long_seconds = time_long_decompress(full, args.minutes, out)
+    print(f"Model {model.name} loaded in {1000 * load_seconds:.0f} ms")
     print(f"Fill Gaps, one {len(gap_frames)}-frame gap, {len(truth.pose.bones)} bones: {1000 * fill_seconds:.0f} ms; "
           f"mean joint error {error(fill_pos, truth_pos):.2f} (Bézier {error(bezier_pos, truth_pos):.2f}) "
           f"Blender units")
