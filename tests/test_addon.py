@@ -79,7 +79,9 @@ def channels(obj, action=None):
     from betwixt.addon.pose_io import Channels
     if action is None:
         return Channels(obj)
-    slot = obj.animation_data.action_slot
+    slot = getattr(obj.animation_data, "action_slot", None)      # None: Blender 4.2/4.3, no slots
+    if slot is None:
+        return Channels(obj, action=action)
     return Channels(obj, action=action, slot=next(s for s in action.slots if s.identifier == slot.identifier))
 
 
