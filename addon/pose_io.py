@@ -44,7 +44,9 @@ class Channels:
         if self.action is None:
             raise BetwixtError(f"armature {obj.name!r} has no action; key a few poses first")
         legacy_api = hasattr(self.action, "fcurves")       # gone in 5.0
-        self.layered = hasattr(self.action, "slots") and not (legacy_api and self.action.is_action_legacy)
+        # 4.4 and 4.5 count an empty action as both legacy and layered: key it the layered way, in a
+        # slot the object uses, or its new curves would animate nothing
+        self.layered = hasattr(self.action, "slots") and (not legacy_api or self.action.is_action_layered)
         self.slot = getattr(anim, "action_slot", None) if action is None else slot
         self._curves = None
 
