@@ -157,7 +157,7 @@ def sample(obj, channels, rig, frames, bones=None):
     Animated channels are their F-curves' values, the others the pose's current values. Only
     ``bones`` and their ancestors are read (the rest stay at rest): nothing else moves them.
     """
-    frames = np.asarray(frames, dtype=np.float64)
+    frames = np.asarray(frames, dtype=np.float64).tolist()   # Python floats, made once for every curve
     n = len(frames)
     location = np.zeros((n, len(rig), 3))
     rotation = np.tile([1.0, 0.0, 0.0, 0.0], (n, len(rig), 1))
@@ -192,7 +192,7 @@ def _channel(channels, bone, prop, count, current, frames):
         if fc is None:
             out[:, i] = current[i]
         else:   # one C call per frame: map over Python floats is the quickest way to make them
-            out[:, i] = np.fromiter(map(fc.evaluate, frames.tolist()), np.float64, len(frames))
+            out[:, i] = np.fromiter(map(fc.evaluate, frames), np.float64, len(frames))
     return out
 
 
