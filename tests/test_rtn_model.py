@@ -217,21 +217,23 @@ def test_onnx_rollout_graph_matches_torch_for_any_gap(tmp_path, extra_dim):
         np.testing.assert_allclose(frames, expected.numpy(), atol=1e-4, rtol=0)
 
 
-def test_int8_rollout_is_smaller_and_close(tmp_path):
+@pytest.mark.parametrize("weights, shrink, error", [("int8", 3, 0.01), ("int4", 5, 0.1)])
+def test_quantized_rollout_is_smaller_and_close(tmp_path, weights, shrink, error):
     torch.manual_seed(0)
     model = RTN(RTNConfig()).eval()
     cf, n = model.config, 30
     export_onnx(model, tmp_path / "f32.onnx", {})
-    export_onnx(model, tmp_path / "int8.onnx", {}, int8=True)
+    export_onnx(model, tmp_path / "small.onnx", {}, weights=weights)
     assert (tmp_path / "f32.onnx").stat().st_size < 15e6  # the shipped model's budget
-    assert (tmp_path / "int8.onnx").stat().st_size < (tmp_path / "f32.onnx").stat().st_size / 3
+    assert (tmp_path / "small.onnx").stat().st_size < (tmp_path / "f32.onnx").stat().st_size / shrink
     x = inputs(cf, batch=1, n=n)
     feed = {"past": x["past"].numpy(), "target": x["target"].numpy(), "gap": np.array(n),
             "noise": np.zeros((1, cf.future_dim), np.float32)}
     (full,) = session(tmp_path / "f32.onnx").run(None, feed)
-    (small_,) = session(tmp_path / "int8.onnx").run(None, feed)
+    (small_,) = session(tmp_path / "small.onnx").run(None, feed)
     motion = np.abs(full - x["past"].numpy()[:, -1:]).max()
-    assert np.abs(small_ - full).max() < 0.01 * motion
+    assert np.abs(small_ - full).max() < error * motion
+    assert session(tmp_path / "small.onnx").get_modelmeta().custom_metadata_map["rtn.weights"] == weights
 
 
 def test_metadata_round_trip(tmp_path):

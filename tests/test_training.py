@@ -47,11 +47,11 @@ def test_resume_continues_where_the_run_stopped(trained_rtn, tmp_path):
 
     model = run / "resumed.onnx"
     subprocess.run([sys.executable, "-m", "training", "export", str(run / "checkpoint.pt"), "-o", str(model),
-                    "--int8"], cwd=ROOT, check=True, capture_output=True, text=True)
+                    "--weights", "int8"], cwd=ROOT, check=True, capture_output=True, text=True)
     meta = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"]).get_modelmeta()
     assert meta.custom_metadata_map["rtn.weights"] == "int8"
     card = model.with_suffix(".md").read_text()
-    assert f"-o {model.name} --int8`: weights in 8 bits" in card
+    assert f"-o {model.name} --weights int8`: weights in 8 bits" in card
     first, second = (line for line in card.splitlines() if line.startswith("- Steps "))
     assert first.startswith("- Steps 0 to 4:") and "--bf16" not in first and "--lr 0.0005" in first
     assert second.startswith("- Steps 4 to 6:") and "--bf16" in second and "--lr 0.001" in second

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from inference.runtime import KIND_RTN, MAX_GAP, METADATA_VERSION
-from .rtn import RTN, RTNConfig, export_onnx
+from .rtn import RTN, WEIGHTS, RTNConfig, export_onnx
 
 
 NORMALISATION = ("frame_mean", "frame_std", "target_mean", "target_std")
@@ -66,7 +66,7 @@ def training_command(args):
             + f" --min-gap {args['min_gap']} --max-gap {args['max_gap']} --noise {args.get('noise', '0.5')}")
 
 
-def model_card(path, state, meta, bench=None, int8=False):
+def model_card(path, state, meta, bench=None, weights="float32"):
     """The model card: what the weights are, where they came from, what they may be used for."""
     args = state["meta"]["args"]
     data = json.loads(meta["betwixt.data"])
@@ -93,8 +93,9 @@ def model_card(path, state, meta, bench=None, int8=False):
         f"(trained on {json.loads(meta['betwixt.gaps'])['trained']}).", "",
         "## How it was made",
         "Trained (resumed with the same `--out` where a run was cut short):", "", *made, "",
-        f"Then `python -m training export CHECKPOINT -o {path.name}{' --int8' if int8 else ''}`: weights "
-        + ("in 8 bits (onnxruntime MatMulNBits, blocks of 32)." if int8 else "in float32."),
+        f"Then `python -m training export CHECKPOINT -o {path.name} --weights {weights}`: weights "
+        + (f"in {WEIGHTS[weights][0]} bits (onnxruntime MatMulNBits, blocks of {WEIGHTS[weights][1]})."
+           if WEIGHTS[weights] else "in float32."),
         f"- {state['step']} optimiser steps; commit {json.loads(meta['betwixt.training'])['commit']}; "
         f"{_hardware(args['device'])}.",
     ]
@@ -111,7 +112,7 @@ def model_card(path, state, meta, bench=None, int8=False):
     path.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 
-def export(checkpoint, output, int8=False, bench_data=None):
+def export(checkpoint, output, weights="float32", bench_data=None):
     state = torch.load(checkpoint, map_location="cpu", weights_only=False)
     model = RTN(RTNConfig(**state["config"]))
     model.load_state_dict(state["model"])
@@ -119,24 +120,25 @@ def export(checkpoint, output, int8=False, bench_data=None):
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     meta = metadata(state)
-    export_onnx(model, output, meta, int8=int8)
+    export_onnx(model, output, meta, weights=weights)
     bench = None
     if bench_data:
         from inference.benchmark import evaluate, load_benchmark
         from inference.runtime import TransitionModel
         from inference.transition import BASELINES
         bench, _ = evaluate(load_benchmark(bench_data), {**BASELINES, "rtn": TransitionModel(output)})
-    model_card(output, state, meta, bench, int8)
+    model_card(output, state, meta, bench, weights)
     return output
 
 
 def add_arguments(parser):
     parser.add_argument("checkpoint", type=Path)
     parser.add_argument("-o", "--output", type=Path, required=True, help="the .onnx file to write")
-    parser.add_argument("--int8", action="store_true", help="8-bit weights (smaller, faster, a little less exact)")
+    parser.add_argument("--weights", choices=list(WEIGHTS), default="float32",
+                        help="weight precision: int8 and int4 are smaller and faster, a little less exact")
     parser.add_argument("--bench-data", help="LaFAN1 folder or archive: put benchmark numbers in the model card")
 
 
 def run(args):
-    path = export(args.checkpoint, args.output, args.int8, args.bench_data)
+    path = export(args.checkpoint, args.output, args.weights, args.bench_data)
     print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB) and its model card {path.with_suffix('.md')}")

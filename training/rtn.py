@@ -15,10 +15,14 @@ Time to target (``tta``) counts frames from the current frame to the target: wit
 ``n`` missing frames and the last past frame at time 0, the target is at time ``n + 1``; the step
 that reads the last past frame has ``tta = n + 1`` and the one that predicts the target has ``tta = 1``.
 
-Three ways to run it, all through the same `_cell`:
+Three ways to run it, all through the same `_warm_up` and `_cell`:
   RTN.forward          training and torch sampling: warm-up, n + 1 predictions, teacher forcing
   RTN.init, RTN.step   one step at a time: the ONNX "init" and "step" graphs
   export_onnx()        the whole transition as one ONNX "rollout" graph, a Loop over the steps
+
+An LSTM step splits in two: the gates' share of the frame and the future encoding, which the
+warm-up computes for all past frames in one product, and the share of the recurrent state, the only
+part that must wait for the previous step.
 """
 
 import io
@@ -108,30 +112,57 @@ class RTN(nn.Module):
         fade = ((tta - cf.noise_near) / (cf.noise_far - cf.noise_near)).clamp(0, 1)
         self.register_buffer("fade_table", fade.unsqueeze(-1), persistent=False)
 
+    def _future(self, x, code, goal, tta, noise):
+        """[F(target), O(goal - x)] plus the time-to-target embedding and the noise faded near the
+        target, for frames x (N, pose_dim) and their frames left to the target tta (N,) int64."""
+        cf = self.config
+        k = tta.clamp(0, cf.tta_max)
+        pose = x if cf.offset_dim == cf.pose_dim else x[..., :cf.offset_dim]  # no Slice node if whole
+        future = torch.cat([code, self.O(goal - pose)], dim=-1)
+        return future + self.tta_table[k] + self.fade_table[k] * noise
+
+    def _inputs(self, x, code, goal, tta, noise, extra):
+        """The LSTM gates' share of everything but the recurrent state: R's W and C matrices (and
+        bias) applied to [E(x), future]. It depends on the frame alone, so the warm-up computes it
+        for every past frame in one product."""
+        lstm, width = self.config.lstm, self.config.frame_hidden
+        frame = x if extra is None else torch.cat([x, extra], dim=-1)
+        w = torch.cat([self.R.weight[:, :width], self.R.weight[:, width + lstm:]], dim=-1)
+        return nn.functional.linear(torch.cat([self.E(frame), self._future(x, code, goal, tta, noise)], dim=-1),
+                                    w, self.R.bias)
+
+    def _recur(self, inputs, h, c):
+        """One LSTM update: the gates are the precomputed inputs plus R's U matrix applied to h."""
+        cf = self.config
+        gates = inputs + nn.functional.linear(h, self.R.weight[:, cf.frame_hidden:cf.frame_hidden + cf.lstm])
+        i, f, g, o = gates.split(cf.lstm, dim=-1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c), c
+
     def _cell(self, x, h, c, code, goal, tta, noise, extra=None):
         """LSTM update reading frame x_t, and the prediction x_t + D(h_t) of the next frame.
 
         ``code`` is F(target), ``goal`` the target's first offset_dim features, ``tta`` (B,) int64,
-        ``noise`` the noise already scaled by the variation strength (B, future_dim). The
-        time-to-target embedding and the noise, faded out near the target, join the future encoding.
+        ``noise`` the noise already scaled by the variation strength (B, future_dim).
         """
-        cf = self.config
-        k = tta.clamp(0, cf.tta_max)
-        future = torch.cat([code, self.O(goal - x[:, :cf.offset_dim])], dim=-1)
-        future = future + self.tta_table[k] + self.fade_table[k] * noise
-        frame = x if extra is None else torch.cat([x, extra], dim=-1)
-        gates = self.R(torch.cat([self.E(frame), h, future], dim=-1))
-        i, f, g, o = gates.split(cf.lstm, dim=-1)
-        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
-        h = torch.sigmoid(o) * torch.tanh(c)
+        h, c = self._recur(self._inputs(x, code, goal, tta, noise, extra), h, c)
         return x + self.D(h), h, c
 
     def _warm_up(self, past, code, goal, gap, noise, extra):
+        """LSTM state after reading the past frames but the last, from H's guess on the first."""
         h, c = self.H(past[:, 0]).split(self.config.lstm, dim=-1)
-        steps = past.shape[1] - 1
+        b, steps = past.shape[0], past.shape[1] - 1
+        tta = gap[:, None] + 1 + torch.arange(steps, 0, -1, device=past.device)      # (B, steps)
+
+        def rows(a, per_frame):  # (B * steps, …), not (B, steps, …): the ONNX exporter then lays
+            # out the weights shared with the step graph alike, and they are stored once
+            return (a if per_frame else a[:, None].expand(-1, steps, -1)).flatten(0, 1)
+
+        inputs = self._inputs(rows(past[:, :steps], True), rows(code, False), rows(goal, False),
+                              rows(tta, True), rows(noise, False),
+                              None if extra is None else rows(extra, True)).unflatten(0, (b, steps))
         for t in range(steps):
-            e = None if extra is None else extra[:, t]
-            _, h, c = self._cell(past[:, t], h, c, code, goal, gap + 1 + steps - t, noise, e)
+            h, c = self._recur(inputs[:, t], h, c)
         return h, c
 
     # One step at a time: the ONNX "init" and "step" graphs.
@@ -249,7 +280,17 @@ def _traced(model, graph):
                               dynamic_axes={name: {0: "batch"} for name in inputs + outputs})
     finally:
         model.train(was_training)
-    return onnx.load_from_string(f.getvalue())
+    proto = onnx.load_from_string(f.getvalue())
+    # The exporter stores a weight once and names its other uses through Identity nodes; the 8-bit
+    # quantizer only recognises a weight read directly, so the uses read the weight itself.
+    weights = {w.name for w in proto.graph.initializer}
+    alias = {n.output[0]: n.input[0] for n in proto.graph.node if n.op_type == "Identity" and n.input[0] in weights}
+    kept = [n for n in proto.graph.node if n.output[0] not in alias]
+    for node in kept:
+        node.input[:] = [alias.get(name, name) for name in node.input]
+    del proto.graph.node[:]
+    proto.graph.node.extend(kept)
+    return proto
 
 
 def _rollout(model):
@@ -295,19 +336,22 @@ def _rollout(model):
         nodes.append(node)
 
     # Loop body: the step graph, its own names prefixed with "step/"; it reads the target, the
-    # noise and the weights it shares with the init graph from the outer graph.
-    names = {w.name: w for w in weights}
-    shared = {"target", "noise"}
+    # noise and the weights it shares with the init graph from the outer graph. Weights are matched
+    # by content: the exporter names the slices of R it folds into constants differently per trace.
+    def content(w):
+        return w.data_type, tuple(w.dims), numpy_helper.to_array(w).tobytes()
+
+    stored = {content(w): w.name for w in weights}
+    shared = {"target": "target", "noise": "noise"}
     for w in step.graph.initializer:
-        if w.name in names and np.array_equal(numpy_helper.to_array(names[w.name]),
-                                              numpy_helper.to_array(w)):
-            shared.add(w.name)
+        if content(w) in stored:
+            shared[w.name] = stored[content(w)]
         else:
             w.name = "step/" + w.name
             weights.append(w)
 
     def local(name):
-        return name if name in shared or name == "" else "step/" + name
+        return shared.get(name, name if name == "" else "step/" + name)
 
     body = [  # iteration k reads tta = gap + 1 - k, and extra[:, P - 1 + k]
         N("Sub", ["rollout/trip", "rollout/iter"], ["rollout/tta"]),
@@ -347,11 +391,12 @@ def _rollout(model):
                              producer_name="betwixt.training.rtn")
 
 
-def _int8(proto):
-    """The same graph with every weight matrix in 8-bit blocks (onnxruntime's MatMulNBits).
+def _quantized(proto, bits, block):
+    """The same graph with every weight matrix in blocks of ``bits``-bit integers (onnxruntime's
+    MatMulNBits, symmetric, one float scale per ``block`` weights).
 
-    At batch 1 a step is bound by reading its weights (12.7 MB in float32), so a quarter of the
-    bytes runs about twice as fast, at a small error (see the tests).
+    At batch 1 a step is bound by reading its weights (12.7 MB in float32), so a quarter or an
+    eighth of the bytes runs two to four times as fast, at a small error (see the tests).
     """
     from onnx import helper, numpy_helper
     from onnxruntime.quantization.matmul_nbits_quantizer import (DefaultWeightOnlyQuantConfig,
@@ -384,7 +429,7 @@ def _int8(proto):
     used = {name for node in _nodes(proto.graph) for name in node.input}
     del proto.graph.initializer[:]
     proto.graph.initializer.extend(w for name, w in weights.items() if name in used)
-    config = DefaultWeightOnlyQuantConfig(block_size=32, is_symmetric=True, accuracy_level=4, bits=8)
+    config = DefaultWeightOnlyQuantConfig(block_size=block, is_symmetric=True, accuracy_level=4, bits=bits)
     quantizer = MatMulNBitsQuantizer(proto, algo_config=config)
     quantizer.process()
     return quantizer.model.model
@@ -399,7 +444,10 @@ def _nodes(graph):
                 yield from _nodes(attr.g)
 
 
-def export_onnx(model, path, metadata, graph="rollout", int8=False):
+WEIGHTS = {"float32": None, "int8": (8, 128), "int4": (4, 32)}  # name: (bits, block)
+
+
+def export_onnx(model, path, metadata, graph="rollout", weights="float32"):
     """Write one self-contained ONNX file of one graph, with ``metadata`` as its metadata_props.
 
     rollout: past (B, P, pose_dim), target (B, target_dim), gap () int64, noise (B, future_dim)
@@ -409,17 +457,17 @@ def export_onnx(model, path, metadata, graph="rollout", int8=False):
     step:    x (B, pose_dim), h, c, target, tta (B,) int64, noise [, extra (B, extra_dim)]
              ->  x_next (B, pose_dim), h_next, c_next
     gap and tta are int64, everything else float32; noise is z times the variation strength
-    (zeros: the deterministic transition). ``int8`` stores the weights in 8 bits (onnxruntime only).
-    Besides ``metadata`` the file carries "rtn.graph" (which graph), "rtn.config" (RTNConfig as
-    JSON) and "rtn.weights" ("float32" or "int8"), unless ``metadata`` sets them.
+    (zeros: the deterministic transition). ``weights`` is a key of WEIGHTS: float32, or blocks of
+    8- or 4-bit integers (onnxruntime only). Besides ``metadata`` the file carries "rtn.graph"
+    (which graph), "rtn.config" (RTNConfig as JSON) and "rtn.weights", unless ``metadata`` sets them.
     """
     import onnx
 
     proto = _rollout(model) if graph == "rollout" else _traced(model, graph)
-    if int8:
-        proto = _int8(proto)
+    if WEIGHTS[weights]:
+        proto = _quantized(proto, *WEIGHTS[weights])
     meta = {"rtn.graph": graph, "rtn.config": json.dumps(asdict(model.config), sort_keys=True),
-            "rtn.weights": "int8" if int8 else "float32"}
+            "rtn.weights": weights}
     meta.update({str(k): str(v) for k, v in metadata.items()})
     onnx.helper.set_model_props(proto, meta)
     onnx.checker.check_model(proto, full_check=True)
