@@ -173,7 +173,7 @@ class _Generate(JobOperator):
     breakdown: bpy.props.BoolProperty(name="As Breakdowns", description="Mark the generated keys as "
                                       "Breakdown keys rather than Keyframes", default=False)
     blend: bpy.props.IntProperty(name="Target Blend", description="Frames over which the motion is pulled "
-                                 "onto the next key (0: the whole gap)", default=0, min=0, soft_max=60)
+                                 "onto the next key (the whole gap when it is shorter)", default=10, min=1, soft_max=60)
     variation: bpy.props.FloatProperty(name="Variation", description="How far the motion may stray from "
                                        "the most likely one (0: always the same)", default=0.0, min=0.0,
                                        soft_max=2.0)
@@ -183,7 +183,7 @@ class _Generate(JobOperator):
     def read(self, context, keys_from):
         """The plan, with this operator's options copied in: the worker thread never touches ``self``."""
         plan = read_plan(context, keys_from)
-        plan.options = {"variation": self.variation, "seed": self.seed, "blend": self.blend or None}
+        plan.options = {"variation": self.variation, "seed": self.seed, "blend": self.blend}
         return plan
 
     def compute(self, plan, progress, cancelled):

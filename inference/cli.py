@@ -84,7 +84,7 @@ def _gap(text):
 
 def _model_options(parser, variation=0.0):
     parser.add_argument("--model", type=Path, help="model file (default: the shipped one for the skeleton)")
-    parser.add_argument("--blend", type=int, help="target blend length in frames (default: the whole gap)")
+    parser.add_argument("--blend", type=int, help="target blend length in frames (default 10)")
     parser.add_argument("--variation", type=float, default=variation, help="noise strength; 0 is deterministic")
     parser.add_argument("--seed", type=int, default=0)
 

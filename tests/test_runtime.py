@@ -12,7 +12,7 @@ import pytest
 from inference.bvh import read_bvh, write_bvh
 from inference.dataset import read_motions
 from inference.errors import BetwixtError
-from inference.runtime import ModelError, TransitionModel, fill_gaps, gap_in, superres
+from inference.runtime import BLEND, ModelError, TransitionModel, fill_gaps, gap_in, superres
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,6 +49,13 @@ def test_fill_changes_only_the_gap_and_lands_on_the_target(model, clip):
     last_raw = np.abs(raw_pos[0, -1, 0] - motion.positions[131, 0]).max()
     last_blended = np.abs(out.positions[130, 0] - motion.positions[131, 0]).max()
     assert last_blended < last_raw
+    # by default over the last BLEND frames only: the 30 generated frames and the key are 31 steps,
+    # and the first 31 - BLEND of them are the network's own
+    untouched = 31 - BLEND
+    assert np.abs(out.positions[101:101 + untouched] - raw_pos[0, :untouched]).max() < 1e-9
+    assert np.abs(out.positions[101 + untouched:131, 0] - raw_pos[0, untouched:, 0]).max(axis=-1).min() > 0
+    whole_rot, whole_pos = model.fill(gap, after=after, blend=31)
+    assert np.abs(whole_pos[0, 0, 0] - raw_pos[0, 0, 0]).max() > 0
 
 
 def test_fill_is_invariant_to_where_the_character_stands(model, clip):

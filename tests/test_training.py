@@ -25,7 +25,7 @@ def test_run_writes_checkpoint_curves_and_validation(trained_rtn):
     assert len(files) == 24 and not any("subject5" in f for f in files)
 
 
-def test_resume_continues_where_the_run_stopped(trained_rtn, tmp_path):
+def test_resume_continues_where_the_run_stopped(trained_rtn, lafan1_zip, tmp_path):
     run = tmp_path / "resumed"
     run.mkdir()
     (run / "checkpoint.pt").write_bytes(trained_rtn["checkpoint"].read_bytes())
@@ -47,7 +47,8 @@ def test_resume_continues_where_the_run_stopped(trained_rtn, tmp_path):
 
     model = run / "resumed.onnx"
     subprocess.run([sys.executable, "-m", "training", "export", str(run / "checkpoint.pt"), "-o", str(model),
-                    "--weights", "int8"], cwd=ROOT, check=True, capture_output=True, text=True)
+                    "--weights", "int8", "--data", str(lafan1_zip), "--cache", str(trained_rtn["cache"])],
+                   cwd=ROOT, check=True, capture_output=True, text=True)
     meta = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"]).get_modelmeta()
     assert meta.custom_metadata_map["rtn.weights"] == "int8"
     card = model.with_suffix(".md").read_text()
@@ -55,6 +56,17 @@ def test_resume_continues_where_the_run_stopped(trained_rtn, tmp_path):
     first, second = (line for line in card.splitlines() if line.startswith("- Steps "))
     assert first.startswith("- Steps 0 to 4:") and "--bf16" not in first and "--lr 0.0005" in first
     assert second.startswith("- Steps 4 to 6:") and "--bf16" in second and "--lr 0.001" in second
+    # validation on the held-out tenth, beside interpolation on the same windows
+    rows = [line.split(" | ") for line in card.splitlines() if line.startswith(("| 5 |", "| 15 |", "| 30 |", "| 45 |"))]
+    assert len(rows) == 4 and "## Validation" in card
+    for row in rows:
+        values = list(map(float, [c.strip(" |") for c in row[1:]]))
+        for error, interpolation, ratio in (values[:3], values[3:]):   # printed to 3 decimals
+            assert error > 0 and interpolation > 0
+            assert abs(error / interpolation - ratio) <= 5e-4 * (1 + (1 + ratio) / interpolation)
+    # interpolation's errors grow with the gap; an untrained network is no judge of that
+    interp = [float(row[5].strip(" |")) for row in rows]
+    assert interp == sorted(interp)
 
 
 def test_two_processes_with_gloo(lafan1_zip, trained_rtn, tmp_path):

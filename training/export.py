@@ -11,8 +11,13 @@ from pathlib import Path
 
 import torch
 
-from inference.runtime import KIND_RTN, MAX_GAP, METADATA_VERSION
+from inference.dataset import load_motion_set
+from inference.errors import DataError
+from inference.features import Layout
+from inference.runtime import BLEND, KIND_RTN, MAX_GAP, METADATA_VERSION
+from .data import Transitions
 from .rtn import RTN, WEIGHTS, RTNConfig, export_onnx
+from .train_rtn import VALIDATION_LENGTHS, Normaliser, validate
 
 
 NORMALISATION = ("frame_mean", "frame_std", "target_mean", "target_std")
@@ -66,7 +71,7 @@ def training_command(args):
             + f" --min-gap {args['min_gap']} --max-gap {args['max_gap']} --noise {args.get('noise', '0.5')}")
 
 
-def model_card(path, state, meta, bench=None, weights="float32"):
+def model_card(path, state, meta, bench=None, weights="float32", validation=None):
     """The model card: what the weights are, where they came from, what they may be used for."""
     args = state["meta"]["args"]
     data = json.loads(meta["betwixt.data"])
@@ -109,10 +114,35 @@ def model_card(path, state, meta, bench=None, weights="float32"):
             lines += ["", "Ratio to Interpolation (lower is better):", "",
                       "| metric | " + " | ".join(ratio["L2Q"]) + " |", "|---|" + "---|" * len(ratio["L2Q"])]
             lines += [f"| {m} | " + " | ".join(f"{v:.3f}" for v in ratio[m].values()) + " |" for m in ratio]
+    if validation:
+        lines += ["", "## Validation (the held-out last tenth of every training clip)", "",
+                  f"Root mean square error of the float32 network (target blend over {BLEND} frames) over the same "
+                  f"{validation['windows']} windows per length as straight-line interpolation from the "
+                  "last past frame to the target key; rotations in quaternion components, positions in "
+                  "spreads of each joint coordinate (the training loss's units). Lower is better.", "",
+                  "| frames | rotations | interpolation | ratio | positions | interpolation | ratio |",
+                  "|---|---|---|---|---|---|---|"]
+        for i, n in enumerate(VALIDATION_LENGTHS):
+            (r, p), (ri, pi) = validation["model"][2 * i:2 * i + 2], validation["interpolation"][2 * i:2 * i + 2]
+            lines.append(f"| {n} | {r:.3f} | {ri:.3f} | {r / ri:.3f} | {p:.3f} | {pi:.3f} | {p / pi:.3f} |")
     path.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 
-def export(checkpoint, output, weights="float32", bench_data=None):
+def validation_scores(model, state, data, cache=None):
+    """The model's and interpolation's errors on the held-out tenth of the training clips of ``data``."""
+    meta = state["meta"]
+    motion_set = load_motion_set(data, cache)
+    val_set = Transitions(motion_set, "validation", meta["subjects"], mirrored=False,
+                          layout=Layout(**meta["layout"]))
+    if val_set.files != meta["data_files"]:
+        raise DataError(f"{data}: not the data set this checkpoint was trained on ({meta['data']})")
+    parents = [int(q) for q in motion_set.skeleton.parents]
+    norm, device = Normaliser(state["stats"]), torch.device("cpu")
+    return {"windows": 4 * 64, "model": validate(model, norm, val_set, parents, device, blend=BLEND),
+            "interpolation": validate(model, norm, val_set, parents, device, interpolate=True)}
+
+
+def export(checkpoint, output, weights="float32", bench_data=None, data=None, cache=None):
     state = torch.load(checkpoint, map_location="cpu", weights_only=False)
     model = RTN(RTNConfig(**state["config"]))
     model.load_state_dict(state["model"])
@@ -127,7 +157,8 @@ def export(checkpoint, output, weights="float32", bench_data=None):
         from inference.runtime import TransitionModel
         from inference.transition import BASELINES
         bench, _ = evaluate(load_benchmark(bench_data), {**BASELINES, "rtn": TransitionModel(output)})
-    model_card(output, state, meta, bench, weights)
+    validation = validation_scores(model, state, data, cache) if data else None
+    model_card(output, state, meta, bench, weights, validation)
     return output
 
 
@@ -137,8 +168,11 @@ def add_arguments(parser):
     parser.add_argument("--weights", choices=list(WEIGHTS), default="float32",
                         help="weight precision: int8 and int4 are smaller and faster, a little less exact")
     parser.add_argument("--bench-data", help="LaFAN1 folder or archive: put benchmark numbers in the model card")
+    parser.add_argument("--data", help="the training data: put validation numbers beside interpolation's "
+                                       "in the model card (for data sets without a benchmark, like Bandai's)")
+    parser.add_argument("--cache", help="data set cache folder")
 
 
 def run(args):
-    path = export(args.checkpoint, args.output, args.weights, args.bench_data)
+    path = export(args.checkpoint, args.output, args.weights, args.bench_data, args.data, args.cache)
     print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB) and its model card {path.with_suffix('.md')}")

@@ -101,11 +101,44 @@ def transition_loss(model, norm, batch, n, parents, trajectory, teacher=True, no
     ``noise`` is the variation strength: trained with it, the network learns transitions that still
     land on the target whatever the noise, which is what makes its variants plausible.
     """
+    return frames_loss(predicted(model, norm, batch, n, teacher, noise), batch, norm, parents, trajectory)
+
+
+def predicted(model, norm, batch, n, teacher=False, noise=0.0):
+    """The network's frames (B, n + 1, frame_dim) for a batch, in the data's own units."""
     past = (batch["past"] - norm.frame_mean) / norm.frame_std
     target = (batch["target"] - norm.target_mean) / norm.target_std
     truth = (batch["truth"] - norm.frame_mean) / norm.frame_std
     out = model(past, target, n, truth=truth if teacher else None, variation=noise)
-    out = out * norm.frame_std + norm.frame_mean
+    return out * norm.frame_std + norm.frame_mean
+
+
+def interpolated(batch, n):
+    """Frames (B, n + 1, frame_dim) from the last past frame to the target key in straight lines
+    (quaternions renormalised by the loss): the baseline that validation numbers stand beside."""
+    start, end = batch["past"][:, -1:], batch["target"][:, None, :batch["past"].shape[-1]]
+    t = torch.arange(1, n + 2, dtype=start.dtype, device=start.device)[None, :, None] / (n + 1)
+    return start + t * (end - start)
+
+
+def blended(frames, batch, length=None):
+    """The target blend the runtime applies (Harvey & Pal 2018, §5.1): the last frame's miss of
+    the target key spread linearly over the last ``length`` frames (default: all), quaternions
+    taken in the target's sign."""
+    target = batch["target"][:, None, :frames.shape[-1]]
+    miss = target - frames[:, -1:]
+    quats = miss[..., 3:].unflatten(-1, (-1, 4))
+    flipped = target[..., 3:].unflatten(-1, (-1, 4)) + frames[:, -1:, 3:].unflatten(-1, (-1, 4))
+    sign = ((target[..., 3:] * frames[:, -1:, 3:]).unflatten(-1, (-1, 4)).sum(-1, keepdim=True) < 0)
+    miss = torch.cat([miss[..., :3], torch.where(sign, -flipped, quats).flatten(-2)], dim=-1)
+    steps = frames.shape[1]
+    length = steps if length is None else min(max(length, 1), steps)
+    weight = ((torch.arange(1, steps + 1, dtype=frames.dtype, device=frames.device) - (steps - length)) / length).clamp(0, 1)
+    return frames + weight[None, :, None] * miss
+
+
+def frames_loss(out, batch, norm, parents, trajectory):
+    """(total, rotation term, position term) of frames (B, n + 1, frame_dim) against the truth."""
     b, t = out.shape[:2]
     rot = out[..., 3:].reshape(b, t, -1, 4)
     rot = rot / rot.norm(dim=-1, keepdim=True).clamp_min(1e-6)
@@ -234,8 +267,10 @@ def train(args):
 
 
 @torch.no_grad()
-def validate(model, norm, val_set, parents, device, batches=4, batch=64):
-    """Root mean rotation and position errors per validation length, with no teacher forcing.
+def validate(model, norm, val_set, parents, device, batches=4, batch=64, interpolate=False, blend=None):
+    """Root mean rotation and position errors per validation length, with no teacher forcing, of
+    the model or (``interpolate``) of straight-line interpolation; ``blend`` (a length in frames)
+    applies the runtime's target blend first, as a user sees the transitions.
 
     The same fixed windows every time (a fixed seed), so the curve shows the model, not the draw.
     """
@@ -246,7 +281,9 @@ def validate(model, norm, val_set, parents, device, batches=4, batch=64):
         rot = pos = 0.0
         for _ in range(batches):
             b = _to_torch(val_set.sample(batch, n, rng, keep_after=1.0), device)
-            _, r, p = transition_loss(model, norm, b, n, parents, val_set.layout.trajectory, teacher=False)
+            out = interpolated(b, n) if interpolate else predicted(model, norm, b, n)
+            out = out if blend is None else blended(out, b, blend)
+            _, r, p = frames_loss(out, b, norm, parents, val_set.layout.trajectory)
             rot, pos = rot + r.item() / batches, pos + p.item() / batches
         scores += [math.sqrt(rot), math.sqrt(pos)]
     return scores
