@@ -49,8 +49,9 @@ def metadata(state):
         "betwixt.data": json.dumps({"source": Path(meta["data"]).name, "files": meta["data_files"],
                                     "subjects": meta["subjects"]}),
         "betwixt.licence": meta["licence"],
+        # (older checkpoints also recorded ``run``, the command line's dispatch function)
         "betwixt.training": json.dumps({"steps": state["step"], "commit": _commit(),
-                                        "args": meta["args"]}),
+                                        "args": {k: v for k, v in meta["args"].items() if k != "run"}}),
     }
 
 

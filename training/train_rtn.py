@@ -66,6 +66,12 @@ def add_arguments(parser):
     parser.add_argument("--seed", type=int, default=0)
 
 
+def arguments(args):
+    """The command line's arguments as strings, for checkpoints and model cards (not ``run``, the
+    function the command line dispatches to)."""
+    return {k: str(v) for k, v in vars(args).items() if k != "run"}
+
+
 class Normaliser(torch.nn.Module):
     """Feature means and spreads measured on training batches, kept with the weights."""
 
@@ -202,7 +208,7 @@ def train(args):
     for group in optimiser.param_groups:  # a resumed run may change the rate with the batch
         group["lr"] = args.lr
     # every start or resume, with its arguments, so the model card can say how the weights were made
-    history.setdefault("runs", []).append({"from_step": step, "args": {k: str(v) for k, v in vars(args).items()}})
+    history.setdefault("runs", []).append({"from_step": step, "args": arguments(args)})
     net = torch.nn.parallel.DistributedDataParallel(model) if distributed else model
 
     rng = np.random.default_rng([args.seed, rank, step])
@@ -215,7 +221,7 @@ def train(args):
                 "skeleton": {"names": list(data.skeleton.names), "parents": parents,
                              "offsets": data.skeleton.offsets.tolist()},
                 "licence": args.licence or licence_of(args.data), "subjects": subjects,
-                "args": {k: str(v) for k, v in vars(args).items()}}
+                "args": arguments(args)}
         tmp = ckpt_path.with_suffix(".part")
         torch.save({"model": model.state_dict(), "optimiser": optimiser.state_dict(), "step": step,
                     "history": history, "config": asdict(config), "stats": stats, "meta": meta}, tmp)
