@@ -1,4 +1,5 @@
-"""Which model Betwixt uses: the shipped default, or an .onnx file chosen in the preferences.
+"""Which model Betwixt uses: one of the shipped models (LaFAN1's by default), or an .onnx file
+chosen in the preferences, which wins when set.
 
 Models are loaded once and kept while their file is unchanged; a file that cannot be used is
 remembered with its error, so the panel can say why on every redraw without reloading it.
@@ -14,20 +15,46 @@ ROOT = __package__.rpartition(".")[0]   # "betwixt", or "bl_ext.<repository>.bet
 DEFAULT = "rtn-lafan1.onnx"
 
 _loaded = {}
+_items = []   # Blender keeps no reference to a dynamic enum's strings: they must outlive the call
+
+
+def shipped_models():
+    """The model files shipped in inference/models, the default first."""
+    return sorted(MODELS.glob("*.onnx"), key=lambda p: (p.name != DEFAULT, p.name))
+
+
+def _shipped_items(self, context):
+    _items[:] = [(p.stem, p.stem, _trained_on(p)) for p in shipped_models()]
+    return _items
+
+
+def _trained_on(path):
+    """The model card's line saying what the model was trained on, for the menu's tooltip."""
+    try:
+        lines = path.with_suffix(".md").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return path.name
+    return next((line.lstrip("- ").replace("`", "") for line in lines if line.startswith("- Trained on")), path.name)
 
 
 class BetwixtPreferences(bpy.types.AddonPreferences):
     bl_idname = ROOT
 
+    shipped_model: bpy.props.EnumProperty(
+        name="Shipped Model",
+        description="Which of the models shipped with Betwixt fills the gaps",
+        items=_shipped_items,
+    )
     model_path: bpy.props.StringProperty(
-        name="Model",
-        description="A transition model (.onnx) exported by 'python -m training export'; "
-                    "leave empty for the model shipped with Betwixt",
+        name="Model File",
+        description="A transition model (.onnx) exported by 'python -m training export'; when set, "
+                    "it is used instead of the shipped model",
         subtype="FILE_PATH",
     )
 
     def draw(self, context):
         layout = self.layout
+        layout.prop(self, "shipped_model")
         layout.prop(self, "model_path")
         draw_model(layout, context)
 
@@ -41,11 +68,12 @@ def model_file(context=None):
     prefs = preferences(context)
     if prefs is not None and prefs.model_path.strip():
         return Path(bpy.path.abspath(prefs.model_path.strip()))
-    shipped = sorted(MODELS.glob("*.onnx"), key=lambda p: (p.name != DEFAULT, p.name))
+    shipped = shipped_models()
     if not shipped:
         raise ModelError("no model is shipped with this build of Betwixt; choose an .onnx model file in "
-                         "Preferences > Add-ons > Betwixt > Model")
-    return shipped[0]
+                         "Preferences > Add-ons > Betwixt > Model File")
+    chosen = prefs.shipped_model if prefs is not None else ""
+    return next((p for p in shipped if p.stem == chosen), shipped[0])
 
 
 def load_model(context=None):

@@ -148,6 +148,24 @@ def test_registers_operators_panels_menus_and_preferences(addon):
     assert bpy.context.preferences.addons["betwixt"].preferences.bl_rna.properties["model_path"].subtype == "FILE_PATH"
 
 
+def test_each_shipped_model_can_be_chosen_and_a_model_file_overrides_it(addon, model_path):
+    from betwixt.addon.preferences import load_model, shipped_models
+    prefs = bpy.context.preferences.addons["betwixt"].preferences
+    assert load_model().path == model_path
+    prefs.model_path = ""
+    try:
+        assert load_model().name == prefs.shipped_model == "rtn-lafan1"     # the default
+        for path in shipped_models():
+            prefs.shipped_model = path.stem
+            assert load_model().name == path.stem
+        with pytest.raises(TypeError):
+            prefs.shipped_model = "no-such-model"
+    finally:
+        prefs.shipped_model = "rtn-lafan1"
+        prefs.model_path = str(model_path)
+    assert load_model().path == model_path
+
+
 def test_reading_an_imported_clip_gives_the_clip_back(addon, clip):
     """Blender's importer turns the file into bones with rest orientations, Z-up; reading undoes all of it."""
     from betwixt.addon import mapping, pose_io
