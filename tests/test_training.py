@@ -120,3 +120,27 @@ def test_a_bad_data_set_is_one_clear_error(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip() == f"error: {tmp_path / 'none.zip'}: no such file or folder; --data takes a " \
                                     "folder or a .zip/.tar.xz of BVH files"
+
+
+def test_validation_gaps_lie_in_the_held_out_tenth(lafan1_zip, trained_rtn):
+    """Every missing frame and target of a validation window comes from the last tenth of its clip;
+    only the past context may reach back before it. Found by the non-root joints' local rotations,
+    which canonicalising the pose leaves alone."""
+    from inference.dataset import load_motion_set
+    from training.data import HOLD_OUT, Transitions
+
+    data = load_motion_set(lafan1_zip, trained_rtn["cache"])
+    val = Transitions(data, "validation", [1], mirrored=False)
+    clips = [data.clip(i) for i, name in enumerate(data.names) if name.endswith("subject1")]
+    frames = np.concatenate([c.rotations[:, 1:].reshape(c.n_frames, -1) for c in clips])
+    held_out = np.concatenate([np.arange(c.n_frames) >= round(c.n_frames * (1 - HOLD_OUT)) for c in clips])
+    batch = val.sample(512, 30, np.random.default_rng(0))
+
+    def held_out_frames(window):   # root position, root rotation, then the joints' rotations
+        q = window[..., 7:].reshape(-1, frames.shape[1] // 4, 4)
+        nearest = [np.argmax(np.abs(np.einsum("wjc,fjc->wfj", chunk, frames.reshape(len(frames), -1, 4))).sum(-1),
+                             axis=1) for chunk in np.array_split(q, max(1, len(q) // 32))]  # up to each sign
+        return held_out[np.concatenate(nearest)].reshape(window.shape[:-1])
+
+    assert held_out_frames(batch["truth"][:16]).all()          # the gap and the target: held out
+    assert not held_out_frames(batch["past"][:, 0]).all()      # some past context starts before the cut

@@ -30,7 +30,9 @@ class Transitions:
                 continue
             clip = data.clip(i)
             cut = int(round(clip.n_frames * (1 - HOLD_OUT)))
-            clips.append(clip.frames(0, cut) if part == "train" else clip.frames(cut))
+            # a validation window's missing frames and target lie in the held-out tenth; its past
+            # frames may reach back before it, so that short clips give long gaps too
+            clips.append(clip.frames(0, cut) if part == "train" else clip.frames(max(cut - past, 0)))
             self.files.append(name)
         if mirrored and clips:
             reflections = local_reflections(clips)   # once for the data set: stable where windows are not
