@@ -144,3 +144,23 @@ def test_validation_gaps_lie_in_the_held_out_tenth(lafan1_zip, trained_rtn):
 
     assert held_out_frames(batch["truth"][:16]).all()          # the gap and the target: held out
     assert not held_out_frames(batch["past"][:, 0]).all()      # some past context starts before the cut
+
+
+def test_speeds_add_clips_played_faster_and_slower(lafan1_zip, trained_rtn):
+    from inference.dataset import load_motion_set
+    from training.data import Transitions
+
+    data = load_motion_set(lafan1_zip, trained_rtn["cache"])
+    one = Transitions(data, "train", [1], mirrored=False)
+    three = Transitions(data, "train", [1], mirrored=False, speeds=(1.0, 0.5, 2.0))
+    n = len(one.lengths)
+    assert len(three.lengths) == 3 * n
+    np.testing.assert_array_equal(three.lengths[n:2 * n], 2 * one.lengths - 1)     # half speed: twice the frames
+    np.testing.assert_array_equal(three.lengths[2 * n:], (one.lengths - 1) // 2 + 1)
+    first = one.rotations[:one.lengths[0]]
+    slow = three.rotations[three.starts[n]:three.starts[n] + three.lengths[n]]
+    fast = three.rotations[three.starts[2 * n]:three.starts[2 * n] + three.lengths[2 * n]]
+    same = lambda a, b: np.abs(np.sum(a * b, axis=-1)).min() > 1 - 1e-5   # noqa: E731 (up to sign)
+    assert same(slow[::2], first) and same(fast, first[::2])
+    halfway = slow[1::2]                 # between two captured frames: neither of them
+    assert not same(halfway, first[:-1]) and not same(halfway, first[1:])

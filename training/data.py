@@ -2,8 +2,11 @@
 
 Every clip is split in time: its last tenth is held out for validation, so a data set without a
 test subject (Bandai) still gets an honest validation curve, and LaFAN1's test subject 5 is never
-read at all. Mirrored copies of the clips double the data (left/right symmetry is free knowledge).
+read at all. Mirrored copies of the clips double the data (left/right symmetry is free knowledge);
+copies played faster or slower (``--speeds``) add timings the capture did not hold.
 """
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -20,7 +23,7 @@ HOLD_OUT = 0.1
 class Transitions:
     """Samples batches of (past, target, truth) windows from clips of one skeleton."""
 
-    def __init__(self, data, part="train", subjects=None, mirrored=True, past=10, layout=None):
+    def __init__(self, data, part="train", subjects=None, mirrored=True, past=10, layout=None, speeds=(1.0,)):
         self.parents = data.skeleton.parents
         self.past = past
         self.files = []
@@ -37,6 +40,8 @@ class Transitions:
         if mirrored and clips:
             reflections = local_reflections(clips)   # once for the data set: stable where windows are not
             clips += [mirror(c, reflections=reflections) for c in clips]
+        # each clip also played faster or slower (``speeds`` other than 1), at the same frame rate
+        clips += [replace(c.resample(c.fps / k), fps=c.fps) for k in speeds if k != 1.0 for c in clips]
         rotations = [quat.unroll(c.rotations).astype(np.float32) for c in clips]
         positions = [c.positions.astype(np.float32) for c in clips]
         if not clips:

@@ -69,7 +69,8 @@ def training_command(args):
     return (f"python -m training rtn --data {args['data']} --out {args['out']}"
             + (f" --subjects {args['subjects']}" if args["subjects"] != "None" else "")
             + f" --batch {args['batch']} --lr {args['lr']}" + (" --bf16" if args.get("bf16") == "True" else "")
-            + f" --min-gap {args['min_gap']} --max-gap {args['max_gap']} --noise {args.get('noise', '0.5')}")
+            + f" --min-gap {args['min_gap']} --max-gap {args['max_gap']} --noise {args.get('noise', '0.5')}"
+            + (f" --speeds {args['speeds']}" if args.get("speeds", "1") != "1" else ""))
 
 
 def model_card(path, state, meta, bench=None, weights="float32", validation=None):
