@@ -91,7 +91,9 @@ def model_card(path, state, meta, bench=None, weights="float32", validation=None
         "time-to-target embedding, noise for variants) that fills the frames between two keys.", "",
         "## Data and licence",
         f"- Trained on `{data['source']}`" + (f", subjects {data['subjects']}" if data["subjects"] else "")
-        + f": {len(data['files'])} files, the last tenth of each held out for validation, plus their mirror images.",
+        + f": {len(data['files'])} files, the last tenth of each held out for validation, plus their mirror images"
+        + (f" and, where the commands below say `--speeds`, copies played at speeds {args['speeds']}."
+           if args.get("speeds", "1") != "1" else "."),
         f"- Files: {', '.join(data['files'])}.",
         f"- Licence of the weights: {meta['betwixt.licence']}. A model inherits the terms of its data.", "",
         "## Skeleton and use",
