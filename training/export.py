@@ -119,11 +119,12 @@ def model_card(path, state, meta, bench=None, weights="float32", validation=None
                       "| metric | " + " | ".join(ratio["L2Q"]) + " |", "|---|" + "---|" * len(ratio["L2Q"])]
             lines += [f"| {m} | " + " | ".join(f"{v:.3f}" for v in ratio[m].values()) + " |" for m in ratio]
     if validation:
-        lines += ["", "## Validation (the held-out last tenth of every training clip)", "",
+        lines += ["", "## Validation (gaps in the held-out last tenth of every training clip)", "",
                   f"Root mean square error of the float32 network (target blend over {BLEND} frames) over the same "
                   f"{validation['windows']} windows per length as straight-line interpolation from the "
-                  "last past frame to the target key; rotations in quaternion components, positions in "
-                  "spreads of each joint coordinate (the training loss's units). Lower is better.", "",
+                  "last past frame to the target key. Each window's missing frames and target lie in the "
+                  "held-out tenth; its past frames may precede it. Rotations in quaternion components, "
+                  "positions in spreads of each joint coordinate (the training loss's units). Lower is better.", "",
                   "| frames | rotations | interpolation | ratio | positions | interpolation | ratio |",
                   "|---|---|---|---|---|---|---|"]
         for i, n in enumerate(VALIDATION_LENGTHS):
