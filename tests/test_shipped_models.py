@@ -1,0 +1,63 @@
+"""The models we ship, checked against what their files and cards promise and the data they name."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inference.dataset import read_motions, subject_of
+from inference.motion import forward_kinematics
+from inference.runtime import MODELS, TransitionModel
+from inference.transition import Gap, interpolation
+
+SHIPPED = sorted(MODELS.glob("*.onnx"))
+HOLD_OUT = 0.1   # training/data.py: the last tenth of every training clip is never trained on
+PAST, GAP = 10, 10
+
+
+@pytest.fixture(scope="module", params=SHIPPED, ids=lambda p: p.stem)
+def shipped(request, mocap):
+    model = TransitionModel(request.param)
+    data = json.loads(model.metadata["betwixt.data"])
+    motions = {m.name: m for m in read_motions(mocap / data["source"])}
+    return model, data, motions
+
+
+def test_both_models_the_issue_names_are_shipped():
+    assert {p.stem for p in SHIPPED} >= {"rtn-lafan1", "rtn-bandai1"}
+
+
+def test_a_shipped_model_is_small_documented_and_trained_on_what_it_says(shipped):
+    model, data, motions = shipped
+    assert model.path.stat().st_size < 15e6
+    assert model.metadata["rtn.weights"] == "int8"
+    card = model.path.with_suffix(".md").read_text()
+    assert "non-commercial" in model.metadata["betwixt.licence"] and model.metadata["betwixt.licence"] in card
+    assert set(data["files"]) <= set(motions) and all(name in card for name in data["files"])
+    if data["source"].startswith("lafan1"):   # never the benchmark's test subject
+        assert data["subjects"] == [1, 2, 3, 4] and {subject_of(f) for f in data["files"]} == {1, 2, 3, 4}
+    for name in data["files"]:
+        model.check_skeleton(motions[name].skeleton)
+
+
+def test_a_shipped_model_fills_held_out_frames_closer_than_interpolation(shipped):
+    """Gaps of 10 frames whose frames and target key lie in the held-out tenth of a training clip."""
+    model, data, motions = shipped
+    windows = []
+    for name in data["files"]:
+        m = motions[name]
+        key = int(round(m.n_frames * (1 - HOLD_OUT)))       # the first held-out frame
+        if key >= PAST and key + GAP + 1 < m.n_frames:
+            windows.append((m.rotations[key - PAST + 1:key + GAP + 2], m.positions[key - PAST + 1:key + GAP + 2]))
+    assert len(windows) >= 10
+    rot, pos = map(np.stack, zip(*windows))
+    gap = Gap(model.skeleton, rot[:, :PAST], pos[:, :PAST], rot[:, -1], pos[:, -1], GAP)
+    parents = model.skeleton.parents
+    _, truth = forward_kinematics(rot[:, PAST:-1], pos[:, PAST:-1], parents)
+
+    def error(method):
+        _, world = forward_kinematics(*method(gap), parents)
+        return np.linalg.norm(world - truth, axis=-1).mean()
+
+    assert error(model.fill) < 0.9 * error(interpolation)
