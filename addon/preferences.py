@@ -24,7 +24,8 @@ def shipped_models():
 
 
 def _shipped_items(self, context):
-    _items[:] = [(p.stem, p.stem, _trained_on(p)) for p in shipped_models()]
+    if not _items:   # Blender asks on every redraw; the shipped files do not change while it runs
+        _items[:] = [(p.stem, p.stem, _trained_on(p)) for p in shipped_models()]
     return _items
 
 

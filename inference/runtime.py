@@ -153,7 +153,7 @@ class TransitionModel:
             "gap": np.array(n, dtype=np.int64),
             "noise": (variation * np.asarray(noise)).astype(np.float32),
         })[0].astype(np.float64) * self.frame_std + self.frame_mean
-        frames = self._blend(frames, frame_features(t_rot, t_pos, parents, lay), blend)
+        frames = target_blend(frames, frame_features(t_rot, t_pos, parents, lay), blend)
         rotations, positions = decode_features(frames[:, :n], pos[:, -1:], parents, lay)
         rotations, positions = unmove(rotations, positions, turn, origin)
         # signs continuous with the caller's own last key (the network saw them oriented its way)
@@ -170,18 +170,6 @@ class TransitionModel:
         return (np.concatenate([np.repeat(rotations[:, :1], pad, axis=1), rotations], axis=1),
                 np.concatenate([np.repeat(positions[:, :1], pad, axis=1), positions], axis=1))
 
-    def _blend(self, frames, target, blend):
-        """ỹ_t = ŷ_t + ω_t (y_T − ŷ_T), ω rising linearly to 1 on the target frame over ``blend`` frames."""
-        steps = frames.shape[1]
-        blend = int(np.clip(BLEND if blend is None else blend, 1, steps))
-        lay = self.layout
-        t_trans, t_rot = target[..., :3], target[..., 3:].reshape(len(target), lay.joints, 4)
-        p_rot = frames[:, -1, 3:].reshape(len(target), lay.joints, 4)
-        t_rot = np.where((np.sum(t_rot * p_rot, axis=-1) < 0)[..., None], -t_rot, t_rot)
-        error = np.concatenate([t_trans - frames[:, -1, :3], (t_rot - p_rot).reshape(len(target), -1)], axis=-1)
-        weight = np.clip((np.arange(1, steps + 1) - (steps - blend)) / blend, 0.0, 1.0)
-        return frames + weight[None, :, None] * error[:, None]
-
     def variants(self, gap, k, variation=1.0, seed=None, **kwargs):
         """``k`` different transitions for each gap in one batched call: arrays (k, B, n, J, …)."""
         repeat = lambda a: np.concatenate([a] * k, axis=0)  # noqa: E731
@@ -192,6 +180,19 @@ class TransitionModel:
             after = (repeat(after[0]), repeat(after[1]))
         rot, pos = self.fill(many, variation=variation, seed=seed, after=after, **kwargs)
         return rot.reshape((k, gap.batch) + rot.shape[1:]), pos.reshape((k, gap.batch) + pos.shape[1:])
+
+
+def target_blend(frames, target, blend=None):
+    """ỹ_t = ŷ_t + ω_t (y_T − ŷ_T), ω rising linearly to 1 on the last frame over ``blend`` frames
+    (default BLEND): frames (B, T, 3 + 4J) and the target key (B, 3 + 4J) as raw features, its
+    quaternions taken in the sign of the last frame's."""
+    b, steps = frames.shape[:2]
+    blend = int(np.clip(BLEND if blend is None else blend, 1, steps))
+    t_rot, p_rot = target[:, 3:].reshape(b, -1, 4), frames[:, -1, 3:].reshape(b, -1, 4)
+    t_rot = np.where((np.sum(t_rot * p_rot, axis=-1) < 0)[..., None], -t_rot, t_rot)
+    error = np.concatenate([target[:, :3] - frames[:, -1, :3], (t_rot - p_rot).reshape(b, -1)], axis=-1)
+    weight = np.clip((np.arange(1, steps + 1) - (steps - blend)) / blend, 0.0, 1.0)
+    return frames + weight[None, :, None] * error[:, None]
 
 
 def gap_in(motion, start, end, past):

@@ -10,9 +10,9 @@ from inference.dataset import read_motions, subject_of
 from inference.motion import forward_kinematics
 from inference.runtime import MODELS, TransitionModel
 from inference.transition import Gap, interpolation
+from training.data import HOLD_OUT   # the last tenth of every training clip is never trained on
 
 SHIPPED = sorted(MODELS.glob("*.onnx"))
-HOLD_OUT = 0.1   # training/data.py: the last tenth of every training clip is never trained on
 PAST, GAP = 10, 10
 
 

@@ -25,6 +25,7 @@ import torch.distributed as dist
 
 from inference.dataset import load_motion_set
 from inference.features import chain
+from inference.runtime import target_blend
 from .data import Transitions
 from .kinematics import forward_kinematics
 from .rtn import RTN, RTNConfig
@@ -130,20 +131,11 @@ def interpolated(batch, n):
     return start + t * (end - start)
 
 
-def blended(frames, batch, length=None):
-    """The target blend the runtime applies (Harvey & Pal 2018, §5.1): the last frame's miss of
-    the target key spread linearly over the last ``length`` frames (default: all), quaternions
-    taken in the target's sign."""
-    target = batch["target"][:, None, :frames.shape[-1]]
-    miss = target - frames[:, -1:]
-    quats = miss[..., 3:].unflatten(-1, (-1, 4))
-    flipped = target[..., 3:].unflatten(-1, (-1, 4)) + frames[:, -1:, 3:].unflatten(-1, (-1, 4))
-    sign = ((target[..., 3:] * frames[:, -1:, 3:]).unflatten(-1, (-1, 4)).sum(-1, keepdim=True) < 0)
-    miss = torch.cat([miss[..., :3], torch.where(sign, -flipped, quats).flatten(-2)], dim=-1)
-    steps = frames.shape[1]
-    length = steps if length is None else min(max(length, 1), steps)
-    weight = ((torch.arange(1, steps + 1, dtype=frames.dtype, device=frames.device) - (steps - length)) / length).clamp(0, 1)
-    return frames + weight[None, :, None] * miss
+def blended(frames, batch, length):
+    """The runtime's target blend over the last ``length`` frames, on a batch's frames."""
+    target = batch["target"][:, :frames.shape[-1]]
+    return torch.from_numpy(target_blend(frames.cpu().double().numpy(), target.cpu().double().numpy(),
+                                         length)).to(frames)
 
 
 def frames_loss(out, batch, norm, parents, trajectory):
