@@ -192,6 +192,7 @@ def train(args):
         config = RTNConfig(pose_dim=lay.frame_dim, target_dim=lay.target_dim, offset_dim=lay.frame_dim)
         stats = Normaliser.measure(train_set, np.random.default_rng(args.seed), args.min_gap, args.max_gap)
     norm = Normaliser(stats).to(device)
+    torch.manual_seed(args.seed)      # the initial weights: the same run from the same --seed
     model = RTN(config).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=args.lr, amsgrad=True)
     step, history = 0, {"train": [], "validation": []}
@@ -208,6 +209,7 @@ def train(args):
     net = torch.nn.parallel.DistributedDataParallel(model) if distributed else model
 
     rng = np.random.default_rng([args.seed, rank, step])
+    torch.manual_seed(int(rng.integers(2**62)))   # teacher forcing's draws: per process, per start
     gap_rng = np.random.default_rng([args.seed, step])      # the same gap length on every process
 
     def save():
