@@ -146,7 +146,8 @@ class TransitionModel:
         past = frame_features(rot, pos, parents, lay)
         target = target_features(t_rot, t_pos, parents, lay, after)
         if noise is None:
-            noise = np.random.default_rng(seed).standard_normal((gap.batch, self.noise_dim))
+            noise = (np.random.default_rng(seed).standard_normal((gap.batch, self.noise_dim)) if variation
+                     else np.zeros((gap.batch, self.noise_dim)))
         frames = self.session.run(["frames"], {
             "past": ((past - self.frame_mean) / self.frame_std).astype(np.float32),
             "target": ((target - self.target_mean) / self.target_std).astype(np.float32),

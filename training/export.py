@@ -16,7 +16,7 @@ from inference.errors import DataError
 from inference.features import Layout
 from inference.runtime import BLEND, KIND_RTN, MAX_GAP, METADATA_VERSION
 from .data import Transitions
-from .rtn import RTN, WEIGHTS, RTNConfig, export_onnx
+from .rtn import LARGE, RTN, WEIGHTS, RTNConfig, export_onnx
 from .train_rtn import VALIDATION_LENGTHS, Normaliser, validate
 
 
@@ -73,6 +73,17 @@ def training_command(args):
             + (f" --speeds {args['speeds']}" if args.get("speeds", "1") != "1" else ""))
 
 
+def _precision(weights):
+    """How the card says the weights are stored."""
+    if not WEIGHTS[weights]:
+        return "in float32."
+    (bits, block), (small_bits, small_block) = WEIGHTS[weights]
+    if (bits, block) == (small_bits, small_block):
+        return f"in {bits} bits (onnxruntime MatMulNBits, blocks of {block})."
+    return (f"in {bits} bits (blocks of {block}) for the matrices of {LARGE:,} entries or more and "
+            f"{small_bits} bits (blocks of {small_block}) for the others (onnxruntime MatMulNBits).")
+
+
 def model_card(path, state, meta, bench=None, weights="float32", validation=None):
     """The model card: what the weights are, where they came from, what they may be used for."""
     args = state["meta"]["args"]
@@ -103,8 +114,7 @@ def model_card(path, state, meta, bench=None, weights="float32", validation=None
         "## How it was made",
         "Trained (resumed with the same `--out` where a run was cut short):", "", *made, "",
         f"Then `python -m training export CHECKPOINT -o {path.name} --weights {weights}`: weights "
-        + (f"in {WEIGHTS[weights][0]} bits (onnxruntime MatMulNBits, blocks of {WEIGHTS[weights][1]})."
-           if WEIGHTS[weights] else "in float32."),
+        + _precision(weights),
         f"- {state['step']} optimiser steps; commit {json.loads(meta['betwixt.training'])['commit']}; "
         f"{_hardware(args['device'])}.",
     ]

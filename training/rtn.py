@@ -20,9 +20,11 @@ Three ways to run it, all through the same `_warm_up` and `_cell`:
   RTN.init, RTN.step   one step at a time: the ONNX "init" and "step" graphs
   export_onnx()        the whole transition as one ONNX "rollout" graph, a Loop over the steps
 
-An LSTM step splits in two: the gates' share of the frame and the future encoding, which the
-warm-up computes for all past frames in one product, and the share of the recurrent state, the only
-part that must wait for the previous step.
+An LSTM step's gates are sums of shares, each computed where it is cheapest: the target code's and
+the noise's once per transition, the time-to-target embedding's from a table, the frame's and the
+offset's for all past frames in one product during the warm-up, and the recurrent state's, the only
+share that must wait for the previous step. At batch 1 the step is bound by reading its weights, so
+every column of R that is not multiplied per step is time saved.
 """
 
 import io
@@ -112,43 +114,60 @@ class RTN(nn.Module):
         fade = ((tta - cf.noise_near) / (cf.noise_far - cf.noise_near)).clamp(0, 1)
         self.register_buffer("fade_table", fade.unsqueeze(-1), persistent=False)
 
-    def _future(self, x, code, goal, tta, noise):
-        """[F(target), O(goal - x)] plus the time-to-target embedding and the noise faded near the
-        target, for frames x (N, pose_dim) and their frames left to the target tta (N,) int64."""
+    def _columns(self, *parts):
+        """R's weight columns that read the named parts of its input [E(x), h, F(target), O(offset)]."""
+        cf = self.config
+        sizes = {"E": cf.frame_hidden, "h": cf.lstm, "F": cf.future_hidden, "O": cf.future_hidden}
+        starts = dict(zip(sizes, np.cumsum([0, *sizes.values()])))
+        return torch.cat([self.R.weight[:, starts[p]:starts[p] + sizes[p]] for p in parts], dim=-1)
+
+    def _tta_gates(self):
+        """R's C matrices applied to every time-to-target embedding, (tta_max + 1, 4 lstm): the
+        embedding's share of the gates, looked up per step. Exported graphs store the table (see
+        _traced) rather than compute it."""
+        frozen = self.__dict__.get("frozen_tta_gates")
+        return frozen if frozen is not None else nn.functional.linear(self.tta_table, self._columns("F", "O"))
+
+    def _fixed(self, code, noise):
+        """What a transition holds fixed: the gates' shares of the target's code F(target) (with
+        R's bias) and of the noise, which the step fades out near the target; and the table of
+        ``_tta_gates``, computed once."""
+        return (nn.functional.linear(code, self._columns("F"), self.R.bias),
+                nn.functional.linear(noise, self._columns("F", "O")), self._tta_gates())
+
+    def _inputs(self, x, goal, tta, fixed, extra):
+        """The LSTM gates' share of everything but the recurrent state: R's W and C matrices (and
+        bias) applied to [E(x), future], future being [F(target), O(goal - x)] plus the
+        time-to-target embedding and the faded noise. It depends on the frame alone, so the
+        warm-up computes it for every past frame in one product; and only O's columns are
+        multiplied per frame, the rest being ``fixed`` per transition or a table lookup."""
         cf = self.config
         k = tta.clamp(0, cf.tta_max)
-        pose = x if cf.offset_dim == cf.pose_dim else x[..., :cf.offset_dim]  # no Slice node if whole
-        future = torch.cat([code, self.O(goal - pose)], dim=-1)
-        return future + self.tta_table[k] + self.fade_table[k] * noise
-
-    def _inputs(self, x, code, goal, tta, noise, extra):
-        """The LSTM gates' share of everything but the recurrent state: R's W and C matrices (and
-        bias) applied to [E(x), future]. It depends on the frame alone, so the warm-up computes it
-        for every past frame in one product."""
-        lstm, width = self.config.lstm, self.config.frame_hidden
         frame = x if extra is None else torch.cat([x, extra], dim=-1)
-        w = torch.cat([self.R.weight[:, :width], self.R.weight[:, width + lstm:]], dim=-1)
-        return nn.functional.linear(torch.cat([self.E(frame), self._future(x, code, goal, tta, noise)], dim=-1),
-                                    w, self.R.bias)
+        pose = x if cf.offset_dim == cf.pose_dim else x[..., :cf.offset_dim]  # no Slice node if whole
+        own = nn.functional.linear(torch.cat([self.E(frame), self.O(goal - pose)], dim=-1),
+                                   self._columns("E", "O"))
+        code, noise, table = fixed
+        return own + code + table[k] + self.fade_table[k] * noise
 
     def _recur(self, inputs, h, c):
         """One LSTM update: the gates are the precomputed inputs plus R's U matrix applied to h."""
         cf = self.config
-        gates = inputs + nn.functional.linear(h, self.R.weight[:, cf.frame_hidden:cf.frame_hidden + cf.lstm])
+        gates = inputs + nn.functional.linear(h, self._columns("h"))
         i, f, g, o = gates.split(cf.lstm, dim=-1)
         c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
         return torch.sigmoid(o) * torch.tanh(c), c
 
-    def _cell(self, x, h, c, code, goal, tta, noise, extra=None):
+    def _cell(self, x, h, c, goal, tta, fixed, extra=None):
         """LSTM update reading frame x_t, and the prediction x_t + D(h_t) of the next frame.
 
-        ``code`` is F(target), ``goal`` the target's first offset_dim features, ``tta`` (B,) int64,
-        ``noise`` the noise already scaled by the variation strength (B, future_dim).
+        ``goal`` is the target's first offset_dim features, ``tta`` (B,) int64, ``fixed`` the
+        transition's shares of the gates from ``_fixed``.
         """
-        h, c = self._recur(self._inputs(x, code, goal, tta, noise, extra), h, c)
+        h, c = self._recur(self._inputs(x, goal, tta, fixed, extra), h, c)
         return x + self.D(h), h, c
 
-    def _warm_up(self, past, code, goal, gap, noise, extra):
+    def _warm_up(self, past, goal, gap, fixed, extra):
         """LSTM state after reading the past frames but the last, from H's guess on the first."""
         h, c = self.H(past[:, 0]).split(self.config.lstm, dim=-1)
         b, steps = past.shape[0], past.shape[1] - 1
@@ -158,8 +177,9 @@ class RTN(nn.Module):
             # out the weights shared with the step graph alike, and they are stored once
             return (a if per_frame else a[:, None].expand(-1, steps, -1)).flatten(0, 1)
 
-        inputs = self._inputs(rows(past[:, :steps], True), rows(code, False), rows(goal, False),
-                              rows(tta, True), rows(noise, False),
+        code, noise, table = fixed
+        inputs = self._inputs(rows(past[:, :steps], True), rows(goal, False), rows(tta, True),
+                              (rows(code, False), rows(noise, False), table),
                               None if extra is None else rows(extra, True)).unflatten(0, (b, steps))
         for t in range(steps):
             h, c = self._recur(inputs[:, t], h, c)
@@ -174,13 +194,13 @@ class RTN(nn.Module):
         noise (B, future_dim) scaled; extra (B, P - 1, extra_dim) or None. The next call is
         ``step(past[:, -1], h, c, target, gap + 1, noise)``.
         """
-        return self._warm_up(past, self.F(target), target[:, :self.config.offset_dim], gap, noise,
-                             extra)
+        return self._warm_up(past, target[:, :self.config.offset_dim], gap,
+                             self._fixed(self.F(target), noise), extra)
 
     def step(self, x, h, c, target, tta, noise, extra=None):
         """(x_{t+1}, h, c) from frame x_t (B, pose_dim), tta (B,) int64 frames left to the target."""
-        return self._cell(x, h, c, self.F(target), target[:, :self.config.offset_dim], tta, noise,
-                          extra)
+        return self._cell(x, h, c, target[:, :self.config.offset_dim], tta,
+                          self._fixed(self.F(target), noise), extra)
 
     # The whole transition, for training.
 
@@ -201,8 +221,8 @@ class RTN(nn.Module):
             z = torch.randn(B, self.config.future_dim, device=past.device)
         noise = past.new_zeros(B, self.config.future_dim) if not variation else variation * z
         gap = torch.full((B,), n, dtype=torch.long, device=past.device)
-        code, goal = self.F(target), target[:, :self.config.offset_dim]
-        h, c = self._warm_up(past, code, goal, gap, noise, None if extra is None else extra[:, :P - 1])
+        goal, fixed = target[:, :self.config.offset_dim], self._fixed(self.F(target), noise)
+        h, c = self._warm_up(past, goal, gap, fixed, None if extra is None else extra[:, :P - 1])
         x, frames = past[:, -1], []
         for k in range(n + 1):
             if k > 0:
@@ -211,7 +231,7 @@ class RTN(nn.Module):
                     use_truth = torch.rand(B, 1, device=past.device) < p
                     x = torch.where(use_truth, truth[:, k - 1], x)
             e = None if extra is None else extra[:, P - 1 + k]
-            y, h, c = self._cell(x, h, c, code, goal, gap + 1 - k, noise, e)
+            y, h, c = self._cell(x, h, c, goal, gap + 1 - k, fixed, e)
             frames.append(y)
         return torch.stack(frames, dim=1)
 
@@ -272,6 +292,7 @@ def _traced(model, graph):
     f = io.BytesIO()
     was_training = model.training
     model.eval()
+    model.frozen_tta_gates = model._tta_gates().detach()  # a table in the file, not a product per run
     try:
         with warnings.catch_warnings():  # the TorchScript exporter is deprecated, and chosen above
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -280,8 +301,16 @@ def _traced(model, graph):
                               dynamic_axes={name: {0: "batch"} for name in inputs + outputs})
     finally:
         model.train(was_training)
+        del model.frozen_tta_gates
     proto = onnx.load_from_string(f.getvalue())
-    # The exporter stores a weight once and names its other uses through Identity nodes; the 8-bit
+    # Constant nodes become weights (initializers), which _rollout stores once when both graphs
+    # have them, like the time-to-target table.
+    constants = [n for n in proto.graph.node if n.op_type == "Constant" and n.attribute[0].name == "value"]
+    for node in constants:
+        proto.graph.node.remove(node)
+        proto.graph.initializer.append(onnx.numpy_helper.from_array(
+            onnx.numpy_helper.to_array(node.attribute[0].t), node.output[0]))
+    # The exporter stores a weight once and names its other uses through Identity nodes; the
     # quantizer only recognises a weight read directly, so the uses read the weight itself.
     weights = {w.name for w in proto.graph.initializer}
     alias = {n.output[0]: n.input[0] for n in proto.graph.node if n.op_type == "Identity" and n.input[0] in weights}
@@ -391,12 +420,15 @@ def _rollout(model):
                              producer_name="betwixt.training.rtn")
 
 
-def _quantized(proto, bits, block):
-    """The same graph with every weight matrix in blocks of ``bits``-bit integers (onnxruntime's
-    MatMulNBits, symmetric, one float scale per ``block`` weights).
+def _quantized(proto, large, small):
+    """The same graph with every weight matrix in blocks of integers (onnxruntime's MatMulNBits,
+    symmetric, one float scale per block): ``large`` = (bits, block) for matrices of at least
+    LARGE entries, ``small`` for the others.
 
-    At batch 1 a step is bound by reading its weights (12.7 MB in float32), so a quarter or an
-    eighth of the bytes runs two to four times as fast, at a small error (see the tests).
+    At batch 1 a step is bound by reading its weights (12.7 MB in float32), so fewer bytes run
+    faster. The large matrices (the LSTM's and E's second layer) hold nine tenths of them and
+    take 4 bits at no measured cost, while the small first and last layers, which read and write
+    the features themselves, are where 4 bits cost accuracy (see WEIGHTS).
     """
     from onnx import helper, numpy_helper
     from onnxruntime.quantization.matmul_nbits_quantizer import (DefaultWeightOnlyQuantConfig,
@@ -420,7 +452,7 @@ def _quantized(proto, bits, block):
                 weights[w + "/T"] = numpy_helper.from_array(numpy_helper.to_array(weights[w]).T.copy(),
                                                             w + "/T")
             y = node.output[0]
-            nodes += [helper.make_node("MatMul", [x, w + "/T"], [y + "/mm"]),
+            nodes += [helper.make_node("MatMul", [x, w + "/T"], [y + "/mm"], name=y + "/mm"),
                       helper.make_node("Add", [y + "/mm", b], [y])]
         del graph.node[:]
         graph.node.extend(nodes)
@@ -429,10 +461,17 @@ def _quantized(proto, bits, block):
     used = {name for node in _nodes(proto.graph) for name in node.input}
     del proto.graph.initializer[:]
     proto.graph.initializer.extend(w for name, w in weights.items() if name in used)
-    config = DefaultWeightOnlyQuantConfig(block_size=block, is_symmetric=True, accuracy_level=4, bits=bits)
-    quantizer = MatMulNBitsQuantizer(proto, algo_config=config)
-    quantizer.process()
-    return quantizer.model.model
+    products = [n for n in _nodes(proto.graph) if n.op_type == "MatMul" and n.input[1] in weights]
+    for i, node in enumerate(products):  # the quantizer picks nodes by name
+        node.name = node.name or f"matmul{i}"
+    is_large = {n.name: np.prod(weights[n.input[1]].dims) >= LARGE for n in products}
+    for (bits, block), chosen in ((large, True), (small, False)):
+        config = DefaultWeightOnlyQuantConfig(block_size=block, is_symmetric=True, accuracy_level=4, bits=bits)
+        quantizer = MatMulNBitsQuantizer(proto, algo_config=config,
+                                         nodes_to_exclude=[n for n, big in is_large.items() if big != chosen])
+        quantizer.process()
+        proto = quantizer.model.model
+    return proto
 
 
 def _nodes(graph):
@@ -444,7 +483,12 @@ def _nodes(graph):
                 yield from _nodes(attr.g)
 
 
-WEIGHTS = {"float32": None, "int8": (8, 128), "int4": (4, 32)}  # name: (bits, block)
+# name: (bits, block) of the large matrices, then of the small ones; None: float32. On LaFAN1's
+# benchmark (L2P at 30 frames, one checkpoint): float32 1.6167, int8 1.6220, mixed 1.6215, int4
+# 1.6955 (+5 %); onnxruntime's run at batch 1 takes 5.4, 4.2 and 3.9 ms for int8, mixed and int4.
+WEIGHTS = {"float32": None, "int8": ((8, 128), (8, 128)), "mixed": ((4, 128), (8, 128)),
+           "int4": ((4, 32), (4, 32))}
+LARGE = 512 * 512  # entries from which a matrix counts as large
 
 
 def export_onnx(model, path, metadata, graph="rollout", weights="float32"):
@@ -458,7 +502,7 @@ def export_onnx(model, path, metadata, graph="rollout", weights="float32"):
              ->  x_next (B, pose_dim), h_next, c_next
     gap and tta are int64, everything else float32; noise is z times the variation strength
     (zeros: the deterministic transition). ``weights`` is a key of WEIGHTS: float32, or blocks of
-    8- or 4-bit integers (onnxruntime only). Besides ``metadata`` the file carries "rtn.graph"
+    8- or 4-bit integers, or 4 bits for the large matrices and 8 for the rest (onnxruntime only). Besides ``metadata`` the file carries "rtn.graph"
     (which graph), "rtn.config" (RTNConfig as JSON) and "rtn.weights", unless ``metadata`` sets them.
     """
     import onnx
