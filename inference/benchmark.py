@@ -6,6 +6,12 @@ fills the ``n`` frames between 10 past frames and the target key, and is scored 
 L2Q (world quaternions), L2P (world positions normalised by the statistics) and NPSS (power spectrum
 similarity of the world quaternions). Bone translations other than the root's are the skeleton's
 offsets of the first statistics window, for the ground truth and for every method alike.
+
+Beyond the protocol, ``long=True`` scores gaps of 60, 90 and 120 frames (windows of 131 frames, every
+40, the same statistics), where a model serves gaps longer than it was trained on. There a truthful
+ending is one of many, so besides the errors it reports PEAK, each window's fastest joint speed in
+the data's units per frame (99th percentile over windows, joints going into and out of the gap
+included): a model that drifts off the data makes limbs fly, which errors average away.
 """
 
 from dataclasses import dataclass
@@ -20,6 +26,9 @@ from .transition import Gap
 LENGTHS = (5, 15, 30, 45)
 METRICS = ("L2Q", "L2P", "NPSS")
 PAST = 10
+WINDOW, OFFSET = 65, 40         # test windows, as the release cuts them
+LONG_LENGTHS = (60, 90, 120)    # beyond the protocol: see the module's docstring
+LONG_METRICS = METRICS + ("PEAK",)
 TRAIN_SUBJECTS = (1, 2, 3, 4)
 TEST_SUBJECTS = (5,)
 
@@ -29,7 +38,7 @@ class Benchmark:
     """Normalised test windows and the statistics that scale positions."""
 
     skeleton: Skeleton
-    rotations: np.ndarray   # (N, 65, J, 4) local
+    rotations: np.ndarray   # (N, 65, J, 4) local (131 frames for long gaps)
     positions: np.ndarray   # (N, 65, J, 3) local: root translation, then the skeleton's offsets
     x_mean: np.ndarray      # (J * 3,)
     x_std: np.ndarray       # (J * 3,)
@@ -43,9 +52,14 @@ class Benchmark:
         r, p = self.rotations, self.positions
         return Gap(self.skeleton, r[:, :PAST], p[:, :PAST], r[:, PAST + n], p[:, PAST + n], n)
 
+    def capture(self, gap):
+        """The captured frames of the gap: the method that scores zero, and PEAK's reference."""
+        return self.rotations[:, PAST:PAST + gap.length], self.positions[:, PAST:PAST + gap.length]
 
-def load_benchmark(path, progress=None):
-    """Build the benchmark from a LaFAN1 folder or archive (``lafan1.zip`` or ``lafan1-27.zip``)."""
+
+def load_benchmark(path, progress=None, long=False):
+    """Build the benchmark from a LaFAN1 folder or archive (``lafan1.zip`` or ``lafan1-27.zip``);
+    ``long``: windows for LONG_LENGTHS instead of the protocol's."""
     motions = read_motions(path, progress)
     train = [m for m in motions if subject_of(m.name) in TRAIN_SUBJECTS]
     test = [m for m in motions if subject_of(m.name) in TEST_SUBJECTS]
@@ -58,7 +72,8 @@ def load_benchmark(path, progress=None):
     x_mean, x_std = position_statistics(rot, pos, parents)
     offsets = pos[0, 0, 1:]
 
-    rot, pos = centre_and_face(*gather_windows(test, 65, 40), parents, PAST - 1)
+    width = PAST + max(LONG_LENGTHS) + 1 if long else WINDOW
+    rot, pos = centre_and_face(*gather_windows(test, width, OFFSET), parents, PAST - 1)
     pos[:, :, 1:] = offsets
     sk = train[0].skeleton
     skeleton = Skeleton(sk.names, sk.parents, np.concatenate([sk.offsets[:1], offsets]), sk.channels, sk.end_sites)
@@ -82,6 +97,13 @@ def npss(truth, pred):
     return float(np.average(emd, weights=truth_total))
 
 
+def peak_speed(rotations, positions, parents):
+    """PEAK of windows (B, T, J, …) of local rotations and translations: the 99th percentile over
+    windows of each window's fastest joint speed, in the data's units per frame."""
+    _, world = forward_kinematics(rotations, positions, parents)
+    return float(np.percentile(np.linalg.norm(np.diff(world, axis=1), axis=-1).max(axis=(1, 2)), 99))
+
+
 def score(bench, method, n):
     """Metrics and per-frame errors of ``method`` on the transitions of length ``n``."""
     gap = bench.gap(n)
@@ -99,29 +121,32 @@ def score(bench, method, n):
     parents = bench.skeleton.parents
     true_q, true_x = forward_kinematics(bench.rotations[:, PAST:PAST + n], bench.positions[:, PAST:PAST + n],
                                         parents)
-    pred_q, pred_x = forward_kinematics(rot, pos, parents)
+    pred_q, world = forward_kinematics(rot, pos, parents)
+    through = [np.concatenate([a[:, PAST - 1:PAST], x, a[:, PAST + n:PAST + n + 1]], axis=1)
+               for a, x in ((bench.rotations, rot), (bench.positions, pos))]   # key, gap, key
     b = bench.windows
     true_x = (true_x.reshape(b, n, -1) - bench.x_mean) / bench.x_std
-    pred_x = (pred_x.reshape(b, n, -1) - bench.x_mean) / bench.x_std
+    pred_x = (world.reshape(b, n, -1) - bench.x_mean) / bench.x_std
     l2q = np.sqrt(np.sum((pred_q - true_q) ** 2, axis=(2, 3)))
     l2p = np.sqrt(np.sum((pred_x - true_x) ** 2, axis=2))
     return {
         "L2Q": float(l2q.mean()),
         "L2P": float(l2p.mean()),
         "NPSS": npss(true_q.reshape(b, n, -1), pred_q.reshape(b, n, -1)),
+        "PEAK": peak_speed(*through, parents),
     }, {"L2Q": l2q.mean(axis=0), "L2P": l2p.mean(axis=0)}
 
 
-def evaluate(bench, methods, lengths=LENGTHS):
+def evaluate(bench, methods, lengths=LENGTHS, metrics=METRICS):
     """``(results, curves)`` for every named method: the JSON table and the per-frame errors."""
     results = {"test_windows": bench.windows, "methods": {}}
     curves = {}
     for name, method in methods.items():
-        table = {m: {} for m in METRICS}
+        table = {m: {} for m in metrics}
         for n in lengths:
-            metrics, per_frame = score(bench, method, n)
-            for m in METRICS:
-                table[m][str(n)] = metrics[m]
+            scores, per_frame = score(bench, method, n)
+            for m in metrics:
+                table[m][str(n)] = scores[m]
             curves[name, n] = per_frame
         results["methods"][name] = table
     return results, curves
@@ -132,8 +157,8 @@ def format_table(results):
     lengths = list(next(iter(results["methods"].values()))["L2Q"])
     lines = ["| method | metric | " + " | ".join(lengths) + " |", "|---|---|" + "---|" * len(lengths)]
     for name, table in results["methods"].items():
-        for metric in METRICS:
-            digits = 5 if metric == "NPSS" else 4
+        for metric in table:
+            digits = {"NPSS": 5, "PEAK": 1}.get(metric, 4)
             values = " | ".join(f"{table[metric][n]:.{digits}f}" for n in lengths)
             lines.append(f"| {name} | {metric} | {values} |")
     return "\n".join(lines)

@@ -112,7 +112,8 @@ def model_card(path, state, meta, bench=None, weights="float32", validation=None
         f"{meta['betwixt.past']} frames of past context, gaps of 1 to {json.loads(meta['betwixt.gaps'])['max']} frames "
         f"(trained on {json.loads(meta['betwixt.gaps'])['trained']}).", "",
         "## How it was made",
-        "Trained (resumed with the same `--out` where a run was cut short):", "", *made, "",
+        "Trained in stretches, each resuming the checkpoint where the one before stopped (from a copy "
+        "of its `--out` folder where the folders differ):", "", *made, "",
         f"Then `python -m training export CHECKPOINT -o {path.name} --weights {weights}`: weights "
         + _precision(weights),
         f"- {state['step']} optimiser steps; commit {json.loads(meta['betwixt.training'])['commit']}; "
