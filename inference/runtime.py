@@ -52,9 +52,10 @@ def _session(path, threads=1):
         raise ModelError(f"onnxruntime could not be loaded ({e}); {missing_runtime_hint(sys.platform)}") from None
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
-    # One thread unless asked: a transition is some 1,800 small operators one after another, and
-    # splitting each across a thread pool costs more than it gains. On this project's 2-core VM two
-    # threads were slower at every batch: 18.4 against 6.8 ms at batch 1, 232 against 150 at 64.
+    # One thread unless asked: a 30-frame transition is some 1,700 small operators one after
+    # another, and splitting each across a thread pool costs more than it gains. On this project's
+    # 2-core VM two threads were slower at every batch: 18.4 against 6.8 ms at batch 1, 232 against
+    # 150 at 64.
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     try:

@@ -114,26 +114,33 @@ class RTN(nn.Module):
         fade = ((tta - cf.noise_near) / (cf.noise_far - cf.noise_near)).clamp(0, 1)
         self.register_buffer("fade_table", fade.unsqueeze(-1), persistent=False)
 
-    def _columns(self, *parts):
-        """R's weight columns that read the named parts of its input [E(x), h, F(target), O(offset)]."""
+    def _columns(self, part):
+        """R's weight columns that read one part of its input [E(x), h, F(target), O(offset)]: each
+        part is a matrix of its own in the ONNX file, so no column is stored twice."""
         cf = self.config
         sizes = {"E": cf.frame_hidden, "h": cf.lstm, "F": cf.future_hidden, "O": cf.future_hidden}
-        starts = dict(zip(sizes, np.cumsum([0, *sizes.values()])))
-        return torch.cat([self.R.weight[:, starts[p]:starts[p] + sizes[p]] for p in parts], dim=-1)
+        start = dict(zip(sizes, np.cumsum([0, *sizes.values()])))[part]
+        return self.R.weight[:, start:start + sizes[part]]
+
+    def _future_gates(self, future):
+        """R's C matrices applied to a future-sized vector [F part, O part]."""
+        h = self.config.future_hidden
+        return (nn.functional.linear(future[..., :h], self._columns("F"))
+                + nn.functional.linear(future[..., h:], self._columns("O")))
 
     def _tta_gates(self):
         """R's C matrices applied to every time-to-target embedding, (tta_max + 1, 4 lstm): the
         embedding's share of the gates, looked up per step. Exported graphs store the table (see
         _traced) rather than compute it."""
         frozen = self.__dict__.get("frozen_tta_gates")
-        return frozen if frozen is not None else nn.functional.linear(self.tta_table, self._columns("F", "O"))
+        return frozen if frozen is not None else self._future_gates(self.tta_table)
 
     def _fixed(self, code, noise):
         """What a transition holds fixed: the gates' shares of the target's code F(target) (with
         R's bias) and of the noise, which the step fades out near the target; and the table of
         ``_tta_gates``, computed once."""
-        return (nn.functional.linear(code, self._columns("F"), self.R.bias),
-                nn.functional.linear(noise, self._columns("F", "O")), self._tta_gates())
+        return (nn.functional.linear(code, self._columns("F")) + self.R.bias, self._future_gates(noise),
+                self._tta_gates())
 
     def _inputs(self, x, goal, tta, fixed, extra):
         """The LSTM gates' share of everything but the recurrent state: R's W and C matrices (and
@@ -145,8 +152,8 @@ class RTN(nn.Module):
         k = tta.clamp(0, cf.tta_max)
         frame = x if extra is None else torch.cat([x, extra], dim=-1)
         pose = x if cf.offset_dim == cf.pose_dim else x[..., :cf.offset_dim]  # no Slice node if whole
-        own = nn.functional.linear(torch.cat([self.E(frame), self.O(goal - pose)], dim=-1),
-                                   self._columns("E", "O"))
+        own = (nn.functional.linear(self.E(frame), self._columns("E"))
+               + nn.functional.linear(self.O(goal - pose), self._columns("O")))
         code, noise, table = fixed
         return own + code + table[k] + self.fade_table[k] * noise
 
