@@ -492,7 +492,7 @@ def _nodes(graph):
 
 # name: (bits, block) of the large matrices, then of the small ones; None: float32. One checkpoint
 # on LaFAN1's benchmark, L2P at 30 frames and a 30-frame fill at batch 1 on one thread:
-# float32 1.6167, 19.5 ms; int8 1.6217, 6.7 ms; mixed 1.6188, 4.6 ms; int4 1.7554, 5.5 ms (its
+# float32 1.6167, 19.5 ms; int8 1.6220, 6.7 ms; mixed 1.6184, 4.6 ms; int4 1.7555, 5.5 ms (its
 # blocks of 32 keep the small layers usable, and cost more time than mixed's blocks of 128).
 WEIGHTS = {"float32": None, "int8": ((8, 128), (8, 128)), "mixed": ((4, 128), (8, 128)),
            "int4": ((4, 32), (4, 32))}
