@@ -213,7 +213,8 @@ def _bench(args):
             methods["rtn" if len(paths) == 1 or path.stem == "rtn-lafan1" else path.stem] = model
         elif args.model:
             model.check_skeleton(bench.skeleton)
-    results, curves = evaluate(bench, methods, *((LONG_LENGTHS, LONG_METRICS) if args.long else (LENGTHS, METRICS)))
+    lengths, metrics = (LONG_LENGTHS, LONG_METRICS) if args.long else (LENGTHS, METRICS)
+    results, curves = evaluate(bench, methods, lengths, metrics)
     print(format_table(results))
     print(f"benchmark: {time.perf_counter() - start:.1f} s in all ({time.perf_counter() - loaded:.1f} s scoring)",
           file=sys.stderr)

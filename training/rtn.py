@@ -106,6 +106,10 @@ class RTN(nn.Module):
         self.R = nn.Linear(cf.frame_hidden + cf.lstm + cf.future_dim, 4 * cf.lstm)
         self.D = mlp([cf.lstm, *cf.decoder_hidden, cf.pose_dim], cf.slope, last_activation=False)
         self.H = mlp([cf.pose_dim, cf.init_hidden, 2 * cf.lstm], cf.slope, last_activation=False)
+        # R's input is [E(x), h, F(target), O(offset)]: the columns that read each part
+        sizes = {"E": cf.frame_hidden, "h": cf.lstm, "F": cf.future_hidden, "O": cf.future_hidden}
+        starts = np.cumsum([0, *sizes.values()])
+        self.parts = {p: slice(int(a), int(a) + n) for (p, n), a in zip(sizes.items(), starts)}
         with torch.no_grad():  # forget gate bias 1: remember by default
             self.R.bias[cf.lstm:2 * cf.lstm].fill_(1.0)
         # Functions of the (whole) number of frames to the target, as tables indexed by it.
@@ -115,12 +119,9 @@ class RTN(nn.Module):
         self.register_buffer("fade_table", fade.unsqueeze(-1), persistent=False)
 
     def _columns(self, part):
-        """R's weight columns that read one part of its input [E(x), h, F(target), O(offset)]: each
-        part is a matrix of its own in the ONNX file, so no column is stored twice."""
-        cf = self.config
-        sizes = {"E": cf.frame_hidden, "h": cf.lstm, "F": cf.future_hidden, "O": cf.future_hidden}
-        start = dict(zip(sizes, np.cumsum([0, *sizes.values()])))[part]
-        return self.R.weight[:, start:start + sizes[part]]
+        """R's weight columns that read one part of its input: each part is a matrix of its own in
+        the ONNX file, so no column is stored twice."""
+        return self.R.weight[:, self.parts[part]]
 
     def _future_gates(self, future):
         """R's C matrices applied to a future-sized vector [F part, O part]."""
@@ -146,7 +147,7 @@ class RTN(nn.Module):
         """The LSTM gates' share of everything but the recurrent state: R's W and C matrices (and
         bias) applied to [E(x), future], future being [F(target), O(goal - x)] plus the
         time-to-target embedding and the faded noise. It depends on the frame alone, so the
-        warm-up computes it for every past frame in one product; and only O's columns are
+        warm-up computes it for every past frame in one product; and only E's and O's columns are
         multiplied per frame, the rest being ``fixed`` per transition or a table lookup."""
         cf = self.config
         k = tta.clamp(0, cf.tta_max)
@@ -251,8 +252,8 @@ class RTN(nn.Module):
 # "init" and "step" are traced from the wrappers below (torch's TorchScript exporter, dynamo=False:
 # the dynamo exporter needs onnxscript, which this project does not install). "rollout", the graph
 # to ship, is assembled from those two: the init graph's nodes, then an ONNX Loop whose body is the
-# step graph, with the body's loop-invariant nodes (the target encoder F) hoisted out of the loop.
-# The weights are stored once. Batch is a dynamic axis everywhere; P is fixed at config.past.
+# step graph, with the body's loop-invariant nodes (the target encoder F and the transition's fixed
+# shares of the gates, see RTN._fixed) hoisted out of the loop. The weights are stored once. Batch is a dynamic axis everywhere; P is fixed at config.past.
 
 class Init(nn.Module):
     def __init__(self, model):
@@ -510,8 +511,9 @@ def export_onnx(model, path, metadata, graph="rollout", weights="float32"):
              ->  x_next (B, pose_dim), h_next, c_next
     gap and tta are int64, everything else float32; noise is z times the variation strength
     (zeros: the deterministic transition). ``weights`` is a key of WEIGHTS: float32, or blocks of
-    8- or 4-bit integers, or 4 bits for the large matrices and 8 for the rest (onnxruntime only). Besides ``metadata`` the file carries "rtn.graph"
-    (which graph), "rtn.config" (RTNConfig as JSON) and "rtn.weights", unless ``metadata`` sets them.
+    8- or 4-bit integers, or 4 bits for the large matrices and 8 for the rest (onnxruntime only).
+    Besides ``metadata`` the file carries "rtn.graph" (which graph), "rtn.config" (RTNConfig as
+    JSON) and "rtn.weights", unless ``metadata`` sets them.
     """
     import onnx
 
