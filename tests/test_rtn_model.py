@@ -73,20 +73,26 @@ def test_shapes():
     torch.testing.assert_close(y, out[:, 0])
 
 
-def test_decoder_is_residual():
+def test_decoder_corrects_a_straight_line_to_the_target():
+    """x_{t+1} = x_t + (goal - x_t) / tta + D(h_t): with D silent the frames walk the straight line
+    to the key and the last step (tta = 1) lands on it; the features after the pose stay put."""
     model = small().eval()
     cf = model.config
     x = inputs(cf)
     noise = torch.zeros(2, cf.future_dim)
     h, c = torch.randn(2, cf.lstm), torch.randn(2, cf.lstm)
-    frame = x["past"][:, -1]
+    frame, goal = x["past"][:, -1], x["target"][:, :cf.offset_dim]
+    line = torch.cat([(goal - frame[:, :cf.offset_dim]) / 5, torch.zeros(2, cf.pose_dim - cf.offset_dim)], -1)
     with torch.no_grad():
         y, h2, _ = model.step(frame, h, c, x["target"], torch.full((2,), 5), noise)
-        torch.testing.assert_close(y, frame + model.D(h2))
+        torch.testing.assert_close(y, frame + line + model.D(h2))
         model.D[-1].weight.zero_()
         model.D[-1].bias.zero_()
         y, _, _ = model.step(frame, h, c, x["target"], torch.full((2,), 5), noise)
-    torch.testing.assert_close(y, frame)
+        torch.testing.assert_close(y, frame + line)
+        y, _, _ = model.step(frame, h, c, x["target"], torch.full((2,), 1), noise)
+    torch.testing.assert_close(y[:, :cf.offset_dim], goal)
+    torch.testing.assert_close(y[:, cf.offset_dim:], frame[:, cf.offset_dim:])
 
 
 def test_teacher_forcing_with_probability_one_reads_the_truth():

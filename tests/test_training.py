@@ -69,6 +69,46 @@ def test_resume_continues_where_the_run_stopped(trained_rtn, lafan1_zip, tmp_pat
     assert interp == sorted(interp)
 
 
+def test_init_starts_a_new_run_from_another_runs_weights(trained_rtn, tmp_path):
+    """--init: a fine-tune in its own folder goes on from the source's weights, units and step
+    count, with a fresh optimiser, and keeps the source's record of how its weights were made."""
+    source = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)
+    args = list(trained_rtn["train"])
+    args[args.index("--out") + 1] = str(tmp_path)
+    args[args.index("--steps") + 1] = "5"
+    result = subprocess.run(args + ["--init", str(trained_rtn["checkpoint"]), "--lr", "1e-4"],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert f"starting from the weights of {trained_rtn['checkpoint']} at step 4" in result.stderr
+    after = torch.load(tmp_path / "checkpoint.pt", map_location="cpu", weights_only=False)
+    assert after["step"] == 5
+    assert after["optimiser"]["state"][0]["step"] == 1                      # one step of its own
+    change = (after["model"]["R.weight"] - source["model"]["R.weight"]).abs().max()
+    assert 0 < change < 1e-3                                                 # one small step away
+    for name, value in source["stats"].items():
+        np.testing.assert_array_equal(after["stats"][name], value)
+    assert [r["from_step"] for r in after["history"]["runs"]] == [0, 4]
+    assert after["history"]["runs"][1]["args"]["lr"] == "0.0001"
+
+
+def test_init_refuses_what_is_not_a_checkpoint(trained_rtn, tmp_path):
+    args = list(trained_rtn["train"])
+    args[args.index("--out") + 1] = str(tmp_path / "run")
+    result = subprocess.run(args + ["--init", str(trained_rtn["model"])], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: {trained_rtn['model']}: not a training checkpoint")
+    assert not (tmp_path / "run" / "checkpoint.pt").exists()
+
+
+def test_the_targets_pose_is_normalised_as_a_frame(trained_rtn):
+    """So that goal - pose, which the network reads and walks a straight line along, is the offset."""
+    stats = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)["stats"]
+    d = len(stats["frame_mean"])
+    np.testing.assert_array_equal(stats["target_mean"][:d], stats["frame_mean"])
+    np.testing.assert_array_equal(stats["target_std"][:d], stats["frame_std"])
+    assert (stats["target_std"][d:-1] != 1).any()                           # the velocities: their own
+
+
 def test_two_processes_with_gloo(lafan1_zip, trained_rtn, tmp_path):
     """DistributedDataParallel under torchrun, on the CPU: the path a multi-GPU run takes."""
     torchrun = Path(sys.executable).with_name("torchrun")

@@ -6,7 +6,6 @@ weights came from (training files, licence, commit), so anyone can check that no
 """
 
 import json
-import subprocess
 from pathlib import Path
 
 import torch
@@ -17,18 +16,10 @@ from inference.features import Layout
 from inference.runtime import BLEND, KIND_RTN, MAX_GAP, METADATA_VERSION
 from .data import Transitions
 from .rtn import LARGE, RTN, WEIGHTS, RTNConfig, export_onnx
-from .train_rtn import VALIDATION_LENGTHS, Normaliser, validate
+from .train_rtn import VALIDATION_LENGTHS, Normaliser, source_commit, validate
 
 
 NORMALISATION = ("frame_mean", "frame_std", "target_mean", "target_std")
-
-
-def _commit():
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).parent, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def metadata(state):
@@ -50,7 +41,7 @@ def metadata(state):
                                     "subjects": meta["subjects"]}),
         "betwixt.licence": meta["licence"],
         # (older checkpoints also recorded ``run``, the command line's dispatch function)
-        "betwixt.training": json.dumps({"steps": state["step"], "commit": _commit(),
+        "betwixt.training": json.dumps({"steps": state["step"], "commit": source_commit(),
                                         "args": {k: v for k, v in meta["args"].items() if k != "run"}}),
     }
 
@@ -67,6 +58,7 @@ def _hardware(device):
 def training_command(args):
     """The ``python -m training rtn`` command line that ``args`` (a checkpoint's, as strings) were."""
     return (f"python -m training rtn --data {args['data']} --out {args['out']}"
+            + (f" --init {args['init']}" if args.get("init", "None") != "None" else "")
             + (f" --subjects {args['subjects']}" if args["subjects"] != "None" else "")
             + f" --batch {args['batch']} --lr {args['lr']}" + (" --bf16" if args.get("bf16") == "True" else "")
             + f" --min-gap {args['min_gap']} --max-gap {args['max_gap']} --noise {args.get('noise', '0.5')}"
@@ -89,13 +81,13 @@ def model_card(path, state, meta, bench=None, weights="float32", validation=None
     args = state["meta"]["args"]
     data = json.loads(meta["betwixt.data"])
     skeleton = json.loads(meta["betwixt.skeleton"])
-    made = []  # [first step, command]: resumes with an unchanged command are one stretch
+    made = []  # [first step, command and commit]: resumes with both unchanged are one stretch
     for run in state["history"].get("runs") or [{"from_step": 0, "args": args}]:
-        command = training_command(run["args"])
+        command = training_command(run["args"]) + "`" + (f" at commit {run['commit']}" if "commit" in run else "")
         if not made or made[-1][1] != command:
             made.append([run["from_step"], command])
     ends = [start for start, _ in made[1:]] + [state["step"]]
-    made = [f"- Steps {start} to {end}: `{command}`" for (start, command), end in zip(made, ends)]
+    made = [f"- Steps {start} to {end}: `{command}" for (start, command), end in zip(made, ends)]
     lines = [
         f"# {path.stem}", "",
         "A Recurrent Transition Network (Harvey & Pal 2018, extended: rotations out, any gap length through a "
@@ -112,8 +104,9 @@ def model_card(path, state, meta, bench=None, weights="float32", validation=None
         f"{meta['betwixt.past']} frames of past context, gaps of 1 to {json.loads(meta['betwixt.gaps'])['max']} frames "
         f"(trained on {json.loads(meta['betwixt.gaps'])['trained']}).", "",
         "## How it was made",
-        "Trained in stretches, each resuming the checkpoint where the one before stopped (from a copy "
-        "of its `--out` folder where the folders differ):", "", *made, "",
+        "Trained in stretches, each going on from the checkpoint where the one before stopped: resuming "
+        "it (from a copy of its `--out` folder where the folders differ) or, with `--init`, starting a "
+        "new run from its weights:", "", *made, "",
         f"Then `python -m training export CHECKPOINT -o {path.name} --weights {weights}`: weights "
         + _precision(weights),
         f"- {state['step']} optimiser steps; commit {json.loads(meta['betwixt.training'])['commit']}; "

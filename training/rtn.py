@@ -167,13 +167,22 @@ class RTN(nn.Module):
         return torch.sigmoid(o) * torch.tanh(c), c
 
     def _cell(self, x, h, c, goal, tta, fixed, extra=None):
-        """LSTM update reading frame x_t, and the prediction x_t + D(h_t) of the next frame.
+        """LSTM update reading frame x_t, and the prediction x_t + (goal - x_t) / tta + D(h_t) of
+        the next frame: one even step of the straight line to the target, plus the decoder's
+        correction (the paper has x_t + D(h_t)). D then learns how motion departs from
+        interpolation, not the way to the target itself, and the last step lands on the key
+        (tta = 1) unless D moves it.
 
         ``goal`` is the target's first offset_dim features, ``tta`` (B,) int64, ``fixed`` the
         transition's shares of the gates from ``_fixed``.
         """
+        cf = self.config
         h, c = self._recur(self._inputs(x, goal, tta, fixed, extra), h, c)
-        return x + self.D(h), h, c
+        pose = x if cf.offset_dim == cf.pose_dim else x[..., :cf.offset_dim]
+        line = (goal - pose) / tta.to(x.dtype).clamp_min(1.0)[:, None]
+        if cf.offset_dim < cf.pose_dim:
+            line = nn.functional.pad(line, (0, cf.pose_dim - cf.offset_dim))
+        return x + line + self.D(h), h, c
 
     def _warm_up(self, past, goal, gap, fixed, extra):
         """LSTM state after reading the past frames but the last, from H's guess on the first."""

@@ -14,6 +14,8 @@ gradients (gloo on CPU, NCCL on GPUs).
 import json
 import math
 import os
+import pickle
+import subprocess
 import sys
 import time
 from dataclasses import asdict
@@ -24,6 +26,7 @@ import torch
 import torch.distributed as dist
 
 from inference.dataset import load_motion_set
+from inference.errors import DataError
 from inference.features import chain
 from inference.runtime import target_blend
 from .data import Transitions
@@ -52,6 +55,9 @@ def add_arguments(parser):
                         help="matrix products in bfloat16 (mixed precision; weights, loss and the "
                              "frames themselves stay float32): several times faster on GPUs and on "
                              "CPUs with AMX, which makes a larger batch nearly free")
+    parser.add_argument("--init", type=Path, default=None,
+                        help="start a new run from this checkpoint's weights and feature statistics "
+                             "(same skeleton), e.g. to fine-tune a model on other data")
     parser.add_argument("--min-gap", type=int, default=5)
     parser.add_argument("--max-gap", type=int, default=60)
     parser.add_argument("--minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
@@ -68,6 +74,15 @@ def add_arguments(parser):
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch")
     parser.add_argument("--seed", type=int, default=0)
+
+
+def source_commit():
+    """The git commit of this code, for the record of a run and a model file ("unknown" outside git)."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 def arguments(args):
@@ -93,16 +108,26 @@ class Normaliser(torch.nn.Module):
             targets.append(s["target"])
             worlds.append(s["world"].reshape(-1, *s["world"].shape[-2:]))
         f, t, w = np.concatenate(frames), np.concatenate(targets), np.concatenate(worlds)
-        flag = transitions.layout.target_dim - 1
+        lay = transitions.layout
+        f_mean, f_std = f.mean(0), np.maximum(f.std(0), 1e-2)
         t_mean, t_std = t.mean(0), np.maximum(t.std(0), 1e-2)
-        t_mean[flag], t_std[flag] = 0.0, 1.0
+        t_mean[lay.target_dim - 1], t_std[lay.target_dim - 1] = 0.0, 1.0
         # a natural pose (for retargeting rigs whose rest pose is unlike the data's): the mean local
         # rotation of every joint, its samples first brought into one hemisphere
         q = f[:, 3:].reshape(len(f), -1, 4)
         q = np.where(np.sum(q * q[:1], axis=-1, keepdims=True) < 0, -q, q).mean(axis=0)
-        return {"frame_mean": f.mean(0), "frame_std": np.maximum(f.std(0), 1e-2),
-                "target_mean": t_mean, "target_std": t_std, "world_std": np.maximum(w.std(0), 1e-3),
-                "reference_pose": q / np.linalg.norm(q, axis=-1, keepdims=True)}
+        return offset_in_frame_units({
+            "frame_mean": f_mean, "frame_std": f_std, "target_mean": t_mean, "target_std": t_std,
+            "world_std": np.maximum(w.std(0), 1e-3), "reference_pose": q / np.linalg.norm(q, axis=-1, keepdims=True)})
+
+
+def offset_in_frame_units(stats):
+    """``stats`` with the target's pose features scaled as the frame's, so that goal - pose is the
+    offset itself and the network's straight line to the target (RTN._cell) ends on the key."""
+    stats = {k: np.array(v, copy=True) for k, v in stats.items()}
+    d = len(stats["frame_mean"])
+    stats["target_mean"][:d], stats["target_std"][:d] = stats["frame_mean"], stats["frame_std"]
+    return stats
 
 
 def transition_loss(model, norm, batch, n, parents, trajectory, teacher=True, noise=0.0):
@@ -184,10 +209,13 @@ def train(args):
     lay = train_set.layout
 
     state = torch.load(ckpt_path, map_location="cpu", weights_only=False) if ckpt_path.exists() else None
+    source = None if state or not args.init else _initial(args.init, lay)
     if state:
         config = RTNConfig(**state["config"])
         stats = state["stats"]
         say(f"resuming {ckpt_path} at step {state['step']}")
+    elif source:  # the units the weights learned to read go on with them
+        config, stats = RTNConfig(**source["config"]), offset_in_frame_units(source["stats"])
     else:
         config = RTNConfig(pose_dim=lay.frame_dim, target_dim=lay.target_dim, offset_dim=lay.frame_dim)
         stats = Normaliser.measure(train_set, np.random.default_rng(args.seed), args.min_gap, args.max_gap)
@@ -202,10 +230,15 @@ def train(args):
         step, history = state["step"], state["history"]
         # checkpoints from before runs were logged: their one earlier run is the one in their meta
         history.setdefault("runs", [{"from_step": 0, "args": state["meta"]["args"]}])
+    elif source:  # the weights and the record of how they were made go on; the optimiser starts afresh
+        model.load_state_dict(source["model"])
+        step, history = source["step"], source["history"]
+        history.setdefault("runs", [{"from_step": 0, "args": source["meta"]["args"]}])
+        say(f"starting from the weights of {args.init} at step {step}")
     for group in optimiser.param_groups:  # a resumed run may change the rate with the batch
         group["lr"] = args.lr
     # every start or resume, with its arguments, so the model card can say how the weights were made
-    history.setdefault("runs", []).append({"from_step": step, "args": arguments(args)})
+    history.setdefault("runs", []).append({"from_step": step, "args": arguments(args), "commit": source_commit()})
     net = torch.nn.parallel.DistributedDataParallel(model) if distributed else model
 
     rng = np.random.default_rng([args.seed, rank, step])
@@ -268,6 +301,19 @@ def train(args):
     if distributed:
         dist.destroy_process_group()
     return ckpt_path
+
+
+def _initial(path, layout):
+    """The checkpoint a run starts from (``--init``), once it is known to fit the data's skeleton."""
+    try:
+        source = torch.load(path, map_location="cpu", weights_only=False)
+        config = source["config"]
+    except (OSError, RuntimeError, EOFError, KeyError, TypeError, pickle.UnpicklingError) as error:
+        raise DataError(f"{path}: not a training checkpoint ({error}); give a RUN/checkpoint.pt") from None
+    if (config["pose_dim"], config["target_dim"]) != (layout.frame_dim, layout.target_dim):
+        raise DataError(f"{path}: made for a skeleton of {(config['pose_dim'] - 3) // 4} joints, the data has "
+                        f"{layout.joints}; start from a checkpoint of this skeleton or without --init")
+    return source
 
 
 @torch.no_grad()
