@@ -186,6 +186,22 @@ def test_validation_gaps_lie_in_the_held_out_tenth(lafan1_zip, trained_rtn):
     assert not held_out_frames(batch["past"][:, 0]).all()      # some past context starts before the cut
 
 
+def test_training_targets_carry_the_sign_the_motion_turns_by(lafan1_zip, trained_rtn):
+    """Training: the target is the truth's last frame, signs and all, so the straight line to it
+    follows the way a joint turns. Validation: as the runtime sees keys, the short way round."""
+    from inference.dataset import load_motion_set
+    from training.data import Transitions
+
+    data = load_motion_set(lafan1_zip, trained_rtn["cache"])
+    d = 3 + 4 * len(data.skeleton.names)
+    train = Transitions(data, "train", [1], mirrored=False).sample(256, 90, np.random.default_rng(0))
+    np.testing.assert_array_equal(train["target"][:, :d], train["truth"][:, -1])
+    quats = lambda frame: frame[:, 3:d].reshape(len(frame), -1, 4)                       # noqa: E731
+    assert (np.sum(quats(train["target"]) * quats(train["past"][:, -1]), axis=-1) < 0).any()   # turned far
+    val = Transitions(data, "validation", [1], mirrored=False).sample(256, 90, np.random.default_rng(0))
+    assert (np.sum(quats(val["target"]) * quats(val["past"][:, -1]), axis=-1) >= 0).all()
+
+
 def test_speeds_add_clips_played_faster_and_slower(lafan1_zip, trained_rtn):
     from inference.dataset import load_motion_set
     from training.data import Transitions

@@ -25,7 +25,7 @@ class Transitions:
 
     def __init__(self, data, part="train", subjects=None, mirrored=True, past=10, layout=None, speeds=(1.0,)):
         self.parents = data.skeleton.parents
-        self.past = past
+        self.past, self.part = past, part
         self.files = []
         clips = []
         for i, name in enumerate(data.names):
@@ -74,7 +74,14 @@ class Transitions:
         turn, origin = canonical_frame(rot[:, p - 1], pos[:, p - 1], self.parents, self.layout)
         rot, pos = move(rot, pos, turn, origin)
         rot = rot * np.where(rot[:, p - 1:p, :, :1] < 0, -1.0, 1.0)   # w >= 0 on the last key, continuous
-        _, target_rot, after_rot = orient(rot[:, :p], rot[:, p + n], rot[:, p + n + 1])
+        if self.part == "train":
+            # the target in the sign the motion reaches it by, which says which way a joint turns:
+            # the network's straight line to it (RTN._cell) then never cuts through the zero
+            # quaternion, and it learns the sign as a direction, which the runtime's keys take the
+            # short way (``orient``), as interpolation does
+            target_rot, after_rot = rot[:, p + n], rot[:, p + n + 1]
+        else:   # as the runtime sees keys
+            _, target_rot, after_rot = orient(rot[:, :p], rot[:, p + n], rot[:, p + n + 1])
         lay = self.layout
         frames = frame_features(rot, pos, self.parents, lay)
         target = target_features(target_rot, pos[:, p + n], self.parents, lay, after=(after_rot, pos[:, p + n + 1]))
