@@ -27,7 +27,9 @@ def one_thread():
 
 def small(**kw):
     torch.manual_seed(0)
-    return RTN(RTNConfig(**{**SMALL, **kw}))
+    cf = RTNConfig(**{**SMALL, **kw})
+    units = (np.linspace(-0.2, 0.2, cf.pose_dim), np.linspace(0.5, 1.5, cf.pose_dim))
+    return RTN(cf, *units) if cf.rotations else RTN(cf)
 
 
 def inputs(cf, batch=2, n=6, seed=1):
@@ -93,6 +95,30 @@ def test_decoder_corrects_a_straight_line_to_the_target():
         y, _, _ = model.step(frame, h, c, x["target"], torch.full((2,), 1), noise)
     torch.testing.assert_close(y[:, :cf.offset_dim], goal)
     torch.testing.assert_close(y[:, cf.offset_dim:], frame[:, cf.offset_dim:])
+
+
+def test_the_line_to_the_target_takes_each_quaternions_nearer_sign():
+    """A joint that turned the long way round reaches its key's rotation as -q: the step goes to
+    -q, the same rotation, not through the zero quaternion to q."""
+    cf = RTNConfig(**{**SMALL, "pose_dim": 11, "offset_dim": 11, "target_dim": 14, "rotations": 2})
+    torch.manual_seed(0)
+    mean, std = np.linspace(-0.3, 0.4, 11), np.linspace(0.5, 1.5, 11)
+    model = RTN(cf, mean, std).eval()
+    model.D[-1].weight.data.zero_()
+    model.D[-1].bias.data.zero_()
+    q = torch.tensor([0.6, 0.0, 0.8, 0.0])
+    raw_frame = torch.cat([torch.zeros(3), q, q])
+    raw_goal = torch.cat([torch.ones(3), -q, q])           # joint 1 as -q, joint 2 as q
+    frame = ((raw_frame - torch.as_tensor(mean)) / torch.as_tensor(std)).float()[None]
+    goal = ((raw_goal - torch.as_tensor(mean)) / torch.as_tensor(std)).float()
+    target = torch.cat([goal, torch.zeros(3)])[None]
+    with torch.no_grad():
+        y, _, _ = model.step(frame, torch.zeros(1, cf.lstm), torch.zeros(1, cf.lstm), target,
+                             torch.full((1,), 2), torch.zeros(1, cf.future_dim))
+    raw = y[0].double() * torch.as_tensor(std) + torch.as_tensor(mean)
+    torch.testing.assert_close(raw, torch.cat([torch.full((3,), 0.5), q, q]).double(), atol=1e-6, rtol=0)
+    with pytest.raises(ValueError):
+        RTN(cf)                                             # rotations need the frame's units
 
 
 def test_teacher_forcing_with_probability_one_reads_the_truth():
@@ -205,9 +231,9 @@ def test_onnx_step_and_init_graphs_match_torch_over_a_rollout(tmp_path, extra_di
     np.testing.assert_allclose(np.stack(frames, 1), expected, atol=1e-4, rtol=0)
 
 
-@pytest.mark.parametrize("extra_dim", [0, 3])
-def test_onnx_rollout_graph_matches_torch_for_any_gap(tmp_path, extra_dim):
-    model = small(extra_dim=extra_dim).eval()
+@pytest.mark.parametrize("extra_dim, rotations", [(0, 0), (3, 1)])
+def test_onnx_rollout_graph_matches_torch_for_any_gap(tmp_path, extra_dim, rotations):
+    model = small(extra_dim=extra_dim, rotations=rotations).eval()
     cf = model.config
     export_onnx(model, tmp_path / "rtn.onnx", {})
     rollout = session(tmp_path / "rtn.onnx")

@@ -139,7 +139,7 @@ def test_export_carries_metadata_and_matches_torch(trained_rtn):
     assert trained_rtn["model"].stat().st_size < 15e6
 
     state = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)
-    model = RTN(RTNConfig(**state["config"]))
+    model = RTN(RTNConfig(**state["config"]), state["stats"]["frame_mean"], state["stats"]["frame_std"])
     model.load_state_dict(state["model"])
     model.eval()
     cf = model.config

@@ -153,7 +153,7 @@ def validation_scores(model, state, data, cache=None):
 
 def export(checkpoint, output, weights="float32", bench_data=None, data=None, cache=None):
     state = torch.load(checkpoint, map_location="cpu", weights_only=False)
-    model = RTN(RTNConfig(**state["config"]))
+    model = RTN(RTNConfig(**state["config"]), state["stats"]["frame_mean"], state["stats"]["frame_std"])
     model.load_state_dict(state["model"])
     model.eval()
     output = Path(output)

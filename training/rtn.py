@@ -47,6 +47,7 @@ class RTNConfig:
     target_dim: int = 158  # target vector: target frame features first, then e.g. joint velocities
     offset_dim: int = 91  # leading features shared by frame and target (the pose, not contacts)
     extra_dim: int = 0  # optional per-step input appended to the frame (0: none)
+    rotations: int = 0  # quaternions in the pose right after its first 3 features (0: none)
     past: int = 10  # past frames of context (the first one also seeds the LSTM state)
     frame_hidden: int = 512  # frame encoder E: two hidden layers
     future_hidden: int = 128  # target encoder F and offset encoder O: two hidden layers each
@@ -65,6 +66,8 @@ class RTNConfig:
             raise ValueError("offset_dim must be in 1..min(pose_dim, target_dim)")
         if self.past < 1:
             raise ValueError("past must be at least 1")
+        if 3 + 4 * self.rotations > self.offset_dim:
+            raise ValueError("the rotations must lie within the first offset_dim features")
         if not 0 <= self.noise_near < self.noise_far <= self.tta_max:
             raise ValueError("need 0 <= noise_near < noise_far <= tta_max")
 
@@ -96,9 +99,17 @@ def mlp(sizes, slope, last_activation=True):
 
 class RTN(nn.Module):
 
-    def __init__(self, config: RTNConfig):
+    def __init__(self, config: RTNConfig, frame_mean=None, frame_std=None):
+        """``frame_mean`` and ``frame_std``, the normalisation of the frame features, are needed when
+        the pose holds rotations: the step toward the target takes each quaternion's nearer sign."""
         super().__init__()
         cf = self.config = config
+        if cf.rotations:
+            if frame_mean is None or frame_std is None:
+                raise ValueError("a pose with rotations needs the frame features' mean and spread")
+            q = slice(3, 3 + 4 * cf.rotations)
+            self.register_buffer("quat_mean", torch.as_tensor(frame_mean[q], dtype=torch.float32), persistent=False)
+            self.register_buffer("quat_std", torch.as_tensor(frame_std[q], dtype=torch.float32), persistent=False)
         self.E = mlp([cf.input_dim, cf.frame_hidden, cf.frame_hidden], cf.slope)
         self.F = mlp([cf.target_dim, cf.future_hidden, cf.future_hidden], cf.slope)
         self.O = mlp([cf.offset_dim, cf.future_hidden, cf.future_hidden], cf.slope)
@@ -179,10 +190,24 @@ class RTN(nn.Module):
         cf = self.config
         h, c = self._recur(self._inputs(x, goal, tta, fixed, extra), h, c)
         pose = x if cf.offset_dim == cf.pose_dim else x[..., :cf.offset_dim]
-        line = (goal - pose) / tta.to(x.dtype).clamp_min(1.0)[:, None]
+        line = (self._nearer(goal, pose) - pose) / tta.to(x.dtype).clamp_min(1.0)[:, None]
         if cf.offset_dim < cf.pose_dim:
             line = nn.functional.pad(line, (0, cf.pose_dim - cf.offset_dim))
         return x + line + self.D(h), h, c
+
+    def _nearer(self, goal, pose):
+        """``goal`` with each quaternion in the sign nearer the pose's: q and -q are one rotation, and
+        a straight line between opposite signs would cut through the zero quaternion (a joint that
+        turned the long way round would spin on its last steps)."""
+        cf = self.config
+        if not cf.rotations:
+            return goal
+        q = slice(3, 3 + 4 * cf.rotations)
+        target = (goal[..., q] * self.quat_std + self.quat_mean).unflatten(-1, (cf.rotations, 4))
+        frame = (pose[..., q] * self.quat_std + self.quat_mean).unflatten(-1, (cf.rotations, 4))
+        sign = torch.where((target * frame).sum(-1, keepdim=True) < 0, -1.0, 1.0)
+        near = ((sign * target).flatten(-2) - self.quat_mean) / self.quat_std
+        return torch.cat([goal[..., :3], near] + ([goal[..., q.stop:]] if q.stop < cf.offset_dim else []), dim=-1)
 
     def _warm_up(self, past, goal, gap, fixed, extra):
         """LSTM state after reading the past frames but the last, from H's guess on the first."""

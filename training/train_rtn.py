@@ -210,18 +210,21 @@ def train(args):
 
     state = torch.load(ckpt_path, map_location="cpu", weights_only=False) if ckpt_path.exists() else None
     source = None if state or not args.init else _initial(args.init, lay)
+    # (checkpoints from before ``rotations`` existed: the frame's quaternions are every joint's)
     if state:
-        config = RTNConfig(**state["config"])
+        config = RTNConfig(**{"rotations": lay.joints, **state["config"]})
         stats = state["stats"]
         say(f"resuming {ckpt_path} at step {state['step']}")
     elif source:  # the units the weights learned to read go on with them
-        config, stats = RTNConfig(**source["config"]), offset_in_frame_units(source["stats"])
+        config = RTNConfig(**{"rotations": lay.joints, **source["config"]})
+        stats = offset_in_frame_units(source["stats"])
     else:
-        config = RTNConfig(pose_dim=lay.frame_dim, target_dim=lay.target_dim, offset_dim=lay.frame_dim)
+        config = RTNConfig(pose_dim=lay.frame_dim, target_dim=lay.target_dim, offset_dim=lay.frame_dim,
+                           rotations=lay.joints)
         stats = Normaliser.measure(train_set, np.random.default_rng(args.seed), args.min_gap, args.max_gap)
     norm = Normaliser(stats).to(device)
     torch.manual_seed(args.seed)      # the initial weights: the same run from the same --seed
-    model = RTN(config).to(device)
+    model = RTN(config, stats["frame_mean"], stats["frame_std"]).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=args.lr, amsgrad=True)
     step, history = 0, {"train": [], "validation": []}
     if state:
