@@ -1,13 +1,16 @@
 """Recurrent Transition Network (Harvey & Pal 2018), extended for any gap length and for variants.
 
-One LSTM walks from the past frames to a target key, one frame a step. Besides its input frame it
+One LSTM walks from the past frames to a target key, one frame a step: each step is an even step of
+the straight line to the key plus the decoder's correction (see `RTN._cell`). Besides its input frame it
 sees, through its own weights, a "future encoding": the target (encoded once) and the offset from
 the current frame to the target (encoded every step), plus a sinusoidal embedding of the frames left
 to the target (Harvey et al. 2020) so that one model serves every gap, plus optional noise for
 variants that fades out near the target so that every variant still lands on it.
 
 The module knows nothing about skeletons. It reads and predicts frame vectors of ``pose_dim``
-features (normalised by the caller), and a target vector of ``target_dim`` features. Layout rule:
+features (normalised by the caller; when the pose holds ``rotations`` quaternions after its first 3
+features, it is given their normalisation to choose their signs), and a target vector of
+``target_dim`` features. Layout rule:
 the first ``offset_dim`` features of the frame vector and of the target vector are the same pose
 features, so that the offset is ``target[:offset_dim] - frame[:offset_dim]``.
 
@@ -107,9 +110,14 @@ class RTN(nn.Module):
         if cf.rotations:
             if frame_mean is None or frame_std is None:
                 raise ValueError("a pose with rotations needs the frame features' mean and spread")
-            q = slice(3, 3 + 4 * cf.rotations)
-            self.register_buffer("quat_mean", torch.as_tensor(frame_mean[q], dtype=torch.float32), persistent=False)
-            self.register_buffer("quat_std", torch.as_tensor(frame_std[q], dtype=torch.float32), persistent=False)
+            # the pose's units, and which of its features make one quaternion (a 0/1 matrix that
+            # sums each quaternion's four products and hands the sum back to all four)
+            d, q = cf.offset_dim, np.arange(3, 3 + 4 * cf.rotations)
+            joint = np.full(d, -1)
+            joint[q] = (q - 3) // 4
+            pairs = (joint[:, None] == joint[None, :]) & (joint[:, None] >= 0)
+            for name, value in (("pose_mean", frame_mean[:d]), ("pose_std", frame_std[:d]), ("pairs", pairs)):
+                self.register_buffer(name, torch.as_tensor(np.asarray(value), dtype=torch.float32), persistent=False)
         self.E = mlp([cf.input_dim, cf.frame_hidden, cf.frame_hidden], cf.slope)
         self.F = mlp([cf.target_dim, cf.future_hidden, cf.future_hidden], cf.slope)
         self.O = mlp([cf.offset_dim, cf.future_hidden, cf.future_hidden], cf.slope)
@@ -190,7 +198,7 @@ class RTN(nn.Module):
         cf = self.config
         h, c = self._recur(self._inputs(x, goal, tta, fixed, extra), h, c)
         pose = x if cf.offset_dim == cf.pose_dim else x[..., :cf.offset_dim]
-        line = (self._nearer(goal, pose) - pose) / tta.to(x.dtype).clamp_min(1.0)[:, None]
+        line = (self._nearer(goal, pose) - pose) / tta.to(x.dtype)[:, None]   # tta >= 1 in a transition
         if cf.offset_dim < cf.pose_dim:
             line = nn.functional.pad(line, (0, cf.pose_dim - cf.offset_dim))
         return x + line + self.D(h), h, c
@@ -198,16 +206,16 @@ class RTN(nn.Module):
     def _nearer(self, goal, pose):
         """``goal`` with each quaternion in the sign nearer the pose's: q and -q are one rotation, and
         a straight line between opposite signs would cut through the zero quaternion (a joint that
-        turned the long way round would spin on its last steps)."""
-        cf = self.config
-        if not cf.rotations:
+        turned the long way round would spin on its last steps).
+
+        The dot products of the raw quaternions are an affine function of the normalised pose whose
+        factors depend on the goal alone, so the exported loop computes them once per transition and
+        a step adds one product with ``pairs`` and a choice between the goal's two signs."""
+        if not self.config.rotations:
             return goal
-        q = slice(3, 3 + 4 * cf.rotations)
-        target = (goal[..., q] * self.quat_std + self.quat_mean).unflatten(-1, (cf.rotations, 4))
-        frame = (pose[..., q] * self.quat_std + self.quat_mean).unflatten(-1, (cf.rotations, 4))
-        sign = torch.where((target * frame).sum(-1, keepdim=True) < 0, -1.0, 1.0)
-        near = ((sign * target).flatten(-2) - self.quat_mean) / self.quat_std
-        return torch.cat([goal[..., :3], near] + ([goal[..., q.stop:]] if q.stop < cf.offset_dim else []), dim=-1)
+        raw = goal * self.pose_std + self.pose_mean
+        opposite = (pose * (raw * self.pose_std)) @ self.pairs < -(raw * self.pose_mean) @ self.pairs
+        return torch.where(opposite, (-raw - self.pose_mean) / self.pose_std, goal)
 
     def _warm_up(self, past, goal, gap, fixed, extra):
         """LSTM state after reading the past frames but the last, from H's guess on the first."""
@@ -506,11 +514,13 @@ def _quantized(proto, large, small):
     products = [n for n in _nodes(proto.graph) if n.op_type == "MatMul" and n.input[1] in weights]
     for i, node in enumerate(products):  # the quantizer picks nodes by name
         node.name = node.name or f"matmul{i}"
+    # learned matrices only: a 0/1 matrix (RTN.pairs) selects and sums, and is exact as it is
+    exact = [n.name for n in products if np.isin(numpy_helper.to_array(weights[n.input[1]]), (0.0, 1.0)).all()]
     is_large = {n.name: np.prod(weights[n.input[1]].dims) >= LARGE for n in products}
     for (bits, block), chosen in ((large, True), (small, False)):
         config = DefaultWeightOnlyQuantConfig(block_size=block, is_symmetric=True, accuracy_level=4, bits=bits)
-        quantizer = MatMulNBitsQuantizer(proto, algo_config=config,
-                                         nodes_to_exclude=[n for n, big in is_large.items() if big != chosen])
+        skip = exact + [n for n, big in is_large.items() if big != chosen]
+        quantizer = MatMulNBitsQuantizer(proto, algo_config=config, nodes_to_exclude=skip)
         quantizer.process()
         proto = quantizer.model.model
     return proto
