@@ -64,14 +64,15 @@ def test_a_shipped_model_fills_held_out_frames_closer_than_interpolation(shipped
     assert error(model.fill) < 0.9 * error(interpolation)
 
 
-def test_a_shipped_model_stays_plausible_over_90_frames(shipped):
-    """No limb flies: over 90-frame gaps cut every 40 frames from its clips, the fastest joint
+def test_a_shipped_model_stays_plausible_over_120_frames(shipped):
+    """No limb flies: over 120-frame gaps cut every 40 frames from its clips, the fastest joint
     (PEAK, 99th percentile over windows) is at most 1.5 times as fast as in the capture. These
     windows are mostly frames it was trained on; plausibility, not accuracy, is the question.
-    At 120 frames the shipped models are not there yet (1.8 and 2.4 times: a hand that snaps onto
-    the key in about one window in a hundred), so the issue's "plausible up to 120" stays open."""
+    The models shipped before the straight-line step failed it (1.8 and 2.4 times: a hand that
+    snapped onto the key in about one window in a hundred); on held-out gaps, so did the straight
+    line without the nearer sign (3.7 times: hips spinning through the zero quaternion)."""
     model, data, motions = shipped
-    n = 90
+    n = 120
     rot, pos = gather_windows([motions[name] for name in data["files"] if motions[name].n_frames > PAST + n + 1],
                               PAST + n + 1, 40)
     gap = Gap(model.skeleton, rot[:, :PAST], pos[:, :PAST], rot[:, -1], pos[:, -1], n)
