@@ -125,7 +125,7 @@ def test_two_processes_with_gloo(lafan1_zip, trained_rtn, tmp_path):
 
 
 def test_export_carries_metadata_and_matches_torch(trained_rtn):
-    from training.rtn import RTN, RTNConfig
+    from training.train_rtn import network
 
     session = onnxruntime.InferenceSession(str(trained_rtn["model"]), providers=["CPUExecutionProvider"])
     meta = session.get_modelmeta().custom_metadata_map
@@ -139,9 +139,7 @@ def test_export_carries_metadata_and_matches_torch(trained_rtn):
     assert trained_rtn["model"].stat().st_size < 15e6
 
     state = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)
-    model = RTN(RTNConfig(**state["config"]), state["stats"]["frame_mean"], state["stats"]["frame_std"])
-    model.load_state_dict(state["model"])
-    model.eval()
+    model = network(state)
     cf = model.config
     gen = torch.Generator().manual_seed(0)
     past = torch.randn(3, cf.past, cf.pose_dim, generator=gen)

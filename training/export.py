@@ -15,8 +15,8 @@ from inference.errors import DataError
 from inference.features import Layout
 from inference.runtime import BLEND, KIND_RTN, MAX_GAP, METADATA_VERSION
 from .data import Transitions
-from .rtn import LARGE, RTN, WEIGHTS, RTNConfig, export_onnx
-from .train_rtn import VALIDATION_LENGTHS, Normaliser, source_commit, validate
+from .rtn import LARGE, WEIGHTS, RTNConfig, export_onnx
+from .train_rtn import VALIDATION_LENGTHS, Normaliser, network, source_commit, validate
 
 
 NORMALISATION = ("frame_mean", "frame_std", "target_mean", "target_std")
@@ -81,13 +81,14 @@ def model_card(path, state, meta, bench=None, weights="float32", validation=None
     args = state["meta"]["args"]
     data = json.loads(meta["betwixt.data"])
     skeleton = json.loads(meta["betwixt.skeleton"])
-    made = []  # [first step, command and commit]: resumes with both unchanged are one stretch
+    made = []  # [first step, (command, commit)]: resumes with both unchanged are one stretch
     for run in state["history"].get("runs") or [{"from_step": 0, "args": args}]:
-        command = training_command(run["args"]) + "`" + (f" at commit {run['commit']}" if "commit" in run else "")
-        if not made or made[-1][1] != command:
-            made.append([run["from_step"], command])
+        how = training_command(run["args"]), run.get("commit")
+        if not made or made[-1][1] != how:
+            made.append([run["from_step"], how])
     ends = [start for start, _ in made[1:]] + [state["step"]]
-    made = [f"- Steps {start} to {end}: `{command}" for (start, command), end in zip(made, ends)]
+    made = [f"- Steps {start} to {end}: `{command}`" + (f" at commit {commit}" if commit else "")
+            for (start, (command, commit)), end in zip(made, ends)]
     lines = [
         f"# {path.stem}", "",
         "A Recurrent Transition Network (Harvey & Pal 2018, extended: rotations out, any gap length through a "
@@ -153,9 +154,7 @@ def validation_scores(model, state, data, cache=None):
 
 def export(checkpoint, output, weights="float32", bench_data=None, data=None, cache=None):
     state = torch.load(checkpoint, map_location="cpu", weights_only=False)
-    model = RTN(RTNConfig(**state["config"]), state["stats"]["frame_mean"], state["stats"]["frame_std"])
-    model.load_state_dict(state["model"])
-    model.eval()
+    model = network(state)
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     meta = metadata(state)

@@ -171,11 +171,16 @@ class RTN(nn.Module):
         cf = self.config
         k = tta.clamp(0, cf.tta_max)
         frame = x if extra is None else torch.cat([x, extra], dim=-1)
-        pose = x if cf.offset_dim == cf.pose_dim else x[..., :cf.offset_dim]  # no Slice node if whole
+        pose = self._pose(x)
         own = (nn.functional.linear(self.E(frame), self._columns("E"))
                + nn.functional.linear(self.O(goal - pose), self._columns("O")))
         code, noise, table = fixed
         return own + code + table[k] + self.fade_table[k] * noise
+
+    def _pose(self, x):
+        """The frame's first offset_dim features, which the target shares (no Slice node if whole)."""
+        cf = self.config
+        return x if cf.offset_dim == cf.pose_dim else x[..., :cf.offset_dim]
 
     def _recur(self, inputs, h, c):
         """One LSTM update: the gates are the precomputed inputs plus R's U matrix applied to h."""
@@ -197,7 +202,7 @@ class RTN(nn.Module):
         """
         cf = self.config
         h, c = self._recur(self._inputs(x, goal, tta, fixed, extra), h, c)
-        pose = x if cf.offset_dim == cf.pose_dim else x[..., :cf.offset_dim]
+        pose = self._pose(x)
         line = (self._nearer(goal, pose) - pose) / tta.to(x.dtype)[:, None]   # tta >= 1 in a transition
         if cf.offset_dim < cf.pose_dim:
             line = nn.functional.pad(line, (0, cf.pose_dim - cf.offset_dim))

@@ -210,14 +210,11 @@ def train(args):
 
     state = torch.load(ckpt_path, map_location="cpu", weights_only=False) if ckpt_path.exists() else None
     source = None if state or not args.init else _initial(args.init, lay)
-    # (checkpoints from before ``rotations`` existed: the frame's quaternions are every joint's)
-    if state:
-        config = RTNConfig(**{"rotations": lay.joints, **state["config"]})
-        stats = state["stats"]
-        say(f"resuming {ckpt_path} at step {state['step']}")
-    elif source:  # the units the weights learned to read go on with them
-        config = RTNConfig(**{"rotations": lay.joints, **source["config"]})
-        stats = offset_in_frame_units(source["stats"])
+    if state or source:
+        # (checkpoints from before ``rotations`` existed: the frame's quaternions are every joint's)
+        config = RTNConfig(**{"rotations": lay.joints, **(state or source)["config"]})
+        # a resumed run keeps its units; a new run keeps the ones its weights learned to read
+        stats = state["stats"] if state else offset_in_frame_units(source["stats"])
     else:
         config = RTNConfig(pose_dim=lay.frame_dim, target_dim=lay.target_dim, offset_dim=lay.frame_dim,
                            rotations=lay.joints)
@@ -228,6 +225,7 @@ def train(args):
     optimiser = torch.optim.Adam(model.parameters(), lr=args.lr, amsgrad=True)
     step, history = 0, {"train": [], "validation": []}
     if state:
+        say(f"resuming {ckpt_path} at step {state['step']}")
         model.load_state_dict(state["model"])
         optimiser.load_state_dict(state["optimiser"])
         step, history = state["step"], state["history"]
@@ -304,6 +302,14 @@ def train(args):
     if distributed:
         dist.destroy_process_group()
     return ckpt_path
+
+
+def network(state):
+    """A checkpoint's network with its weights, for evaluation."""
+    stats = state["stats"]
+    model = RTN(RTNConfig(**state["config"]), stats["frame_mean"], stats["frame_std"])
+    model.load_state_dict(state["model"])
+    return model.eval()
 
 
 def _initial(path, layout):
