@@ -24,10 +24,9 @@ Three ways to run it, all through the same `_warm_up` and `_cell`:
   export_onnx()        the whole transition as one ONNX "rollout" graph, a Loop over the steps
 
 An LSTM step's gates are sums of shares, each computed where it is cheapest: the target code's and
-the noise's once per transition, the time-to-target embedding's from a table, the frame's and the
-offset's for all past frames in one product during the warm-up, and the recurrent state's, the only
-share that must wait for the previous step. At batch 1 the step is bound by reading its weights, so
-every column of R that is not multiplied per step is time saved.
+the noise's once per transition, the time-to-target embedding's from a table, and the frame's, the
+offset's and the recurrent state's in one product per step. At batch 1 the step is bound by reading
+its weights, so every column of R that is not multiplied per step is time saved.
 """
 
 import io
@@ -137,10 +136,10 @@ class RTN(nn.Module):
         fade = ((tta - cf.noise_near) / (cf.noise_far - cf.noise_near)).clamp(0, 1)
         self.register_buffer("fade_table", fade.unsqueeze(-1), persistent=False)
 
-    def _columns(self, part):
-        """R's weight columns that read one part of its input: each part is a matrix of its own in
-        the ONNX file, so no column is stored twice."""
-        return self.R.weight[:, self.parts[part]]
+    def _columns(self, *parts):
+        """R's weight columns that read these parts of its input, side by side (one matrix in the
+        ONNX file per list of parts)."""
+        return torch.cat([self.R.weight[:, self.parts[p]] for p in parts], dim=1)
 
     def _future_gates(self, future):
         """R's C matrices applied to a future-sized vector [F part, O part]."""
@@ -162,30 +161,31 @@ class RTN(nn.Module):
         return (nn.functional.linear(code, self._columns("F")) + self.R.bias, self._future_gates(noise),
                 self._tta_gates())
 
-    def _inputs(self, x, goal, tta, fixed, extra):
-        """The LSTM gates' share of everything but the recurrent state: R's W and C matrices (and
-        bias) applied to [E(x), future], future being [F(target), O(goal - x)] plus the
-        time-to-target embedding and the faded noise. It depends on the frame alone, so the
-        warm-up computes it for every past frame in one product; and only E's and O's columns are
-        multiplied per frame, the rest being ``fixed`` per transition or a table lookup."""
-        cf = self.config
-        k = tta.clamp(0, cf.tta_max)
+    def _reads(self, x, goal, extra):
+        """What a step reads besides the recurrent state: [E(x), O(goal - x)], the frame's and the
+        offset's codes. They depend on the frame alone, so the warm-up encodes every past frame at
+        once."""
         frame = x if extra is None else torch.cat([x, extra], dim=-1)
-        pose = self._pose(x)
-        own = (nn.functional.linear(self.E(frame), self._columns("E"))
-               + nn.functional.linear(self.O(goal - pose), self._columns("O")))
+        return torch.cat([self.E(frame), self.O(goal - self._pose(x))], dim=-1)
+
+    def _shares(self, tta, fixed):
+        """The gates' shares that cost no product per step: the target code's (with R's bias) and the
+        faded noise's, ``fixed`` per transition, and the time-to-target embedding's from a table."""
+        k = tta.clamp(0, self.config.tta_max)
         code, noise, table = fixed
-        return own + code + table[k] + self.fade_table[k] * noise
+        return code + table[k] + self.fade_table[k] * noise
 
     def _pose(self, x):
         """The frame's first offset_dim features, which the target shares (no Slice node if whole)."""
         cf = self.config
         return x if cf.offset_dim == cf.pose_dim else x[..., :cf.offset_dim]
 
-    def _recur(self, inputs, h, c):
-        """One LSTM update: the gates are the precomputed inputs plus R's U matrix applied to h."""
+    def _recur(self, reads, shares, h, c):
+        """One LSTM update: the gates are the ``shares`` plus R's W and U matrices and the offset's C
+        matrix applied to [reads, h] in one product (at batch 1 onnxruntime runs one product over
+        the three faster than three)."""
         cf = self.config
-        gates = inputs + nn.functional.linear(h, self._columns("h"))
+        gates = shares + nn.functional.linear(torch.cat([reads, h], dim=-1), self._columns("E", "O", "h"))
         i, f, g, o = gates.split(cf.lstm, dim=-1)
         c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
         return torch.sigmoid(o) * torch.tanh(c), c
@@ -201,7 +201,7 @@ class RTN(nn.Module):
         transition's shares of the gates from ``_fixed``.
         """
         cf = self.config
-        h, c = self._recur(self._inputs(x, goal, tta, fixed, extra), h, c)
+        h, c = self._recur(self._reads(x, goal, extra), self._shares(tta, fixed), h, c)
         pose = self._pose(x)
         line = (self._nearer(goal, pose) - pose) / tta.to(x.dtype)[:, None]   # tta >= 1 in a transition
         if cf.offset_dim < cf.pose_dim:
@@ -232,12 +232,12 @@ class RTN(nn.Module):
             # out the weights shared with the step graph alike, and they are stored once
             return (a if per_frame else a[:, None].expand(-1, steps, -1)).flatten(0, 1)
 
+        reads = self._reads(rows(past[:, :steps], True), rows(goal, False),
+                            None if extra is None else rows(extra, True)).unflatten(0, (b, steps))
         code, noise, table = fixed
-        inputs = self._inputs(rows(past[:, :steps], True), rows(goal, False), rows(tta, True),
-                              (rows(code, False), rows(noise, False), table),
-                              None if extra is None else rows(extra, True)).unflatten(0, (b, steps))
+        shares = self._shares(tta, (code[:, None], noise[:, None], table))
         for t in range(steps):
-            h, c = self._recur(inputs[:, t], h, c)
+            h, c = self._recur(reads[:, t], shares[:, t], h, c)
         return h, c
 
     # One step at a time: the ONNX "init" and "step" graphs.
