@@ -155,7 +155,7 @@ class TransitionModel:
             "gap": np.array(n, dtype=np.int64),
             "noise": (variation * np.asarray(noise)).astype(np.float32),
         })[0].astype(np.float64) * self.frame_std + self.frame_mean
-        frames = target_blend(frames, frame_features(t_rot, t_pos, parents, lay), blend)
+        frames = target_blend(frames, target[:, :lay.frame_dim], blend)  # the key's own frame features
         rotations, positions = decode_features(frames[:, :n], pos[:, -1:], parents, lay)
         rotations, positions = unmove(rotations, positions, turn, origin)
         # signs continuous with the caller's own last key (the network saw them oriented its way)
