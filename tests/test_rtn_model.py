@@ -169,6 +169,21 @@ def test_variation():
             assert (not torch.equal(quiet[0], loud[0])) == affected
 
 
+def test_velocity_reads_the_change_since_the_frame_before():
+    """With ``velocity`` a step reads x - prev (in units of its spread), so the same frame reached
+    at another speed gives another next frame; without it the frame before is not read at all."""
+    for velocity in (False, True):
+        model = small(velocity=velocity).eval()
+        cf = model.config
+        x = inputs(cf)
+        with torch.no_grad():
+            h, c = model.init(x["past"], x["target"], torch.full((2,), 5), torch.zeros(2, cf.future_dim))
+            frame = x["past"][:, -1]
+            slow, fast = (model.step(frame, h, c, x["target"], torch.full((2,), 6), torch.zeros(2, cf.future_dim),
+                                     prev=frame - speed)[0] for speed in (0.01, 0.5))
+        assert (slow - fast).abs().max() > 1e-3 if velocity else torch.equal(slow, fast)
+
+
 def test_time_to_target_changes_the_prediction():
     model = small().eval()
     x = inputs(model.config)
@@ -199,10 +214,10 @@ def test_overfits_one_batch():
     assert losses[-1] < losses[0] / 10, (losses[0], losses[-1])
 
 
-@pytest.mark.parametrize("extra_dim", [0, 3])
-def test_onnx_step_and_init_graphs_match_torch_over_a_rollout(tmp_path, extra_dim):
+@pytest.mark.parametrize("extra_dim, velocity", [(0, False), (3, False), (3, True)])
+def test_onnx_step_and_init_graphs_match_torch_over_a_rollout(tmp_path, extra_dim, velocity):
     if extra_dim:
-        model = small(extra_dim=extra_dim).eval()
+        model = small(extra_dim=extra_dim, velocity=velocity).eval()
     else:
         torch.manual_seed(0)
         model = RTN(RTNConfig()).eval()  # the shipped size
@@ -220,21 +235,26 @@ def test_onnx_step_and_init_graphs_match_torch_over_a_rollout(tmp_path, extra_di
     if extra_dim:
         feed["extra"] = extra[:, :cf.past - 1]
     h, c = init.run(["h", "c"], feed)
-    frame, frames = past[:, -1], []
+    frame, prev, frames = past[:, -1], past[:, -2], []
     for k in range(n + 1):
         feed = {"x": frame, "h": h, "c": c, "target": target, "tta": np.full(2, n + 1 - k),
                 "noise": noise}
         if extra_dim:
             feed["extra"] = extra[:, cf.past - 1 + k]
+        if velocity:
+            feed["prev"] = prev
+        prev = frame
         frame, h, c = step.run(["x_next", "h_next", "c_next"], feed)
         frames.append(frame)
     np.testing.assert_allclose(np.stack(frames, 1), expected, atol=1e-4, rtol=0)
 
 
-@pytest.mark.parametrize("extra_dim, rotations", [(0, 0), (3, 1)])
-def test_onnx_rollout_graph_matches_torch_for_any_gap(tmp_path, extra_dim, rotations):
-    model = small(extra_dim=extra_dim, rotations=rotations).eval()
+@pytest.mark.parametrize("extra_dim, rotations, velocity", [(0, 0, False), (3, 1, False), (0, 1, True)])
+def test_onnx_rollout_graph_matches_torch_for_any_gap(tmp_path, extra_dim, rotations, velocity):
+    model = small(extra_dim=extra_dim, rotations=rotations, velocity=velocity).eval()
     cf = model.config
+    if velocity:  # a scale unlike the initial ones, so that the file must carry it
+        model.step_scale.copy_(torch.linspace(0.5, 3.0, cf.pose_dim))
     export_onnx(model, tmp_path / "rtn.onnx", {})
     rollout = session(tmp_path / "rtn.onnx")
     for batch, n in ((1, 1), (3, 30), (2, 90)):

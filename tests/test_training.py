@@ -91,6 +91,33 @@ def test_init_starts_a_new_run_from_another_runs_weights(trained_rtn, tmp_path):
     assert after["history"]["runs"][1]["args"]["lr"] == "0.0001"
 
 
+def test_init_with_velocity_widens_the_frame_encoder_and_starts_as_the_source(trained_rtn, tmp_path):
+    """--init --velocity from a checkpoint without it: E's first layer gets zero columns for each
+    frame's change, so the new network computes what the source's did until training moves them."""
+    from training.train_rtn import _network, _widened, network
+
+    source = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)
+    args = list(trained_rtn["train"])
+    args[args.index("--out") + 1] = str(tmp_path)
+    args[args.index("--steps") + 1] = "5"
+    result = subprocess.run(args + ["--init", str(trained_rtn["checkpoint"]), "--velocity"],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    after = torch.load(tmp_path / "checkpoint.pt", map_location="cpu", weights_only=False)
+    pose = source["config"]["pose_dim"]
+    assert after["config"]["velocity"] and after["model"]["E.0.weight"].shape[1] == 2 * pose
+    spread = after["stats"]["frame_step_std"]
+    assert spread.shape == (pose,) and (spread < after["stats"]["frame_std"]).mean() > 0.9  # a frame moves little
+    np.testing.assert_allclose(after["model"]["step_scale"].numpy(), after["stats"]["frame_std"] / spread, rtol=1e-6)
+
+    widened = _network(network(after).config, after["stats"])
+    widened.load_state_dict(_widened(source["model"], widened))
+    past, target = torch.randn(2, 10, pose), torch.randn(2, source["config"]["target_dim"])
+    with torch.no_grad():
+        np.testing.assert_allclose(widened.eval()(past, target, 7).numpy(), network(source)(past, target, 7).numpy(),
+                                   atol=1e-6)
+
+
 def test_init_refuses_what_is_not_a_checkpoint(trained_rtn, tmp_path):
     args = list(trained_rtn["train"])
     args[args.index("--out") + 1] = str(tmp_path / "run")

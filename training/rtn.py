@@ -49,6 +49,7 @@ class RTNConfig:
     target_dim: int = 158  # target vector: target frame features first, then e.g. joint velocities
     offset_dim: int = 91  # leading features shared by frame and target (the pose, not contacts)
     extra_dim: int = 0  # optional per-step input appended to the frame (0: none)
+    velocity: bool = False  # E also reads the frame's change since the frame before (see RTN._reads)
     rotations: int = 0  # quaternions in the pose right after its first 3 features (0: none)
     past: int = 10  # past frames of context (the first one also seeds the LSTM state)
     frame_hidden: int = 512  # frame encoder E: two hidden layers
@@ -75,8 +76,8 @@ class RTNConfig:
 
     @property
     def input_dim(self):
-        """Frame encoder input: the frame vector plus the extra per-step input."""
-        return self.pose_dim + self.extra_dim
+        """Frame encoder input: the frame vector, the extra per-step input, the frame's change."""
+        return self.pose_dim * (2 if self.velocity else 1) + self.extra_dim
 
     @property
     def future_dim(self):
@@ -117,6 +118,8 @@ class RTN(nn.Module):
             pairs = (joint[:, None] == joint[None, :]) & (joint[:, None] >= 0)
             for name, value in (("pose_mean", frame_mean[:d]), ("pose_std", frame_std[:d]), ("pairs", pairs)):
                 self.register_buffer(name, torch.as_tensor(np.asarray(value), dtype=torch.float32), persistent=False)
+        if cf.velocity:  # per feature, frame_std / the spread of a frame's change (set by training)
+            self.register_buffer("step_scale", torch.ones(cf.pose_dim))
         self.E = mlp([cf.input_dim, cf.frame_hidden, cf.frame_hidden], cf.slope)
         self.F = mlp([cf.target_dim, cf.future_hidden, cf.future_hidden], cf.slope)
         self.O = mlp([cf.offset_dim, cf.future_hidden, cf.future_hidden], cf.slope)
@@ -161,11 +164,18 @@ class RTN(nn.Module):
         return (nn.functional.linear(code, self._columns("F")) + self.R.bias, self._future_gates(noise),
                 self._tta_gates())
 
-    def _reads(self, x, goal, extra):
+    def _reads(self, x, prev, goal, extra):
         """What a step reads besides the recurrent state: [E(x), O(goal - x)], the frame's and the
-        offset's codes. They depend on the frame alone, so the warm-up encodes every past frame at
-        once."""
-        frame = x if extra is None else torch.cat([x, extra], dim=-1)
+        offset's codes. They depend on the frames alone, so the warm-up encodes every past frame at
+        once.
+
+        With ``velocity``, E also reads x - prev, the change since the frame before, in units of its
+        spread: the momentum the first frames of a gap carry on, which E could otherwise only guess
+        from the difference of two codes."""
+        parts = [x] + ([] if extra is None else [extra])
+        if self.config.velocity:
+            parts.append((x - prev) * self.step_scale)
+        frame = torch.cat(parts, dim=-1) if len(parts) > 1 else x
         return torch.cat([self.E(frame), self.O(goal - self._pose(x))], dim=-1)
 
     def _shares(self, tta, fixed):
@@ -190,18 +200,18 @@ class RTN(nn.Module):
         c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
         return torch.sigmoid(o) * torch.tanh(c), c
 
-    def _cell(self, x, h, c, goal, tta, fixed, extra=None):
+    def _cell(self, x, prev, h, c, goal, tta, fixed, extra=None):
         """LSTM update reading frame x_t, and the prediction x_t + (goal - x_t) / tta + D(h_t) of
         the next frame: one even step of the straight line to the target, plus the decoder's
         correction (the paper has x_t + D(h_t)). D then learns how motion departs from
         interpolation, not the way to the target itself, and the last step lands on the key
         (tta = 1) unless D moves it.
 
-        ``goal`` is the target's first offset_dim features, ``tta`` (B,) int64, ``fixed`` the
-        transition's shares of the gates from ``_fixed``.
+        ``prev`` is the frame read the step before, ``goal`` the target's first offset_dim features,
+        ``tta`` (B,) int64, ``fixed`` the transition's shares of the gates from ``_fixed``.
         """
         cf = self.config
-        h, c = self._recur(self._reads(x, goal, extra), self._shares(tta, fixed), h, c)
+        h, c = self._recur(self._reads(x, prev, goal, extra), self._shares(tta, fixed), h, c)
         pose = self._pose(x)
         line = (self._nearer(goal, pose) - pose) / tta.to(x.dtype)[:, None]   # tta >= 1 in a transition
         if cf.offset_dim < cf.pose_dim:
@@ -232,7 +242,8 @@ class RTN(nn.Module):
             # out the weights shared with the step graph alike, and they are stored once
             return (a if per_frame else a[:, None].expand(-1, steps, -1)).flatten(0, 1)
 
-        reads = self._reads(rows(past[:, :steps], True), rows(goal, False),
+        before = torch.cat([past[:, :1], past], dim=1)[:, :steps]  # the first has no frame before
+        reads = self._reads(rows(past[:, :steps], True), rows(before, True), rows(goal, False),
                             None if extra is None else rows(extra, True)).unflatten(0, (b, steps))
         code, noise, table = fixed
         shares = self._shares(tta, (code[:, None], noise[:, None], table))
@@ -252,9 +263,10 @@ class RTN(nn.Module):
         return self._warm_up(past, target[:, :self.config.offset_dim], gap,
                              self._fixed(self.F(target), noise), extra)
 
-    def step(self, x, h, c, target, tta, noise, extra=None):
-        """(x_{t+1}, h, c) from frame x_t (B, pose_dim), tta (B,) int64 frames left to the target."""
-        return self._cell(x, h, c, target[:, :self.config.offset_dim], tta,
+    def step(self, x, h, c, target, tta, noise, extra=None, prev=None):
+        """(x_{t+1}, h, c) from frame x_t (B, pose_dim), tta (B,) int64 frames left to the target,
+        and (with ``velocity``) the frame read the step before, x_{t-1}."""
+        return self._cell(x, prev, h, c, target[:, :self.config.offset_dim], tta,
                           self._fixed(self.F(target), noise), extra)
 
     # The whole transition, for training.
@@ -278,15 +290,15 @@ class RTN(nn.Module):
         gap = torch.full((B,), n, dtype=torch.long, device=past.device)
         goal, fixed = target[:, :self.config.offset_dim], self._fixed(self.F(target), noise)
         h, c = self._warm_up(past, goal, gap, fixed, None if extra is None else extra[:, :P - 1])
-        x, frames = past[:, -1], []
+        x, prev, frames = past[:, -1], past[:, -2 if P > 1 else -1], []
         for k in range(n + 1):
             if k > 0:
-                x = frames[-1]
+                prev, x = x, frames[-1]
                 if self.training and truth is not None and p > 0:
                     use_truth = torch.rand(B, 1, device=past.device) < p
                     x = torch.where(use_truth, truth[:, k - 1], x)
             e = None if extra is None else extra[:, P - 1 + k]
-            y, h, c = self._cell(x, h, c, goal, gap + 1 - k, fixed, e)
+            y, h, c = self._cell(x, prev, h, c, goal, gap + 1 - k, fixed, e)
             frames.append(y)
         return torch.stack(frames, dim=1)
 
@@ -302,27 +314,20 @@ class RTN(nn.Module):
 # step graph, with the body's loop-invariant nodes (the target encoder F and the transition's fixed
 # shares of the gates, see RTN._fixed) hoisted out of the loop. The weights are stored once. Batch is a dynamic axis everywhere; P is fixed at config.past.
 
-class Init(nn.Module):
-    def __init__(self, model):
+class Graph(nn.Module):
+    """RTN.init or RTN.step as a module whose positional inputs are the graph's named inputs."""
+
+    def __init__(self, model, graph, names):
         super().__init__()
-        self.model = model
+        self.model, self.graph, self.names = model, graph, names
 
-    def forward(self, past, target, gap, noise, extra=None):
-        return self.model.init(past, target, gap, noise, extra)
-
-
-class Step(nn.Module):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, x, h, c, target, tta, noise, extra=None):
-        return self.model.step(x, h, c, target, tta, noise, extra)
+    def forward(self, *args):
+        return getattr(self.model, self.graph)(**dict(zip(self.names, args)))
 
 
-GRAPHS = {  # name: (wrapper, inputs, outputs)
-    "init": (Init, ["past", "target", "gap", "noise"], ["h", "c"]),
-    "step": (Step, ["x", "h", "c", "target", "tta", "noise"], ["x_next", "h_next", "c_next"]),
+GRAPHS = {  # name: (inputs, outputs); then "extra", and for the step "prev" when the config has them
+    "init": (["past", "target", "gap", "noise"], ["h", "c"]),
+    "step": (["x", "h", "c", "target", "tta", "noise"], ["x_next", "h_next", "c_next"]),
 }
 
 
@@ -331,7 +336,7 @@ def _traced(model, graph):
     import onnx
 
     cf = model.config
-    wrapper, inputs, outputs = GRAPHS[graph]
+    inputs, outputs = GRAPHS[graph]
     device = model.R.weight.device
     past = torch.randn(1, cf.past, cf.pose_dim, device=device)
     target = torch.randn(1, cf.target_dim, device=device)
@@ -344,6 +349,8 @@ def _traced(model, graph):
         extra = (1, cf.extra_dim)
     if cf.extra_dim:
         inputs, args = inputs + ["extra"], args + [torch.zeros(extra, device=device)]
+    if cf.velocity and graph == "step":
+        inputs, args = inputs + ["prev"], args + [past[:, 0]]
     f = io.BytesIO()
     was_training = model.training
     model.eval()
@@ -351,7 +358,7 @@ def _traced(model, graph):
     try:
         with warnings.catch_warnings():  # the TorchScript exporter is deprecated, and chosen above
             warnings.simplefilter("ignore", DeprecationWarning)
-            torch.onnx.export(wrapper(model), tuple(args), f, input_names=inputs,
+            torch.onnx.export(Graph(model, graph, inputs), tuple(args), f, input_names=inputs,
                               output_names=outputs, opset_version=OPSET, dynamo=False,
                               dynamic_axes={name: {0: "batch"} for name in inputs + outputs})
     finally:
@@ -409,6 +416,11 @@ def _rollout(model):
         N("Add", ["gap", "rollout/one"], ["rollout/trip"]),
         N("Gather", ["past", "rollout/last"], ["rollout/x0"], axis=1),
     ]
+    carried = ["x", "h", "c"]  # the loop's state; with velocity also the frame read the step before
+    if cf.velocity:
+        carried.append("prev")
+        weights.append(const("before", max(cf.past - 2, 0)))
+        nodes.append(N("Gather", ["past", "rollout/before"], ["rollout/prev0"], axis=1))
     if cf.extra_dim:
         inputs.append(value("extra", shape=["batch", "steps", cf.extra_dim]))
         weights.append(const("warm", [cf.past - 1]))
@@ -457,16 +469,18 @@ def _rollout(model):
             body.append(node)
     body += [N("Identity", ["rollout/cond"], ["rollout/cond_out"]),
              N("Identity", ["step/x_next"], ["rollout/frame"])]
+    if cf.velocity:
+        body.append(N("Identity", ["step/x"], ["step/prev_next"]))
     body = helper.make_graph(
         body, "rtn_step",
-        [value("rollout/iter", TensorProto.INT64, []), value("rollout/cond", TensorProto.BOOL, []),
-         value("step/x"), value("step/h"), value("step/c")],
-        [value("rollout/cond_out", TensorProto.BOOL, []), value("step/x_next"),
-         value("step/h_next"), value("step/c_next"), value("rollout/frame")])
-
+        [value("rollout/iter", TensorProto.INT64, []), value("rollout/cond", TensorProto.BOOL, [])]
+        + [value(f"step/{name}") for name in carried],
+        [value("rollout/cond_out", TensorProto.BOOL, [])] + [value(f"step/{name}_next") for name in carried]
+        + [value("rollout/frame")])
+    first = {"x": "rollout/x0", "h": "h", "c": "c", "prev": "rollout/prev0"}
     nodes += [
-        N("Loop", ["rollout/trip", "", "rollout/x0", "h", "c"],
-          ["rollout/x_last", "rollout/h_last", "rollout/c_last", "rollout/frames"], body=body),
+        N("Loop", ["rollout/trip", "", *(first[name] for name in carried)],
+          [f"rollout/{name}_last" for name in carried] + ["rollout/frames"], body=body),
         N("Transpose", ["rollout/frames"], ["frames"], perm=[1, 0, 2]),  # (B, gap + 1, pose_dim)
     ]
     graph = helper.make_graph(nodes, "rtn_rollout", inputs,

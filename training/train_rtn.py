@@ -64,6 +64,9 @@ def add_arguments(parser):
     parser.add_argument("--checkpoint-minutes", type=float, default=5.0)
     parser.add_argument("--validate-every", type=int, default=1000)
     parser.add_argument("--no-mirror", action="store_true", help="do not add mirrored clips")
+    parser.add_argument("--velocity", action="store_true",
+                        help="the frame encoder also reads each frame's change since the one before "
+                             "(a new run, or --init from a checkpoint without it: its weights go on)")
     parser.add_argument("--speeds", default="1",
                         help="comma-separated playback speeds of the training clips, e.g. 0.8,1,1.25: "
                              "more timings for small data sets (default: 1, as captured)")
@@ -101,10 +104,11 @@ class Normaliser(torch.nn.Module):
 
     @staticmethod
     def measure(transitions, rng, min_gap, max_gap, batches=64, batch=64):
-        frames, targets, worlds = [], [], []
+        frames, steps, targets, worlds = [], [], [], []
         for _ in range(batches):
             s = transitions.sample(batch, int(rng.integers(min_gap, max_gap + 1)), rng)
             frames.append(s["truth"].reshape(-1, s["truth"].shape[-1]))
+            steps.append(np.diff(s["truth"], axis=1).reshape(-1, s["truth"].shape[-1]))
             targets.append(s["target"])
             worlds.append(s["world"].reshape(-1, *s["world"].shape[-2:]))
         f, t, w = np.concatenate(frames), np.concatenate(targets), np.concatenate(worlds)
@@ -118,7 +122,8 @@ class Normaliser(torch.nn.Module):
         q = np.where(np.sum(q * q[:1], axis=-1, keepdims=True) < 0, -q, q).mean(axis=0)
         return offset_in_frame_units({
             "frame_mean": f_mean, "frame_std": f_std, "target_mean": t_mean, "target_std": t_std,
-            "world_std": np.maximum(w.std(0), 1e-3), "reference_pose": q / np.linalg.norm(q, axis=-1, keepdims=True)})
+            "world_std": np.maximum(w.std(0), 1e-3), "reference_pose": q / np.linalg.norm(q, axis=-1, keepdims=True),
+            "frame_step_std": np.maximum(np.concatenate(steps).std(0), 1e-3)})
 
 
 def offset_in_frame_units(stats):
@@ -212,16 +217,21 @@ def train(args):
     source = None if state or not args.init else _initial(args.init, lay)
     if state or source:
         # (checkpoints from before ``rotations`` existed: the frame's quaternions are every joint's)
-        config = RTNConfig(**{"rotations": lay.joints, **(state or source)["config"]})
+        saved = (state or source)["config"]
+        config = RTNConfig(**{"rotations": lay.joints, **saved,
+                              "velocity": saved.get("velocity", False) or (not state and args.velocity)})
         # a resumed run keeps its units; a new run keeps the ones its weights learned to read
         stats = state["stats"] if state else offset_in_frame_units(source["stats"])
+        if config.velocity and "frame_step_std" not in stats:
+            stats["frame_step_std"] = Normaliser.measure(train_set, np.random.default_rng(args.seed), args.min_gap,
+                                                         args.max_gap)["frame_step_std"]
     else:
         config = RTNConfig(pose_dim=lay.frame_dim, target_dim=lay.target_dim, offset_dim=lay.frame_dim,
-                           rotations=lay.joints)
+                           rotations=lay.joints, velocity=args.velocity)
         stats = Normaliser.measure(train_set, np.random.default_rng(args.seed), args.min_gap, args.max_gap)
     norm = Normaliser(stats).to(device)
     torch.manual_seed(args.seed)      # the initial weights: the same run from the same --seed
-    model = RTN(config, stats["frame_mean"], stats["frame_std"]).to(device)
+    model = _network(config, stats).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=args.lr, amsgrad=True)
     step, history = 0, {"train": [], "validation": []}
     if state:
@@ -232,7 +242,7 @@ def train(args):
         # checkpoints from before runs were logged: their one earlier run is the one in their meta
         history.setdefault("runs", [{"from_step": 0, "args": state["meta"]["args"]}])
     elif source:  # the weights and the record of how they were made go on; the optimiser starts afresh
-        model.load_state_dict(source["model"])
+        model.load_state_dict(_widened(source["model"], model))
         step, history = source["step"], source["history"]
         history.setdefault("runs", [{"from_step": 0, "args": source["meta"]["args"]}])
         say(f"starting from the weights of {args.init} at step {step}")
@@ -304,12 +314,31 @@ def train(args):
     return ckpt_path
 
 
+def _network(config, stats):
+    """A network for these feature statistics (its weights initial)."""
+    model = RTN(config, stats["frame_mean"], stats["frame_std"])
+    if config.velocity:
+        model.step_scale.copy_(torch.as_tensor(stats["frame_std"] / stats["frame_step_std"]))
+    return model
+
+
 def network(state):
     """A checkpoint's network with its weights, for evaluation."""
-    stats = state["stats"]
-    model = RTN(RTNConfig(**state["config"]), stats["frame_mean"], stats["frame_std"])
+    model = _network(RTNConfig(**state["config"]), state["stats"])
     model.load_state_dict(state["model"])
     return model.eval()
+
+
+def _widened(weights, model):
+    """A checkpoint's weights for ``model``, whose frame encoder may read more inputs (--velocity):
+    E's first layer gets zero columns for them, so the network starts as the checkpoint's."""
+    weights = dict(weights)
+    first, own = weights["E.0.weight"], model.E[0].weight
+    if first.shape != own.shape:
+        weights["E.0.weight"] = torch.cat([first, first.new_zeros(own.shape[0], own.shape[1] - first.shape[1])], 1)
+    if "step_scale" in model.state_dict():
+        weights.setdefault("step_scale", model.step_scale)
+    return weights
 
 
 def _initial(path, layout):
