@@ -245,3 +245,26 @@ def test_speeds_add_clips_played_faster_and_slower(lafan1_zip, trained_rtn):
     assert same(slow[::2], first) and same(fast, first[::2])
     halfway = slow[1::2]                 # between two captured frames: neither of them
     assert not same(halfway, first[:-1]) and not same(halfway, first[1:])
+
+
+def test_the_l2_loss_counts_each_frames_error_in_proportion(lafan1_zip, trained_rtn):
+    """--loss l2 averages each frame's error norm, the benchmark's measure; the paper's MSE averages
+    its square. One frame off by e, then another also off by 2e: l2 triples, MSE grows fivefold."""
+    from inference.dataset import load_motion_set
+    from training.data import Transitions
+    from training.train_rtn import Normaliser, _to_torch, frames_loss
+
+    data = load_motion_set(lafan1_zip, trained_rtn["cache"])
+    batch = _to_torch(Transitions(data, "train", [1], mirrored=False).sample(4, 9, np.random.default_rng(0)), "cpu")
+    state = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)
+    norm, parents = Normaliser(state["stats"]), [int(p) for p in data.skeleton.parents]
+    one, two = batch["truth"].clone(), batch["truth"].clone()
+    one[:, 0, 0] += 0.05                      # the root 5 % of a height off on the first frame
+    two[:, 0, 0] += 0.05
+    two[:, 5, 0] += 0.10                      # and twice that on the sixth
+    (_, r1, l2_one), (_, r2, l2_two) = (frames_loss(o, batch, norm, parents, 0, squared=False) for o in (one, two))
+    (_, _, mse_one), (_, _, mse_two) = (frames_loss(o, batch, norm, parents, 0) for o in (one, two))
+    assert r1 < 1e-3 and r2 < 1e-3          # the rotations are the truth's (up to the floor of the norm)
+    assert l2_one > 0 and mse_one > 0
+    np.testing.assert_allclose(l2_two / l2_one, 3.0, rtol=1e-3)   # the other frames: float noise
+    np.testing.assert_allclose(mse_two / mse_one, 5.0, rtol=1e-3)

@@ -63,7 +63,8 @@ def training_command(args):
             + f" --batch {args['batch']} --lr {args['lr']}" + (" --bf16" if args.get("bf16") == "True" else "")
             + f" --min-gap {args['min_gap']} --max-gap {args['max_gap']} --noise {args.get('noise', '0.5')}"
             + (f" --speeds {args['speeds']}" if args.get("speeds", "1") != "1" else "")
-            + (" --velocity" if args.get("velocity") == "True" else ""))
+            + (" --velocity" if args.get("velocity") == "True" else "")
+            + (f" --loss {args['loss']}" if args.get("loss", "mse") != "mse" else ""))
 
 
 def _precision(weights):
