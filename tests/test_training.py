@@ -69,9 +69,30 @@ def test_resume_continues_where_the_run_stopped(trained_rtn, lafan1_zip, tmp_pat
     assert interp == sorted(interp)
 
 
+def test_a_run_keeps_a_moving_average_of_its_weights_and_ships_it(trained_rtn, tmp_path):
+    """Each step moves the average (decay d) toward the new weights; resumed, the average goes on;
+    the network a checkpoint ships, to export and validation, is the average."""
+    from training.train_rtn import network
+
+    (tmp_path / "checkpoint.pt").write_bytes(trained_rtn["checkpoint"].read_bytes())
+    before = torch.load(tmp_path / "checkpoint.pt", map_location="cpu", weights_only=False)
+    args = list(trained_rtn["train"])
+    args[args.index("--out") + 1] = str(tmp_path)
+    args[args.index("--steps") + 1] = "5"
+    result = subprocess.run(args + ["--average", "0.5"], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    after = torch.load(tmp_path / "checkpoint.pt", map_location="cpu", weights_only=False)
+    assert not torch.equal(before["average"]["R.weight"], before["model"]["R.weight"])   # it lags
+    for name in ("R.weight", "E.0.weight", "D.4.bias"):
+        torch.testing.assert_close(after["average"][name], 0.5 * before["average"][name] + 0.5 * after["model"][name])
+    assert torch.equal(network(after).R.weight.detach(), after["average"]["R.weight"])
+
+
 def test_init_starts_a_new_run_from_another_runs_weights(trained_rtn, tmp_path):
     """--init: a fine-tune in its own folder goes on from the source's weights, units and step
     count, with a fresh optimiser, and keeps the source's record of how its weights were made."""
+    from training.train_rtn import network_weights
+
     source = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)
     args = list(trained_rtn["train"])
     args[args.index("--out") + 1] = str(tmp_path)
@@ -83,8 +104,8 @@ def test_init_starts_a_new_run_from_another_runs_weights(trained_rtn, tmp_path):
     after = torch.load(tmp_path / "checkpoint.pt", map_location="cpu", weights_only=False)
     assert after["step"] == 5
     assert after["optimiser"]["state"][0]["step"] == 1                      # one step of its own
-    change = (after["model"]["R.weight"] - source["model"]["R.weight"]).abs().max()
-    assert 0 < change < 1e-3                                                 # one small step away
+    change = (after["model"]["R.weight"] - network_weights(source)["R.weight"]).abs().max()
+    assert 0 < change < 1e-3                        # one small step away from the weights it ships
     for name, value in source["stats"].items():
         np.testing.assert_array_equal(after["stats"][name], value)
     assert [r["from_step"] for r in after["history"]["runs"]] == [0, 4]
@@ -94,7 +115,7 @@ def test_init_starts_a_new_run_from_another_runs_weights(trained_rtn, tmp_path):
 def test_init_with_velocity_widens_the_frame_encoder_and_starts_as_the_source(trained_rtn, tmp_path):
     """--init --velocity from a checkpoint without it: E's first layer gets zero columns for each
     frame's change, so the new network computes what the source's did until training moves them."""
-    from training.train_rtn import _network, _widened, network
+    from training.train_rtn import _network, _widened, network, network_weights
 
     source = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)
     args = list(trained_rtn["train"])
@@ -111,7 +132,7 @@ def test_init_with_velocity_widens_the_frame_encoder_and_starts_as_the_source(tr
     np.testing.assert_allclose(after["model"]["step_scale"].numpy(), after["stats"]["frame_std"] / spread, rtol=1e-6)
 
     widened = _network(network(after).config, after["stats"])
-    widened.load_state_dict(_widened(source["model"], widened))
+    widened.load_state_dict(_widened(network_weights(source), widened))
     past, target = torch.randn(2, 10, pose), torch.randn(2, source["config"]["target_dim"])
     with torch.no_grad():
         np.testing.assert_allclose(widened.eval()(past, target, 7).numpy(), network(source)(past, target, 7).numpy(),
