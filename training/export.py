@@ -64,7 +64,8 @@ def training_command(args):
             + f" --min-gap {args['min_gap']} --max-gap {args['max_gap']} --noise {args.get('noise', '0.5')}"
             + (f" --speeds {args['speeds']}" if args.get("speeds", "1") != "1" else "")
             + (" --velocity" if args.get("velocity") == "True" else "")
-            + (f" --loss {args['loss']}" if args.get("loss", "mse") != "mse" else ""))
+            + (f" --loss {args['loss']}" if args.get("loss", "mse") != "mse" else "")
+            + (f" --average {args['average']}" if args.get("average", "0.999") != "0.999" else ""))
 
 
 def _precision(weights):
