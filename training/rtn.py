@@ -145,10 +145,15 @@ class RTN(nn.Module):
         return torch.cat([self.R.weight[:, self.parts[p]] for p in parts], dim=1)
 
     def _future_gates(self, future):
-        """R's C matrices applied to a future-sized vector [F part, O part]."""
-        h = self.config.future_hidden
+        """R's C matrices applied to a future-sized vector [F part, O part]. The O part goes through
+        the step's one matrix (see _recur), with zeros for the rest of its input, so that the ONNX
+        file does not store O's columns twice; the product is once per transition."""
+        cf, h = self.config, self.config.future_hidden
+        lead = future.shape[:-1]
+        padded = torch.cat([future.new_zeros(*lead, cf.frame_hidden), future[..., h:],
+                            future.new_zeros(*lead, cf.lstm)], dim=-1)
         return (nn.functional.linear(future[..., :h], self._columns("F"))
-                + nn.functional.linear(future[..., h:], self._columns("O")))
+                + nn.functional.linear(padded, self._columns("E", "O", "h")))
 
     def _tta_gates(self):
         """R's C matrices applied to every time-to-target embedding, (tta_max + 1, 4 lstm): the
