@@ -144,30 +144,32 @@ class RTN(nn.Module):
         ONNX file per list of parts)."""
         return torch.cat([self.R.weight[:, self.parts[p]] for p in parts], dim=1)
 
-    def _future_gates(self, future):
+    def _future_gates(self, future, recurrent):
         """R's C matrices applied to a future-sized vector [F part, O part]. The O part goes through
-        the step's one matrix (see _recur), with zeros for the rest of its input, so that the ONNX
-        file does not store O's columns twice; the product is once per transition."""
+        the step's one matrix ``recurrent`` (see _recur), with zeros for the rest of its input, so
+        that the ONNX file does not store O's columns twice; the product is once per transition."""
         cf, h = self.config, self.config.future_hidden
         lead = future.shape[:-1]
         padded = torch.cat([future.new_zeros(*lead, cf.frame_hidden), future[..., h:],
                             future.new_zeros(*lead, cf.lstm)], dim=-1)
         return (nn.functional.linear(future[..., :h], self._columns("F"))
-                + nn.functional.linear(padded, self._columns("E", "O", "h")))
+                + nn.functional.linear(padded, recurrent))
 
-    def _tta_gates(self):
+    def _tta_gates(self, recurrent):
         """R's C matrices applied to every time-to-target embedding, (tta_max + 1, 4 lstm): the
         embedding's share of the gates, looked up per step. Exported graphs store the table (see
         _traced) rather than compute it."""
         frozen = self.__dict__.get("frozen_tta_gates")
-        return frozen if frozen is not None else self._future_gates(self.tta_table)
+        return frozen if frozen is not None else self._future_gates(self.tta_table, recurrent)
 
     def _fixed(self, code, noise):
         """What a transition holds fixed: the gates' shares of the target's code F(target) (with
-        R's bias) and of the noise, which the step fades out near the target; and the table of
-        ``_tta_gates``, computed once."""
-        return (nn.functional.linear(code, self._columns("F")) + self.R.bias, self._future_gates(noise),
-                self._tta_gates())
+        R's bias) and of the noise, which the step fades out near the target; the table of
+        ``_tta_gates``; and R's columns over [E(x), O(offset), h], which _recur multiplies every
+        step, gathered into one matrix once rather than per step."""
+        recurrent = self._columns("E", "O", "h")
+        return (nn.functional.linear(code, self._columns("F")) + self.R.bias,
+                self._future_gates(noise, recurrent), self._tta_gates(recurrent), recurrent)
 
     def _reads(self, x, prev, goal, extra):
         """What a step reads besides the recurrent state: [E(x), O(goal - x)], the frame's and the
@@ -187,7 +189,7 @@ class RTN(nn.Module):
         """The gates' shares that cost no product per step: the target code's (with R's bias) and the
         faded noise's, ``fixed`` per transition, and the time-to-target embedding's from a table."""
         k = tta.clamp(0, self.config.tta_max)
-        code, noise, table = fixed
+        code, noise, table, _ = fixed
         return code + table[k] + self.fade_table[k] * noise
 
     def _pose(self, x):
@@ -195,12 +197,12 @@ class RTN(nn.Module):
         cf = self.config
         return x if cf.offset_dim == cf.pose_dim else x[..., :cf.offset_dim]
 
-    def _recur(self, reads, shares, h, c):
+    def _recur(self, reads, shares, h, c, recurrent):
         """One LSTM update: the gates are the ``shares`` plus R's W and U matrices and the offset's C
-        matrix applied to [reads, h] in one product (at batch 1 onnxruntime runs one product over
-        the three faster than three)."""
+        matrix, side by side in ``recurrent``, applied to [reads, h] in one product (at batch 1
+        onnxruntime runs one product over the three faster than three)."""
         cf = self.config
-        gates = shares + nn.functional.linear(torch.cat([reads, h], dim=-1), self._columns("E", "O", "h"))
+        gates = shares + nn.functional.linear(torch.cat([reads, h], dim=-1), recurrent)
         i, f, g, o = gates.split(cf.lstm, dim=-1)
         c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
         return torch.sigmoid(o) * torch.tanh(c), c
@@ -216,7 +218,7 @@ class RTN(nn.Module):
         ``tta`` (B,) int64, ``fixed`` the transition's shares of the gates from ``_fixed``.
         """
         cf = self.config
-        h, c = self._recur(self._reads(x, prev, goal, extra), self._shares(tta, fixed), h, c)
+        h, c = self._recur(self._reads(x, prev, goal, extra), self._shares(tta, fixed), h, c, fixed[-1])
         pose = self._pose(x)
         line = (self._nearer(goal, pose) - pose) / tta.to(x.dtype)[:, None]   # tta >= 1 in a transition
         if cf.offset_dim < cf.pose_dim:
@@ -250,10 +252,10 @@ class RTN(nn.Module):
         before = torch.cat([past[:, :1], past], dim=1)[:, :steps]  # the first has no frame before
         reads = self._reads(rows(past[:, :steps], True), rows(before, True), rows(goal, False),
                             None if extra is None else rows(extra, True)).unflatten(0, (b, steps))
-        code, noise, table = fixed
-        shares = self._shares(tta, (code[:, None], noise[:, None], table))
+        code, noise, table, recurrent = fixed
+        shares = self._shares(tta, (code[:, None], noise[:, None], table, recurrent))
         for t in range(steps):
-            h, c = self._recur(reads[:, t], shares[:, t], h, c)
+            h, c = self._recur(reads[:, t], shares[:, t], h, c, recurrent)
         return h, c
 
     # One step at a time: the ONNX "init" and "step" graphs.
@@ -359,7 +361,7 @@ def _traced(model, graph):
     f = io.BytesIO()
     was_training = model.training
     model.eval()
-    model.frozen_tta_gates = model._tta_gates().detach()  # a table in the file, not a product per run
+    model.frozen_tta_gates = model._tta_gates(model._columns("E", "O", "h")).detach()  # a table in the file, not a product per run
     try:
         with warnings.catch_warnings():  # the TorchScript exporter is deprecated, and chosen above
             warnings.simplefilter("ignore", DeprecationWarning)
