@@ -124,22 +124,33 @@ class Motion:
         return replace(self, rotations=quat.unroll(rot), positions=pos, fps=float(fps))
 
 
+def depth_levels(parents):
+    """The joints grouped by depth, root level first: each group's parents all lie in earlier ones."""
+    depth = np.zeros(len(parents), dtype=np.int64)
+    for j, p in enumerate(parents):   # parents come first
+        depth[j] = 0 if p < 0 else depth[p] + 1
+    return [np.flatnonzero(depth == d) for d in range(int(depth.max(initial=0)) + 1)]
+
+
 def forward_kinematics(rotations, positions, parents):
     """Local to world: ``(..., J, 4)`` and ``(..., J, 3)`` in, world rotations and positions out.
 
-    One batched step per joint (parents come first), so the frame and batch axes never loop.
+    One batched step per depth of the hierarchy (all joints whose parents are placed), so neither
+    the frame and batch axes nor the joints of one depth loop: 8 steps for LaFAN1's 22 joints. Each
+    joint's arithmetic is the same as one step per joint, so the results are too.
     """
+    parents = np.asarray(parents)
     lead = np.broadcast_shapes(rotations.shape[:-1], positions.shape[:-1])
     dtype = np.result_type(rotations, positions)
     grot = np.empty(lead + (4,), dtype=dtype)
     gpos = np.empty(lead + (3,), dtype=dtype)
-    for j, p in enumerate(parents):
-        if p < 0:
-            grot[..., j, :] = rotations[..., j, :]
-            gpos[..., j, :] = positions[..., j, :]
-        else:
-            grot[..., j, :] = quat.mul(grot[..., p, :], rotations[..., j, :])
-            gpos[..., j, :] = quat.rotate(grot[..., p, :], positions[..., j, :]) + gpos[..., p, :]
+    roots, *levels = depth_levels(parents)
+    grot[..., roots, :] = rotations[..., roots, :]
+    gpos[..., roots, :] = positions[..., roots, :]
+    for js in levels:
+        ps = parents[js]
+        grot[..., js, :] = quat.mul(grot[..., ps, :], rotations[..., js, :])
+        gpos[..., js, :] = quat.rotate(grot[..., ps, :], positions[..., js, :]) + gpos[..., ps, :]
     return grot, gpos
 
 
