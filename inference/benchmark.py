@@ -2,12 +2,12 @@
 
 Test windows are 65 frames every 40 of the test subject's clips, statistics windows 50 every 20 of the
 training subjects'; each window is centred and turned to face +X on its last past frame. A method
-fills the ``n`` frames between 10 past frames and the target key, and is scored on those frames by
+fills the ``n`` frames between 10 past frames and the target key (given the frame after it too), and is scored on those frames by
 L2Q (world quaternions), L2P (world positions normalised by the statistics) and NPSS (power spectrum
 similarity of the world quaternions). Bone translations other than the root's are the skeleton's
 offsets of the first statistics window, for the ground truth and for every method alike.
 
-Beyond the protocol, ``long=True`` scores gaps of 60, 90 and 120 frames (windows of 131 frames, every
+Beyond the protocol, ``long=True`` scores gaps of 60, 90 and 120 frames (windows of 132 frames, every
 40, the same statistics), where a model serves gaps longer than it was trained on. There a truthful
 ending is one of many, so besides the errors it reports PEAK, each window's fastest joint speed in
 the data's units per frame (99th percentile over windows, joints going into and out of the gap
@@ -38,7 +38,7 @@ class Benchmark:
     """Normalised test windows and the statistics that scale positions."""
 
     skeleton: Skeleton
-    rotations: np.ndarray   # (N, 65, J, 4) local (131 frames for long gaps)
+    rotations: np.ndarray   # (N, 65, J, 4) local (132 frames for long gaps)
     positions: np.ndarray   # (N, 65, J, 3) local: root translation, then the skeleton's offsets
     x_mean: np.ndarray      # (J * 3,)
     x_std: np.ndarray       # (J * 3,)
@@ -48,9 +48,11 @@ class Benchmark:
         return self.rotations.shape[0]
 
     def gap(self, n):
-        """The benchmark's transitions of length ``n`` as one batch."""
+        """The benchmark's transitions of length ``n`` as one batch, with the frame after each target
+        (the protocol gives a method the frames after the target; only the target constrains it)."""
         r, p = self.rotations, self.positions
-        return Gap(self.skeleton, r[:, :PAST], p[:, :PAST], r[:, PAST + n], p[:, PAST + n], n)
+        return Gap(self.skeleton, r[:, :PAST], p[:, :PAST], r[:, PAST + n], p[:, PAST + n], n,
+                   r[:, PAST + n + 1], p[:, PAST + n + 1])
 
     def capture(self, gap):
         """The captured frames of the gap: the method that scores zero, and PEAK's reference."""
@@ -72,7 +74,7 @@ def load_benchmark(path, progress=None, long=False):
     x_mean, x_std = position_statistics(rot, pos, parents)
     offsets = pos[0, 0, 1:]
 
-    width = PAST + max(LONG_LENGTHS) + 1 if long else WINDOW
+    width = PAST + max(LONG_LENGTHS) + 2 if long else WINDOW    # the target, then the frame after it
     rot, pos = centre_and_face(*gather_windows(test, width, OFFSET), parents, PAST - 1)
     pos[:, :, 1:] = offsets
     sk = train[0].skeleton

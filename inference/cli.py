@@ -127,9 +127,8 @@ def _variants(args):
 
     motion, model, options = _load(args)
     start, end = args.gap
-    gap, after = gap_in(motion, start, end, model.past)
-    rot, pos = model.variants(gap, args.k, variation=options["variation"], seed=options["seed"],
-                              after=after, blend=options["blend"])
+    rot, pos = model.variants(gap_in(motion, start, end, model.past), args.k, variation=options["variation"],
+                              seed=options["seed"], blend=options["blend"])
     args.output.mkdir(parents=True, exist_ok=True)
     for i in range(args.k):
         r, p = motion.rotations.copy(), motion.positions.copy()

@@ -115,13 +115,13 @@ class TransitionModel:
     def __call__(self, gap):
         return self.fill(gap)
 
-    def fill(self, gap, variation=0.0, seed=None, blend=None, after=None, noise=None):
+    def fill(self, gap, variation=0.0, seed=None, blend=None, noise=None):
         """The ``gap.length`` in-between frames of every gap: local rotations and translations.
 
-        ``after`` is the frame after each target key as a ``(rotations, positions)`` pair when it
-        is known; ``blend`` the number of frames over which the target blend rises to 1 (default
-        BLEND; the whole transition when it is shorter); ``variation`` the strength of the noise that makes variants, drawn
-        from ``seed`` unless ``noise`` (B, noise_dim) is given.
+        The target's velocity comes from ``gap.after`` when the gap has it; ``blend`` is the number
+        of frames over which the target blend rises to 1 (default BLEND; the whole transition when
+        it is shorter); ``variation`` the strength of the noise that makes variants, drawn from
+        ``seed`` unless ``noise`` (B, noise_dim) is given.
         """
         self.check_skeleton(gap.skeleton)
         n = int(gap.length)
@@ -129,6 +129,7 @@ class TransitionModel:
             raise ModelError(f"a gap of {n} frames is outside what model {self.name} fills "
                              f"(1 to {self.max_gap}); add a key inside the gap or choose another model")
         arrays = [gap.past_rotations, gap.past_positions, gap.target_rotations, gap.target_positions]
+        after = gap.after
         if after is not None:
             arrays += list(after)
         if not all(np.isfinite(a).all() for a in arrays):
@@ -174,13 +175,11 @@ class TransitionModel:
 
     def variants(self, gap, k, variation=1.0, seed=None, **kwargs):
         """``k`` different transitions for each gap in one batched call: arrays (k, B, n, J, …)."""
-        repeat = lambda a: np.concatenate([a] * k, axis=0)  # noqa: E731
-        many = replace(gap, past_rotations=repeat(gap.past_rotations), past_positions=repeat(gap.past_positions),
-                       target_rotations=repeat(gap.target_rotations), target_positions=repeat(gap.target_positions))
-        after = kwargs.pop("after", None)
-        if after is not None:
-            after = (repeat(after[0]), repeat(after[1]))
-        rot, pos = self.fill(many, variation=variation, seed=seed, after=after, **kwargs)
+        repeat = lambda a: None if a is None else np.concatenate([a] * k, axis=0)  # noqa: E731
+        arrays = ("past_rotations", "past_positions", "target_rotations", "target_positions",
+                  "after_rotations", "after_positions")
+        many = replace(gap, **{name: repeat(getattr(gap, name)) for name in arrays})
+        rot, pos = self.fill(many, variation=variation, seed=seed, **kwargs)
         return rot.reshape((k, gap.batch) + rot.shape[1:]), pos.reshape((k, gap.batch) + pos.shape[1:])
 
 
@@ -199,7 +198,7 @@ def target_blend(frames, target, blend=None):
 
 def gap_in(motion, start, end, past):
     """The gap of ``motion`` strictly between key frames ``start`` and ``end``, as a batch of one,
-    and the frame after ``end`` when there is one."""
+    with the frame after ``end`` when there is one."""
     if not 0 <= start < end < motion.n_frames:
         raise ModelError(f"{motion.name}: the keys {start}:{end} are not two frames of its "
                          f"{motion.n_frames} (0 to {motion.n_frames - 1}) in order")
@@ -207,10 +206,9 @@ def gap_in(motion, start, end, past):
         raise ModelError(f"{motion.name}: no frame lies strictly between keys {start} and {end}")
     first = max(0, start + 1 - past)
     r, p = motion.rotations, motion.positions
-    after = (r[None, end + 1], p[None, end + 1]) if end + 1 < motion.n_frames else None
-    gap = Gap(motion.skeleton, r[None, first:start + 1], p[None, first:start + 1], r[None, end], p[None, end],
-              end - start - 1)
-    return gap, after
+    after = (r[None, end + 1], p[None, end + 1]) if end + 1 < motion.n_frames else (None, None)
+    return Gap(motion.skeleton, r[None, first:start + 1], p[None, first:start + 1], r[None, end], p[None, end],
+               end - start - 1, *after)
 
 
 def fill_gaps(model, motion, gaps, progress=None, **kwargs):
@@ -221,8 +219,7 @@ def fill_gaps(model, motion, gaps, progress=None, **kwargs):
     """
     out = replace(motion, rotations=motion.rotations.copy(), positions=motion.positions.copy())
     for i, (start, end) in enumerate(gaps):
-        gap, after = gap_in(out, start, end, model.past)
-        rot, pos = model.fill(gap, after=after, **kwargs)
+        rot, pos = model.fill(gap_in(out, start, end, model.past), **kwargs)
         out.rotations[start + 1:end], out.positions[start + 1:end] = rot[0], pos[0]
         if progress is not None:
             progress(i + 1, len(gaps))

@@ -19,7 +19,10 @@ class Gap:
     """A batch of ``B`` gaps of ``length`` frames: the frames before each and the key that ends it.
 
     ``past_*`` hold ``P`` frames up to and including the last key before the gap; ``target_*`` the
-    key right after it. All arrays are local (per-joint) rotations and translations.
+    key right after it; ``after_*``, when known, the frame after that key. The target is the only
+    constraint, but the frame after it tells how the motion goes on through it (the benchmark's
+    protocol allows it, and an animator's next keys give it), so a method may read its velocity.
+    All arrays are local (per-joint) rotations and translations.
     """
 
     skeleton: Skeleton
@@ -28,10 +31,17 @@ class Gap:
     target_rotations: np.ndarray  # (B, J, 4)
     target_positions: np.ndarray  # (B, J, 3)
     length: int
+    after_rotations: np.ndarray | None = None  # (B, J, 4)
+    after_positions: np.ndarray | None = None  # (B, J, 3)
 
     @property
     def batch(self):
         return self.past_rotations.shape[0]
+
+    @property
+    def after(self):
+        """The frame after the target key as a ``(rotations, positions)`` pair, or None."""
+        return None if self.after_rotations is None else (self.after_rotations, self.after_positions)
 
 
 def zero_velocity(gap):

@@ -44,8 +44,8 @@ def test_fill_changes_only_the_gap_and_lands_on_the_target(model, clip):
     assert same_rotation(out.rotations[131:], motion.rotations[131:]) < 1e-12
     assert np.all(np.abs(np.linalg.norm(out.rotations, axis=-1) - 1) < 1e-9)
     # the target blend rises to 1 on the key, so the last generated frame is 30/31 of the way there
-    gap, after = gap_in(motion, 100, 131, model.past)
-    raw_rot, raw_pos = model.fill(gap, after=after, blend=1)
+    gap = gap_in(motion, 100, 131, model.past)
+    raw_rot, raw_pos = model.fill(gap, blend=1)
     last_raw = np.abs(raw_pos[0, -1, 0] - motion.positions[131, 0]).max()
     last_blended = np.abs(out.positions[130, 0] - motion.positions[131, 0]).max()
     assert last_blended < last_raw
@@ -54,7 +54,7 @@ def test_fill_changes_only_the_gap_and_lands_on_the_target(model, clip):
     untouched = 31 - BLEND
     assert np.abs(out.positions[101:101 + untouched] - raw_pos[0, :untouched]).max() < 1e-9
     assert np.abs(out.positions[101 + untouched:131, 0] - raw_pos[0, untouched:, 0]).max(axis=-1).min() > 0
-    whole_rot, whole_pos = model.fill(gap, after=after, blend=31)
+    whole_rot, whole_pos = model.fill(gap, blend=31)
     assert np.abs(whole_pos[0, 0, 0] - raw_pos[0, 0, 0]).max() > 0
 
 
@@ -75,14 +75,27 @@ def test_fill_is_invariant_to_where_the_character_stands(model, clip):
     assert same_rotation(b.rotations[51:80, 1:], a.rotations[51:80, 1:]) < 1e-4
 
 
+def test_the_frame_after_the_target_is_read_when_there_is_one(model, clip):
+    """The key's velocity, from the frame after it, shapes the way in; the clip's last key has none."""
+    _, motion = clip
+    gap = gap_in(motion, 100, 131, model.past)
+    np.testing.assert_array_equal(gap.after_rotations[0], motion.rotations[132])
+    _, with_after = model.fill(gap)
+    _, without = model.fill(replace(gap, after_rotations=None, after_positions=None))
+    assert np.abs(with_after - without).max() > 1e-3
+    last = motion.n_frames - 1
+    assert gap_in(motion, last - 31, last, model.past).after is None
+    assert np.isfinite(fill_gaps(model, motion, [(last - 31, last)]).positions).all()
+
+
 def test_variants_differ_and_zero_variation_is_deterministic(model, clip):
     _, motion = clip
-    gap, after = gap_in(motion, 200, 241, model.past)
-    rot, pos = model.variants(gap, 4, variation=1.0, seed=3, after=after)
+    gap = gap_in(motion, 200, 241, model.past)
+    rot, pos = model.variants(gap, 4, variation=1.0, seed=3)
     assert rot.shape == (4, 1, 40, 22, 4)
     spread = np.abs(pos[:, 0, :, 0] - pos[:, 0, :, 0].mean(axis=0)).max()
     assert spread > 1e-3
-    r0, p0 = model.variants(gap, 2, variation=0.0, seed=3, after=after)
+    r0, p0 = model.variants(gap, 2, variation=0.0, seed=3)
     np.testing.assert_array_equal(p0[0], p0[1])
 
 
@@ -201,10 +214,11 @@ def test_bench_speed_prints_every_timing(model, tmp_path):
 def test_generated_signs_follow_the_callers_keys(model, clip):
     """q and -q are one rotation; the frames generated continue whichever sign the keys were given in."""
     _, motion = clip
-    gap, after = gap_in(motion, 100, 131, model.past)
-    flipped = replace(gap, past_rotations=-gap.past_rotations, target_rotations=-gap.target_rotations)
-    rot, pos = model.fill(gap, after=after)
-    rot_f, pos_f = model.fill(flipped, after=(-after[0], after[1]))
+    gap = gap_in(motion, 100, 131, model.past)
+    flipped = replace(gap, past_rotations=-gap.past_rotations, target_rotations=-gap.target_rotations,
+                      after_rotations=-gap.after_rotations)
+    rot, pos = model.fill(gap)
+    rot_f, pos_f = model.fill(flipped)
     np.testing.assert_allclose(pos_f, pos, atol=1e-9)
     np.testing.assert_allclose(rot_f, -rot, atol=1e-9)
     assert np.all(np.sum(rot[:, 0] * gap.past_rotations[:, -1], axis=-1) > 0)
