@@ -2,10 +2,11 @@
 
 Test windows are 65 frames every 40 of the test subject's clips, statistics windows 50 every 20 of the
 training subjects'; each window is centred and turned to face +X on its last past frame. A method
-fills the ``n`` frames between 10 past frames and the target key (given the frame after it too), and is scored on those frames by
-L2Q (world quaternions), L2P (world positions normalised by the statistics) and NPSS (power spectrum
-similarity of the world quaternions). Bone translations other than the root's are the skeleton's
-offsets of the first statistics window, for the ground truth and for every method alike.
+fills the ``n`` frames between 10 past frames and the target key (given the frame after it too), and
+is scored on those frames by L2Q (world quaternions), L2P (world positions normalised by the
+statistics) and NPSS (power spectrum similarity of the world quaternions). Bone translations other
+than the root's are the skeleton's offsets of the first statistics window, for the ground truth and
+for every method alike.
 
 Beyond the protocol, ``long=True`` scores gaps of 60, 90 and 120 frames (windows of 132 frames, every
 40, the same statistics), where a model serves gaps longer than it was trained on. There a truthful

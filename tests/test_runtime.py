@@ -12,7 +12,7 @@ import pytest
 from inference.bvh import read_bvh, write_bvh
 from inference.dataset import read_motions
 from inference.errors import BetwixtError
-from inference.runtime import BLEND, ModelError, TransitionModel, fill_gaps, gap_in, superres
+from inference.runtime import BLEND, START_BLEND, ModelError, TransitionModel, fill_gaps, gap_in, start_blend, superres
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,6 +56,23 @@ def test_fill_changes_only_the_gap_and_lands_on_the_target(model, clip):
     assert np.abs(out.positions[101 + untouched:131, 0] - raw_pos[0, untouched:, 0]).max(axis=-1).min() > 0
     whole_rot, whole_pos = model.fill(gap, blend=31)
     assert np.abs(whole_pos[0, 0, 0] - raw_pos[0, 0, 0]).max() > 0
+
+
+def test_start_blend_carries_the_last_keys_velocity_and_fades(model, clip):
+    rng = np.random.default_rng(0)
+    frames, past = rng.normal(size=(3, 12, 7)), rng.normal(size=(3, 10, 7))
+    out = start_blend(frames, past, length=4)
+    np.testing.assert_allclose(out[:, 0], 2 * past[:, -1] - past[:, -2], atol=1e-12)
+    np.testing.assert_array_equal(out[:, 4:], frames[:, 4:])
+    assert np.all(np.diff(np.abs(out - frames)[:, :5].max(axis=-1), axis=1) < 0)   # a linear fade to none
+    held = start_blend(frames, np.repeat(past[:, -1:], 10, axis=1), length=4)       # a key at a clip's start
+    np.testing.assert_allclose(held[:, 0], past[:, -1], atol=1e-12)
+    # in a fill, the root's first frame goes on at the key's velocity (the target blend, over the
+    # last BLEND frames, does not reach it)
+    _, motion = clip
+    assert 30 > BLEND and START_BLEND > 1
+    out = fill_gaps(model, motion, [(100, 131)]).positions[:, 0]
+    np.testing.assert_allclose(out[101], 2 * motion.positions[100, 0] - motion.positions[99, 0], atol=1e-6)
 
 
 def test_fill_is_invariant_to_where_the_character_stands(model, clip):

@@ -13,7 +13,7 @@ import torch
 from inference.dataset import load_motion_set
 from inference.errors import DataError
 from inference.features import Layout
-from inference.runtime import BLEND, KIND_RTN, MAX_GAP, METADATA_VERSION
+from inference.runtime import BLEND, KIND_RTN, MAX_GAP, METADATA_VERSION, START_BLEND
 from .data import Transitions
 from .rtn import LARGE, WEIGHTS, RTNConfig, export_onnx
 from .train_rtn import VALIDATION_LENGTHS, Normaliser, network, source_commit, validate
@@ -128,11 +128,12 @@ def model_card(path, state, meta, bench=None, weights="float32", validation=None
             lines += [f"| {m} | " + " | ".join(f"{v:.3f}" for v in ratio[m].values()) + " |" for m in ratio]
     if validation:
         lines += ["", "## Validation (gaps in the held-out last tenth of every training clip)", "",
-                  f"Root mean square error of the float32 network (target blend over {BLEND} frames) over the same "
-                  f"{validation['windows']} windows per length as straight-line interpolation from the "
-                  "last past frame to the target key. Each window's missing frames and target lie in the "
-                  "held-out tenth; its past frames may precede it. Rotations in quaternion components, "
-                  "positions in spreads of each joint coordinate (the training loss's units). Lower is better.", "",
+                  f"Root mean square error of the float32 network (start blend over {START_BLEND} frames, "
+                  f"target blend over {BLEND}) over the same {validation['windows']} windows per length as "
+                  "straight-line interpolation from the last past frame to the target key. Each window's "
+                  "missing frames and target lie in the held-out tenth; its past frames may precede it. "
+                  "Rotations in quaternion components, positions in spreads of each joint coordinate (the "
+                  "training loss's units). Lower is better.", "",
                   "| frames | rotations | interpolation | ratio | positions | interpolation | ratio |",
                   "|---|---|---|---|---|---|---|"]
         for i, n in enumerate(VALIDATION_LENGTHS):

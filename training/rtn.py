@@ -319,7 +319,8 @@ class RTN(nn.Module):
 # the dynamo exporter needs onnxscript, which this project does not install). "rollout", the graph
 # to ship, is assembled from those two: the init graph's nodes, then an ONNX Loop whose body is the
 # step graph, with the body's loop-invariant nodes (the target encoder F and the transition's fixed
-# shares of the gates, see RTN._fixed) hoisted out of the loop. The weights are stored once. Batch is a dynamic axis everywhere; P is fixed at config.past.
+# shares of the gates, see RTN._fixed) hoisted out of the loop. The weights are stored once. Batch is
+# a dynamic axis everywhere; P is fixed at config.past.
 
 class Graph(nn.Module):
     """RTN.init or RTN.step as a module whose positional inputs are the graph's named inputs."""
@@ -361,7 +362,8 @@ def _traced(model, graph):
     f = io.BytesIO()
     was_training = model.training
     model.eval()
-    model.frozen_tta_gates = model._tta_gates(model._columns("E", "O", "h")).detach()  # a table in the file, not a product per run
+    # a table in the file, not a product per run
+    model.frozen_tta_gates = model._tta_gates(model._columns("E", "O", "h")).detach()
     try:
         with warnings.catch_warnings():  # the TorchScript exporter is deprecated, and chosen above
             warnings.simplefilter("ignore", DeprecationWarning)

@@ -29,7 +29,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from inference.dataset import load_motion_set
 from inference.errors import DataError
 from inference.features import chain
-from inference.runtime import target_blend
+from inference.runtime import start_blend, target_blend
 from .data import Transitions
 from .kinematics import forward_kinematics
 from .rtn import RTN, RTNConfig
@@ -169,10 +169,11 @@ def interpolated(batch, n):
 
 
 def blended(frames, batch, length):
-    """The runtime's target blend over the last ``length`` frames, on a batch's frames."""
-    target = batch["target"][:, :frames.shape[-1]]
-    return torch.from_numpy(target_blend(frames.cpu().double().numpy(), target.cpu().double().numpy(),
-                                         length)).to(frames)
+    """The runtime's start blend, then its target blend over the last ``length`` frames, on a
+    batch's frames."""
+    numpy = lambda t: t.cpu().double().numpy()  # noqa: E731
+    started = start_blend(numpy(frames), numpy(batch["past"]))
+    return torch.from_numpy(target_blend(started, numpy(batch["target"][:, :frames.shape[-1]]), length)).to(frames)
 
 
 def frames_loss(out, batch, norm, parents, trajectory, squared=True):
@@ -390,7 +391,7 @@ def _initial(path, layout):
 def validate(model, norm, val_set, parents, device, batches=4, batch=64, interpolate=False, blend=None):
     """Root mean rotation and position errors per validation length, with no teacher forcing, of
     the model or (``interpolate``) of straight-line interpolation; ``blend`` (a length in frames)
-    applies the runtime's target blend first, as a user sees the transitions.
+    applies the runtime's start and target blends first, as a user sees the transitions.
 
     The same fixed windows every time (a fixed seed), so the curve shows the model, not the draw.
     """
