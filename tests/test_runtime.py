@@ -12,7 +12,8 @@ import pytest
 from inference.bvh import read_bvh, write_bvh
 from inference.dataset import read_motions
 from inference.errors import BetwixtError
-from inference.runtime import BLEND, START_BLEND, ModelError, TransitionModel, fill_gaps, gap_in, start_blend, superres
+from inference.runtime import (BLEND, START_BLEND, ModelError, TransitionModel, end_blend, fill_gaps, gap_in,
+                               start_blend, superres)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,22 +44,27 @@ def test_fill_changes_only_the_gap_and_lands_on_the_target(model, clip):
     assert same_rotation(out.rotations[:101], motion.rotations[:101]) < 1e-12
     assert same_rotation(out.rotations[131:], motion.rotations[131:]) < 1e-12
     assert np.all(np.abs(np.linalg.norm(out.rotations, axis=-1) - 1) < 1e-9)
-    # the target blend rises to 1 on the key, so the last generated frame is 30/31 of the way there
-    gap = gap_in(motion, 100, 131, model.past)
-    raw_rot, raw_pos = model.fill(gap, blend=1)
+    # with the frame after the key known, the end blend runs the root into the key at its velocity
+    np.testing.assert_allclose(out.positions[130, 0], 2 * motion.positions[131, 0] - motion.positions[132, 0],
+                               atol=1e-6)
+    # without it, the target blend alone rises to 1 on the key, so the last generated frame is
+    # 30/31 of the way there
+    gap = replace(gap_in(motion, 100, 131, model.past), after_rotations=None, after_positions=None)
+    _, pos = model.fill(gap)
+    _, raw_pos = model.fill(gap, blend=1)
     last_raw = np.abs(raw_pos[0, -1, 0] - motion.positions[131, 0]).max()
-    last_blended = np.abs(out.positions[130, 0] - motion.positions[131, 0]).max()
+    last_blended = np.abs(pos[0, -1, 0] - motion.positions[131, 0]).max()
     assert last_blended < last_raw
     # by default over the last BLEND frames only: the 30 generated frames and the key are 31 steps,
-    # and the first 31 - BLEND of them are the network's own
+    # and the first 31 - BLEND of them are the same as without it
     untouched = 31 - BLEND
-    assert np.abs(out.positions[101:101 + untouched] - raw_pos[0, :untouched]).max() < 1e-9
-    assert np.abs(out.positions[101 + untouched:131, 0] - raw_pos[0, untouched:, 0]).max(axis=-1).min() > 0
-    whole_rot, whole_pos = model.fill(gap, blend=31)
+    assert np.abs(pos[0, :untouched] - raw_pos[0, :untouched]).max() < 1e-9
+    assert np.abs(pos[0, untouched:, 0] - raw_pos[0, untouched:, 0]).max(axis=-1).min() > 0
+    _, whole_pos = model.fill(gap, blend=31)
     assert np.abs(whole_pos[0, 0, 0] - raw_pos[0, 0, 0]).max() > 0
 
 
-def test_start_blend_carries_the_last_keys_velocity_and_fades(model, clip):
+def test_start_and_end_blends_carry_the_keys_velocities(model, clip):
     rng = np.random.default_rng(0)
     frames, past = rng.normal(size=(3, 12, 7)), rng.normal(size=(3, 10, 7))
     out = start_blend(frames, past, length=4)
@@ -67,12 +73,20 @@ def test_start_blend_carries_the_last_keys_velocity_and_fades(model, clip):
     assert np.all(np.diff(np.abs(out - frames)[:, :5].max(axis=-1), axis=1) < 0)   # a linear fade to none
     held = start_blend(frames, np.repeat(past[:, -1:], 10, axis=1), length=4)       # a key at a clip's start
     np.testing.assert_allclose(held[:, 0], past[:, -1], atol=1e-12)
-    # in a fill, the root's first frame goes on at the key's velocity (the target blend, over the
-    # last BLEND frames, does not reach it)
+    key = frames[:, -1]
+    after = key + 0.1 * rng.normal(size=key.shape)       # quaternion parts in the key's sign
+    out = end_blend(frames, key, after)
+    np.testing.assert_allclose(out[:, -2], 2 * key - after, atol=1e-12)
+    np.testing.assert_array_equal(out[:, -1], key)
+    assert np.all(np.diff(np.abs(out - frames)[:, :-1].max(axis=-1), axis=1) > 0)  # rising over the gap
+    np.testing.assert_array_equal(end_blend(frames, key, None), frames)
+    # in a fill, the root's first frame goes on at the last key's velocity (with no frame after the
+    # target, the end blend is off, and the target blend, over the last BLEND frames, does not reach it)
     _, motion = clip
     assert 30 > BLEND and START_BLEND > 1
-    out = fill_gaps(model, motion, [(100, 131)]).positions[:, 0]
-    np.testing.assert_allclose(out[101], 2 * motion.positions[100, 0] - motion.positions[99, 0], atol=1e-6)
+    gap = replace(gap_in(motion, 100, 131, model.past), after_rotations=None, after_positions=None)
+    _, pos = model.fill(gap)
+    np.testing.assert_allclose(pos[0, 0, 0], 2 * motion.positions[100, 0] - motion.positions[99, 0], atol=1e-6)
 
 
 def test_fill_is_invariant_to_where_the_character_stands(model, clip):

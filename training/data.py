@@ -59,7 +59,8 @@ class Transitions:
         ``past`` (B, P, frame_dim); ``target`` (B, target_dim); ``truth`` (B, n + 1, frame_dim) the
         missing frames and the target; ``world`` (B, n + 1, J, 3) their world positions in heights;
         ``base`` (B, J, 3) the translations of the last past frame, which the network does not
-        predict for joints other than the trajectory joint.
+        predict for joints other than the trajectory joint; ``after`` (B, frame_dim) the frame after
+        the target, for the runtime's end blend.
         """
         width = self.past + n + 2
         room = np.maximum(self.lengths - width + 1, 0)
@@ -94,4 +95,5 @@ class Transitions:
             "truth": frames[:, p:p + n + 1].astype(np.float32),
             "world": (world / lay.height).astype(np.float32),
             "base": (pos[:, p - 1] / lay.height).astype(np.float32),
+            "after": frame_features(after_rot, pos[:, p + n + 1], self.parents, lay).astype(np.float32),
         }

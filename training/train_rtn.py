@@ -29,7 +29,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from inference.dataset import load_motion_set
 from inference.errors import DataError
 from inference.features import chain
-from inference.runtime import start_blend, target_blend
+from inference.runtime import end_blend, start_blend, target_blend
 from .data import Transitions
 from .kinematics import forward_kinematics
 from .rtn import RTN, RTNConfig
@@ -169,11 +169,12 @@ def interpolated(batch, n):
 
 
 def blended(frames, batch, length):
-    """The runtime's start blend, then its target blend over the last ``length`` frames, on a
-    batch's frames."""
+    """The runtime's blends on a batch's frames: the start blend, the target blend over the last
+    ``length`` frames, and the end blend."""
     numpy = lambda t: t.cpu().double().numpy()  # noqa: E731
+    key = numpy(batch["target"][:, :frames.shape[-1]])
     started = start_blend(numpy(frames), numpy(batch["past"]))
-    return torch.from_numpy(target_blend(started, numpy(batch["target"][:, :frames.shape[-1]]), length)).to(frames)
+    return torch.from_numpy(end_blend(target_blend(started, key, length), key, numpy(batch["after"]))).to(frames)
 
 
 def frames_loss(out, batch, norm, parents, trajectory, squared=True):
@@ -391,7 +392,7 @@ def _initial(path, layout):
 def validate(model, norm, val_set, parents, device, batches=4, batch=64, interpolate=False, blend=None):
     """Root mean rotation and position errors per validation length, with no teacher forcing, of
     the model or (``interpolate``) of straight-line interpolation; ``blend`` (a length in frames)
-    applies the runtime's start and target blends first, as a user sees the transitions.
+    applies the runtime's blends first, as a user sees the transitions.
 
     The same fixed windows every time (a fixed seed), so the curve shows the model, not the draw.
     """
