@@ -271,15 +271,20 @@ def gap_in(motion, start, end, past):
                end - start - 1, *after)
 
 
-def fill_gaps(model, motion, gaps, progress=None, **kwargs):
+def fill_gaps(model, motion, gaps, progress=None, after=True, **kwargs):
     """``motion`` with the frames strictly inside each ``(start, end)`` key pair generated, in order,
     each gap's past context taken from the frames generated before it (Harvey & Pal 2018, §7.4).
 
-    ``progress(done, total)`` is called after each gap (it may raise to stop the work).
+    ``after``: whether the frame after each end key is the user's to read (an animator's next key or
+    curve); not where only the keys of a denser clip are given. ``progress(done, total)`` is called
+    after each gap (it may raise to stop the work).
     """
     out = replace(motion, rotations=motion.rotations.copy(), positions=motion.positions.copy())
     for i, (start, end) in enumerate(gaps):
-        rot, pos = model.fill(gap_in(out, start, end, model.past), **kwargs)
+        gap = gap_in(out, start, end, model.past)
+        if not after:
+            gap = replace(gap, after_rotations=None, after_positions=None)
+        rot, pos = model.fill(gap, **kwargs)
         out.rotations[start + 1:end], out.positions[start + 1:end] = rot[0], pos[0]
         if progress is not None:
             progress(i + 1, len(gaps))
@@ -287,7 +292,8 @@ def fill_gaps(model, motion, gaps, progress=None, **kwargs):
 
 
 def superres(model, motion, every, **kwargs):
-    """Dense motion from the keys every ``every`` frames of ``motion`` (and its last frame)."""
+    """Dense motion from the keys every ``every`` frames of ``motion`` (and its last frame), read
+    alone: the frames between them are the ones to generate."""
     if every < 2:
         raise ModelError(f"keys every {every} frames leave nothing to fill; use 2 or more")
     keys = list(range(0, motion.n_frames, every))
@@ -295,7 +301,7 @@ def superres(model, motion, every, **kwargs):
         keys.append(motion.n_frames - 1)
     if len(keys) < 2:
         raise ModelError(f"{motion.name}: a single frame holds no gap to fill")
-    return fill_gaps(model, motion, list(zip(keys[:-1], keys[1:])), **kwargs)
+    return fill_gaps(model, motion, list(zip(keys[:-1], keys[1:])), after=False, **kwargs)
 
 
 def default_model(skeleton, folder=MODELS):

@@ -138,6 +138,13 @@ def test_superres_fills_every_gap_from_sparse_keys(model, clip):
         assert same_rotation(out.rotations[k], motion.rotations[k]) < 1e-12
     between = [f for f in range(motion.n_frames) if f not in keys]
     assert np.abs(out.positions[between] - motion.positions[between]).max() > 0
+    # it reads the keys alone: the frames between them, which it generates, change nothing
+    other = replace(motion, rotations=motion.rotations.copy(), positions=motion.positions.copy())
+    other.rotations[between] = motion.rotations[0]
+    other.positions[between] = motion.positions[0]
+    again = superres(model, other, 30)
+    np.testing.assert_array_equal(again.rotations, out.rotations)
+    np.testing.assert_array_equal(again.positions, out.positions)
 
 
 def test_requests_the_model_cannot_serve(model, clip, mocap):
