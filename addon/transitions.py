@@ -82,17 +82,20 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, *
     step(0, len(gaps))
     if abs(ratio - 1.0) < SAME_RATE:   # one pass over the motion, not a copy of it per gap
         return fill_gaps(model, motion, [(a - first, b - first) for a, b in gaps], progress=step, **kwargs)
+    starts = {a for a, _ in gaps}
     for i, (a, b) in enumerate(gaps):
-        motion = _fill_resampled(model, motion, first, a, b, ratio, **kwargs)
+        motion = _fill_resampled(model, motion, first, a, b, ratio, b not in starts, **kwargs)
         step(i + 1, len(gaps))
     return motion
 
 
-def _fill_resampled(model, motion, first, a, b, ratio, **kwargs):
+def _fill_resampled(model, motion, first, a, b, ratio, after, **kwargs):
+    """One gap at the model's frame rate; ``after``: whether the frame after key ``b`` is the user's
+    (not inside the next gap, about to be generated; see runtime.fill_gaps)."""
     n = model_frames(a, b, ratio)
     step = (b - a) / n
     past = model.past
-    times = a - first + step * np.arange(-(past - 1), n + 2)   # context, gap, target, the frame after
+    times = a - first + step * np.arange(-(past - 1), n + 1 + after)   # context, gap, target[, the frame after]
     filled = fill_gaps(model, sample(motion, times), [(past - 1, past - 1 + n)], **kwargs)
     span = filled.frames(past - 1, past + n)                    # key a, the generated frames, key b
     inside = np.arange(a + 1, b)

@@ -271,18 +271,22 @@ def gap_in(motion, start, end, past):
                end - start - 1, *after)
 
 
-def fill_gaps(model, motion, gaps, progress=None, after=True, **kwargs):
+def fill_gaps(model, motion, gaps, progress=None, **kwargs):
     """``motion`` with the frames strictly inside each ``(start, end)`` key pair generated, in order,
     each gap's past context taken from the frames generated before it (Harvey & Pal 2018, §7.4).
 
-    ``after``: whether the frame after each end key is the user's to read (an animator's next key or
-    curve); not where only the keys of a denser clip are given. ``progress(done, total)`` is called
-    after each gap (it may raise to stop the work).
+    A gap reads the frame after its end key (the key's velocity) unless that frame is one this call
+    generates, as where gaps follow one another (superres, Blender's Decompress): a frame about to
+    be replaced is not the user's. ``progress(done, total)`` is called after each gap (it may raise
+    to stop the work).
     """
+    generated = np.zeros(motion.n_frames + 1, dtype=bool)
+    for start, end in gaps:
+        generated[start + 1:end] = True
     out = replace(motion, rotations=motion.rotations.copy(), positions=motion.positions.copy())
     for i, (start, end) in enumerate(gaps):
         gap = gap_in(out, start, end, model.past)
-        if not after:
+        if generated[end + 1]:
             gap = replace(gap, after_rotations=None, after_positions=None)
         rot, pos = model.fill(gap, **kwargs)
         out.rotations[start + 1:end], out.positions[start + 1:end] = rot[0], pos[0]
@@ -301,7 +305,7 @@ def superres(model, motion, every, **kwargs):
         keys.append(motion.n_frames - 1)
     if len(keys) < 2:
         raise ModelError(f"{motion.name}: a single frame holds no gap to fill")
-    return fill_gaps(model, motion, list(zip(keys[:-1], keys[1:])), after=False, **kwargs)
+    return fill_gaps(model, motion, list(zip(keys[:-1], keys[1:])), **kwargs)
 
 
 def default_model(skeleton, folder=MODELS):
