@@ -15,7 +15,7 @@ import numpy as np
 
 from ..inference import quat
 from ..inference.errors import BetwixtError
-from ..inference.runtime import fill_gaps
+from ..inference.runtime import after_is_known, fill_gaps
 
 SAME_RATE = 1e-6
 
@@ -82,16 +82,15 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, *
     step(0, len(gaps))
     if abs(ratio - 1.0) < SAME_RATE:   # one pass over the motion, not a copy of it per gap
         return fill_gaps(model, motion, [(a - first, b - first) for a, b in gaps], progress=step, **kwargs)
-    starts = {a for a, _ in gaps}
-    for i, (a, b) in enumerate(gaps):
-        motion = _fill_resampled(model, motion, first, a, b, ratio, b not in starts, **kwargs)
+    for i, ((a, b), after) in enumerate(zip(gaps, after_is_known(gaps))):
+        motion = _fill_resampled(model, motion, first, a, b, ratio, after, **kwargs)
         step(i + 1, len(gaps))
     return motion
 
 
 def _fill_resampled(model, motion, first, a, b, ratio, after, **kwargs):
     """One gap at the model's frame rate; ``after``: whether the frame after key ``b`` is the user's
-    (not inside the next gap, about to be generated; see runtime.fill_gaps)."""
+    (see runtime.after_is_known)."""
     n = model_frames(a, b, ratio)
     step = (b - a) / n
     past = model.past

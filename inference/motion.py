@@ -8,6 +8,7 @@ offset. Up axis and units are attributes, converted at the edges of the program.
 """
 
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -124,12 +125,15 @@ class Motion:
         return replace(self, rotations=quat.unroll(rot), positions=pos, fps=float(fps))
 
 
-def depth_levels(parents):
-    """The joints grouped by depth, root level first: each group's parents all lie in earlier ones."""
+@lru_cache(maxsize=64)
+def _depth_levels(parents):
+    """The joints grouped by depth, root level first: each group's parents all lie in earlier ones.
+    ``parents`` is a tuple; cached, as a fill runs forward kinematics on the same few skeletons and
+    chains several times."""
     depth = np.zeros(len(parents), dtype=np.int64)
     for j, p in enumerate(parents):   # parents come first
         depth[j] = 0 if p < 0 else depth[p] + 1
-    return [np.flatnonzero(depth == d) for d in range(int(depth.max(initial=0)) + 1)]
+    return tuple(np.flatnonzero(depth == d) for d in range(int(depth.max(initial=0)) + 1))
 
 
 def forward_kinematics(rotations, positions, parents):
@@ -144,7 +148,7 @@ def forward_kinematics(rotations, positions, parents):
     dtype = np.result_type(rotations, positions)
     grot = np.empty(lead + (4,), dtype=dtype)
     gpos = np.empty(lead + (3,), dtype=dtype)
-    roots, *levels = depth_levels(parents)
+    roots, *levels = _depth_levels(tuple(parents.tolist()))
     grot[..., roots, :] = rotations[..., roots, :]
     gpos[..., roots, :] = positions[..., roots, :]
     for js in levels:

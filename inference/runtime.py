@@ -164,8 +164,8 @@ class TransitionModel:
             "noise": (variation * np.asarray(noise)).astype(np.float32),
         })[0].astype(np.float64) * self.frame_std + self.frame_mean
         key = target[:, :lay.frame_dim]   # the key's own frame features
-        after = None if after is None else frame_features(after[0], after[1], parents, lay)
-        frames = end_blend(target_blend(start_blend(frames, past), key, blend), key, after)
+        after_key = None if after is None else frame_features(*after, parents, lay)
+        frames = end_blend(target_blend(start_blend(frames, past), key, blend), key, after_key)
         rotations, positions = decode_features(frames[:, :n], pos[:, -1:], parents, lay)
         rotations, positions = unmove(rotations, positions, turn, origin)
         # signs continuous with the caller's own last key (the network saw them oriented its way)
@@ -238,9 +238,9 @@ def end_blend(frames, target, after):
     lost at 5. On rtn-bandai1's held-out tenth it lowered every error too (positions at 30 frames
     4.487 -> 4.334).
     """
-    steps = frames.shape[1]
-    if after is None or steps < 2:
+    if after is None:
         return frames
+    steps = frames.shape[1]   # the gap's frames and the key: two at least
     last = frames[:, -1]
     miss = 2 * _signed_like(target, last) - _signed_like(after, last) - frames[:, -2]
     weight = np.arange(1, steps + 1) / (steps - 1)
@@ -271,22 +271,25 @@ def gap_in(motion, start, end, past):
                end - start - 1, *after)
 
 
+def after_is_known(gaps):
+    """Per ``(start, end)`` gap, whether the frame after its end key is the user's: not when one of
+    ``gaps`` generates it, as where gaps follow one another (superres, Blender's Decompress), since
+    a frame about to be replaced says nothing of the key's velocity."""
+    generated = {f for start, end in gaps for f in range(start + 1, end)}
+    return [end + 1 not in generated for _, end in gaps]
+
+
 def fill_gaps(model, motion, gaps, progress=None, **kwargs):
     """``motion`` with the frames strictly inside each ``(start, end)`` key pair generated, in order,
     each gap's past context taken from the frames generated before it (Harvey & Pal 2018, §7.4).
 
-    A gap reads the frame after its end key (the key's velocity) unless that frame is one this call
-    generates, as where gaps follow one another (superres, Blender's Decompress): a frame about to
-    be replaced is not the user's. ``progress(done, total)`` is called after each gap (it may raise
-    to stop the work).
+    A gap reads the frame after its end key where :func:`after_is_known`. ``progress(done, total)``
+    is called after each gap (it may raise to stop the work).
     """
-    generated = np.zeros(motion.n_frames + 1, dtype=bool)
-    for start, end in gaps:
-        generated[start + 1:end] = True
     out = replace(motion, rotations=motion.rotations.copy(), positions=motion.positions.copy())
-    for i, (start, end) in enumerate(gaps):
+    for i, ((start, end), known) in enumerate(zip(gaps, after_is_known(gaps))):
         gap = gap_in(out, start, end, model.past)
-        if generated[end + 1]:
+        if not known:
             gap = replace(gap, after_rotations=None, after_positions=None)
         rot, pos = model.fill(gap, **kwargs)
         out.rotations[start + 1:end], out.positions[start + 1:end] = rot[0], pos[0]

@@ -131,10 +131,10 @@ def model_card(path, state, meta, bench=None, weights="float32", validation=None
                   f"Root mean square error of the float32 network with the runtime's blends (start over "
                   f"{START_BLEND} frames, target over {BLEND}, end over the whole gap) over the same "
                   f"{validation['windows']} windows per length as straight-line interpolation from the "
-                  "last past frame to the target key. Each window's "
-                  "missing frames and target lie in the held-out tenth; its past frames may precede it. "
-                  "Rotations in quaternion components, positions in spreads of each joint coordinate (the "
-                  "training loss's units). Lower is better.", "",
+                  "last past frame to the target key. Each window's missing frames and target lie in the "
+                  "held-out tenth; its past frames may precede it. Rotations in quaternion components, "
+                  "positions in spreads of each joint coordinate (the training loss's units). "
+                  "Lower is better.", "",
                   "| frames | rotations | interpolation | ratio | positions | interpolation | ratio |",
                   "|---|---|---|---|---|---|---|"]
         for i, n in enumerate(VALIDATION_LENGTHS):
