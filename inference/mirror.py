@@ -254,10 +254,24 @@ def mirror(motion, axis=None, reflections=None):
                 or not np.array_equal(local[partner], local):
             raise BetwixtError(f"motion {motion.name!r}: reflections must be local_reflections() of its "
                                f"skeleton, {len(sk)} rows")
-    root = sk.parents < 0
-    above = np.where(root[:, None], world, local[np.maximum(sk.parents, 0)])
-    rotations = quat.mul(quat.mul(_half_turns(above), motion.rotations), _half_turns(local))[:, partner]
-    positions = (motion.positions * above)[:, partner]
+    rotations, positions = reflect(motion.rotations, motion.positions, reflection(sk.parents, partner, world, local))
     still = np.array([not any(c.endswith("position") for c in chans) for chans in sk.channels])
     positions[:, still] = sk.offsets[still]
     return replace(motion, rotations=rotations, positions=positions)
+
+
+
+def reflection(parents, partner, world, reflections):
+    """What :func:`reflect` multiplies by, for a skeleton's ``parents``, its :func:`mirror_map`
+    ``partner``, the :func:`world_reflection` and the joints' :func:`local_reflections`: computed
+    once where many frames are mirrored a few at a time (the runtime's fills)."""
+    above = np.where((np.asarray(parents) < 0)[:, None], world, reflections[np.maximum(parents, 0)])
+    return _half_turns(above), _half_turns(reflections), above, np.asarray(partner)
+
+
+def reflect(rotations, positions, reflection):
+    """Local rotations (..., J, 4) and translations (..., J, 3) mirrored by a :func:`reflection`:
+    :func:`mirror`'s arithmetic on bare arrays. Applied twice it gives the arrays back (rotations
+    possibly as ``-q``)."""
+    before, after, scale, partner = reflection
+    return quat.mul(quat.mul(before, rotations), after)[..., partner, :], (positions * scale)[..., partner, :]

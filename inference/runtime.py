@@ -18,7 +18,8 @@ from . import quat
 from .errors import BetwixtError
 from .features import (Layout, canonical_frame, decode_features, frame_features, move, orient, target_features,
                        unmove)
-from .motion import Skeleton
+from .mirror import mirror_map, reflect, reflection, world_reflection
+from .motion import AXES, Skeleton
 from .transition import Gap
 
 KIND_RTN = "rtn"
@@ -101,6 +102,11 @@ class TransitionModel:
             raise ModelError(f"{self.path}: incomplete model metadata ({e}); export it again") from None
         if len(self.frame_mean) != self.layout.frame_dim or len(self.target_mean) != self.layout.target_dim:
             raise ModelError(f"{self.path}: normalisation does not match the feature layout; export it again")
+        self.mirror = None
+        if "betwixt.mirror" in meta:   # see fill
+            reflections = np.asarray(json.loads(meta["betwixt.mirror"])["reflections"], dtype=np.float64)
+            self.mirror = reflection(self.skeleton.parents, mirror_map(self.skeleton.names),
+                                     world_reflection(AXES[self.layout.up]), reflections)
         self.metadata = meta
 
     @property
@@ -129,6 +135,11 @@ class TransitionModel:
         of frames over which the target blend rises to 1 (default BLEND; the whole transition when
         it is shorter); ``variation`` the strength of the noise that makes variants, drawn from
         ``seed`` unless ``noise`` (B, noise_dim) is given.
+
+        Where the model file says how to mirror its skeleton, each gap is filled twice in the one
+        call, as it is and as its left/right mirror image (which the network was trained on too),
+        and the two are averaged: they err differently, so the average errs less (benchmark L2P at
+        30 frames -5 %) for some 1.2 ms more a 30-frame fill. Both read the same noise.
         """
         self.check_skeleton(gap.skeleton)
         n = int(gap.length)
@@ -136,11 +147,41 @@ class TransitionModel:
             raise ModelError(f"a gap of {n} frames is outside what model {self.name} fills "
                              f"(1 to {self.max_gap}); add a key inside the gap or choose another model")
         arrays = [gap.past_rotations, gap.past_positions, gap.target_rotations, gap.target_positions]
-        after = gap.after
-        if after is not None:
-            arrays += list(after)
+        if gap.after is not None:
+            arrays += list(gap.after)
         if not all(np.isfinite(a).all() for a in arrays):
             raise ModelError("the keys around the gap contain NaN or infinite values; fix those keys first")
+        if noise is None:
+            noise = (np.random.default_rng(seed).standard_normal((gap.batch, self.noise_dim)) if variation
+                     else np.zeros((gap.batch, self.noise_dim)))
+        noise = variation * np.asarray(noise)
+        if self.mirror is None:
+            rotations, positions = self._generate(gap, noise, blend)
+        else:
+            rotations, positions = self._generate(self._with_mirror_image(gap), np.concatenate([noise, noise]), blend)
+            b = gap.batch
+            mirrored = reflect(rotations[b:], positions[b:], self.mirror)
+            rotations, positions = _average(rotations[:b], positions[:b], *mirrored, self.layout.trajectory)
+        # signs continuous with the caller's own last key (the network saw them oriented its way)
+        return quat.unroll(np.concatenate([gap.past_rotations[:, -1:], rotations], axis=1), axis=1)[:, 1:], positions
+
+    def _with_mirror_image(self, gap):
+        """``gap`` followed by its mirror image: one batch of twice as many gaps."""
+        past = reflect(gap.past_rotations, gap.past_positions, self.mirror)
+        target = reflect(gap.target_rotations, gap.target_positions, self.mirror)
+        after = (None, None) if gap.after is None else reflect(*gap.after, self.mirror)
+        both = lambda own, image: None if own is None else np.concatenate([own, image])  # noqa: E731
+        return replace(gap, past_rotations=both(gap.past_rotations, past[0]),
+                       past_positions=both(gap.past_positions, past[1]),
+                       target_rotations=both(gap.target_rotations, target[0]),
+                       target_positions=both(gap.target_positions, target[1]),
+                       after_rotations=both(gap.after_rotations, after[0]),
+                       after_positions=both(gap.after_positions, after[1]))
+
+    def _generate(self, gap, noise, blend):
+        """The network's blended frames for ``gap`` (B gaps) with variation ``noise`` (B, noise_dim)."""
+        n = int(gap.length)
+        after = gap.after
         rot, pos = self._context(gap.past_rotations, gap.past_positions)
         parents, lay = self.skeleton.parents, self.layout
         turn, origin = canonical_frame(rot[:, -1], pos[:, -1], parents, lay)
@@ -154,22 +195,17 @@ class TransitionModel:
             after = (a_rot, a_pos[:, 0])
         past = frame_features(rot, pos, parents, lay)
         target = target_features(t_rot, t_pos, parents, lay, after)
-        if noise is None:
-            noise = (np.random.default_rng(seed).standard_normal((gap.batch, self.noise_dim)) if variation
-                     else np.zeros((gap.batch, self.noise_dim)))
         frames = self.session.run(["frames"], {
             "past": ((past - self.frame_mean) / self.frame_std).astype(np.float32),
             "target": ((target - self.target_mean) / self.target_std).astype(np.float32),
             "gap": np.array(n, dtype=np.int64),
-            "noise": (variation * np.asarray(noise)).astype(np.float32),
+            "noise": noise.astype(np.float32),
         })[0].astype(np.float64) * self.frame_std + self.frame_mean
         key = target[:, :lay.frame_dim]   # the key's own frame features
         after_key = None if after is None else frame_features(*after, parents, lay)
         frames = end_blend(target_blend(start_blend(frames, past), key, blend), key, after_key)
         rotations, positions = decode_features(frames[:, :n], pos[:, -1:], parents, lay)
-        rotations, positions = unmove(rotations, positions, turn, origin)
-        # signs continuous with the caller's own last key (the network saw them oriented its way)
-        return quat.unroll(np.concatenate([gap.past_rotations[:, -1:], rotations], axis=1), axis=1)[:, 1:], positions
+        return unmove(rotations, positions, turn, origin)
 
     def _context(self, rotations, positions):
         """Exactly ``past`` frames: the last ones, or the first repeated when fewer exist."""
@@ -192,6 +228,17 @@ class TransitionModel:
         return rot.reshape((k, gap.batch) + rot.shape[1:]), pos.reshape((k, gap.batch) + pos.shape[1:])
 
 
+def _average(rotations, positions, other_rotations, other_positions, trajectory):
+    """The mean of two fills of the same gaps: rotations (B, n, J, 4) normalised after taking the
+    other's in the sign nearer each, the trajectory joint's translation; other translations are the
+    first fill's (the network does not generate them)."""
+    other_rotations = np.where((np.sum(rotations * other_rotations, axis=-1) < 0)[..., None],
+                               -other_rotations, other_rotations)
+    positions = positions.copy()
+    positions[..., trajectory, :] = 0.5 * (positions[..., trajectory, :] + other_positions[..., trajectory, :])
+    return quat.normalize(rotations + other_rotations), positions
+
+
 def start_blend(frames, past, length=None):
     """ỹ_t = ŷ_t + ω_t (2 x₀ − x₋₁ − ŷ₁), ω falling linearly from 1 on the first generated frame
     to 0 after ``length`` frames (default START_BLEND): frames (B, T, 3 + 4J) and the past frames
@@ -208,7 +255,7 @@ def start_blend(frames, past, length=None):
     if length < 1 or past.shape[1] < 2:
         return frames
     miss = 2 * past[:, -1] - past[:, -2] - frames[:, 0]
-    weight = np.clip(1.0 - np.arange(frames.shape[1]) / length, 0.0, 1.0)
+    weight = _like(np.clip(1.0 - np.arange(frames.shape[1]) / length, 0.0, 1.0), frames)
     return frames + weight[None, :, None] * miss[:, None]
 
 
@@ -219,7 +266,7 @@ def target_blend(frames, target, blend=None):
     steps = frames.shape[1]
     blend = int(np.clip(BLEND if blend is None else blend, 1, steps))
     error = _signed_like(target, frames[:, -1]) - frames[:, -1]
-    weight = np.clip((np.arange(1, steps + 1) - (steps - blend)) / blend, 0.0, 1.0)
+    weight = _like(np.clip((np.arange(1, steps + 1) - (steps - blend)) / blend, 0.0, 1.0), frames)
     return frames + weight[None, :, None] * error[:, None]
 
 
@@ -245,15 +292,23 @@ def end_blend(frames, target, after):
     miss = 2 * _signed_like(target, last) - _signed_like(after, last) - frames[:, -2]
     weight = np.arange(1, steps + 1) / (steps - 1)
     weight[-1] = 0.0   # the key itself stays
-    return frames + weight[None, :, None] * miss[:, None]
+    return frames + _like(weight, frames)[None, :, None] * miss[:, None]
 
 
 def _signed_like(features, reference):
     """Raw features (B, 3 + 4J) with each quaternion in the sign nearer ``reference``'s."""
     b = features.shape[0]
     q, r = features[:, 3:].reshape(b, -1, 4), reference[:, 3:].reshape(b, -1, 4)
-    q = np.where((np.sum(q * r, axis=-1) < 0)[..., None], -q, q)
-    return np.concatenate([features[:, :3], q.reshape(b, -1)], axis=-1)
+    flipped = (q * r).sum(-1)[..., None] < 0
+    signed = features * 1.0   # a copy, of numpy's kind or torch's
+    signed[:, 3:] = (q - 2 * flipped * q).reshape(b, -1)
+    return signed
+
+
+def _like(weights, frames):
+    """Numpy ``weights`` as an array of the kind of ``frames``: numpy, or a torch tensor where
+    training measures its loss on the blended frames (the blends are plain arithmetic otherwise)."""
+    return weights if isinstance(frames, np.ndarray) else frames.new_tensor(weights)
 
 
 def gap_in(motion, start, end, past):

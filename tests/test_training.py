@@ -185,6 +185,9 @@ def test_export_carries_metadata_and_matches_torch(trained_rtn):
     assert not any("subject5" in f for f in data["files"])
     assert int(meta["betwixt.past"]) == 10 and json.loads(meta["betwixt.gaps"])["max"] >= 60
     assert trained_rtn["model"].stat().st_size < 15e6
+    # the reflections the run mirrored its clips with, for the runtime's average with the mirror image
+    reflections = np.array(json.loads(meta["betwixt.mirror"])["reflections"])
+    assert reflections.shape == (22, 3) and (reflections == [1, 1, -1]).all()   # LaFAN1: one Z flip
 
     state = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)
     model = network(state)
@@ -289,3 +292,29 @@ def test_the_l2_loss_counts_each_frames_error_in_proportion(lafan1_zip, trained_
     assert l2_one > 0 and mse_one > 0
     np.testing.assert_allclose(l2_two / l2_one, 3.0, rtol=1e-3)   # the other frames: float noise
     np.testing.assert_allclose(mse_two / mse_one, 5.0, rtol=1e-3)
+
+
+def test_the_loss_after_the_blends_is_measured_on_the_runtimes_blends(lafan1_zip, trained_rtn):
+    """--blends: training's torch blends are the runtime's numpy ones, the end blend only where the
+    network was given the frame after the target, and the loss's gradient goes through them."""
+    from inference.dataset import load_motion_set
+    from inference.runtime import BLEND, end_blend, start_blend, target_blend
+    from training.data import Transitions
+    from training.train_rtn import Normaliser, _to_torch, blended, frames_loss
+
+    data = load_motion_set(lafan1_zip, trained_rtn["cache"])
+    sample = Transitions(data, "train", [1], mirrored=False).sample(64, 20, np.random.default_rng(0))
+    assert 0 < sample["after_known"].sum() < 64          # keep_after drops the frame after for some
+    batch = _to_torch(sample, "cpu")
+    frames = (batch["truth"] + 0.05 * torch.randn(batch["truth"].shape, generator=torch.Generator().manual_seed(0)))
+    frames.requires_grad_(True)
+    out = blended(frames, batch, BLEND)
+    key = sample["target"][:, :frames.shape[-1]]
+    through = target_blend(start_blend(frames.detach().double().numpy(), sample["past"]), key, BLEND)
+    known = sample["after_known"] == 1
+    np.testing.assert_allclose(out.detach().numpy()[known], end_blend(through, key, sample["after"])[known], atol=1e-5)
+    np.testing.assert_allclose(out.detach().numpy()[~known], through[~known], atol=1e-5)
+    state = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)
+    loss, _, _ = frames_loss(out, batch, Normaliser(state["stats"]), [int(p) for p in data.skeleton.parents], 0)
+    loss.backward()
+    assert torch.isfinite(frames.grad).all() and frames.grad[:, 1:-1].abs().sum() > 0

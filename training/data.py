@@ -37,9 +37,11 @@ class Transitions:
             # frames may reach back before it, so that short clips give long gaps too
             clips.append(clip.frames(0, cut) if part == "train" else clip.frames(max(cut - past, 0)))
             self.files.append(name)
-        if mirrored and clips:
-            reflections = local_reflections(clips)   # once for the data set: stable where windows are not
-            clips += [mirror(c, reflections=reflections) for c in clips]
+        # the joints' reflections, found once for the data set (stable where windows are not), also
+        # let the runtime average a fill with its mirror image's
+        self.reflections = local_reflections(clips) if mirrored and clips else None
+        if self.reflections is not None:
+            clips += [mirror(c, reflections=self.reflections) for c in clips]
         # each clip also played faster or slower (``speeds`` other than 1), at the same frame rate
         clips += [replace(c.resample(c.fps / k), fps=c.fps) for k in speeds if k != 1.0 for c in clips]
         rotations = [quat.unroll(c.rotations).astype(np.float32) for c in clips]
@@ -60,7 +62,8 @@ class Transitions:
         missing frames and the target; ``world`` (B, n + 1, J, 3) their world positions in heights;
         ``base`` (B, J, 3) the translations of the last past frame, which the network does not
         predict for joints other than the trajectory joint; ``after`` (B, frame_dim) the frame after
-        the target, for the runtime's end blend.
+        the target, for the runtime's end blend, and ``after_known`` (B,) 1 where the target's
+        features carry its velocity (``keep_after``), 0 where they were dropped.
         """
         width = self.past + n + 2
         room = np.maximum(self.lengths - width + 1, 0)
@@ -96,4 +99,5 @@ class Transitions:
             "world": (world / lay.height).astype(np.float32),
             "base": (pos[:, p - 1] / lay.height).astype(np.float32),
             "after": frame_features(after_rot, pos[:, p + n + 1], self.parents, lay).astype(np.float32),
+            "after_known": (~dropped).astype(np.float32),
         }

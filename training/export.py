@@ -22,11 +22,14 @@ from .train_rtn import VALIDATION_LENGTHS, Normaliser, network, source_commit, v
 NORMALISATION = ("frame_mean", "frame_std", "target_mean", "target_std")
 
 
-def metadata(state):
-    """The model file's metadata, as strings, from a checkpoint's contents."""
+def metadata(state, reflections=None):
+    """The model file's metadata, as strings, from a checkpoint's contents and the joints'
+    ``reflections`` its training mirrored the clips with (the runtime averages each fill with its
+    mirror image's where the file has them)."""
     meta = state["meta"]
     config = RTNConfig(**state["config"])
-    return {
+    mirror = {} if reflections is None else {"betwixt.mirror": json.dumps({"reflections": reflections})}
+    return {**mirror,
         "betwixt.kind": KIND_RTN,
         "betwixt.version": str(METADATA_VERSION),
         "betwixt.skeleton": json.dumps(meta["skeleton"]),
@@ -64,6 +67,7 @@ def training_command(args):
             + f" --min-gap {args['min_gap']} --max-gap {args['max_gap']} --noise {args.get('noise', '0.5')}"
             + (f" --speeds {args['speeds']}" if args.get("speeds", "1") != "1" else "")
             + (" --velocity" if args.get("velocity") == "True" else "")
+            + (" --blends" if args.get("blends") == "True" else "")
             + (f" --loss {args['loss']}" if args.get("loss", "mse") != "mse" else "")
             + (f" --average {args['average']}" if args.get("average", "0.999") != "0.999" else ""))
 
@@ -143,18 +147,33 @@ def model_card(path, state, meta, bench=None, weights="float32", validation=None
     path.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 
+def _transitions(state, data, cache, part):
+    """The ``part`` ("train" or "validation") of ``data``, once it is known to be the data set the
+    checkpoint was trained on."""
+    meta = state["meta"]
+    transitions = Transitions(load_motion_set(data, cache), part, meta["subjects"], mirrored=part == "train",
+                              layout=Layout(**meta["layout"]))
+    if transitions.files != meta["data_files"]:
+        raise DataError(f"{data}: not the data set this checkpoint was trained on ({meta['data']})")
+    return transitions
+
+
 def validation_scores(model, state, data, cache=None):
     """The model's and interpolation's errors on the held-out tenth of the training clips of ``data``."""
-    meta = state["meta"]
-    motion_set = load_motion_set(data, cache)
-    val_set = Transitions(motion_set, "validation", meta["subjects"], mirrored=False,
-                          layout=Layout(**meta["layout"]))
-    if val_set.files != meta["data_files"]:
-        raise DataError(f"{data}: not the data set this checkpoint was trained on ({meta['data']})")
-    parents = [int(q) for q in motion_set.skeleton.parents]
+    val_set = _transitions(state, data, cache, "validation")
+    parents = [int(q) for q in val_set.parents]
     norm, device = Normaliser(state["stats"]), torch.device("cpu")
     return {"windows": 4 * 64, "model": validate(model, norm, val_set, parents, device, blend=BLEND),
             "interpolation": validate(model, norm, val_set, parents, device, interpolate=True)}
+
+
+def _reflections(state, data, cache):
+    """The reflections the checkpoint's run mirrored its clips with (a list), found again from
+    ``data`` for checkpoints from before runs kept them; None for a run without mirror images."""
+    meta = state["meta"]
+    if "reflections" in meta or meta["args"].get("no_mirror") == "True" or not data:
+        return meta.get("reflections")
+    return _transitions(state, data, cache, "train").reflections.tolist()
 
 
 def export(checkpoint, output, weights="float32", bench_data=None, data=None, cache=None):
@@ -162,7 +181,7 @@ def export(checkpoint, output, weights="float32", bench_data=None, data=None, ca
     model = network(state)
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    meta = metadata(state)
+    meta = metadata(state, _reflections(state, data, cache))
     export_onnx(model, output, meta, weights=weights)
     bench = None
     if bench_data:

@@ -29,7 +29,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from inference.dataset import load_motion_set
 from inference.errors import DataError
 from inference.features import chain
-from inference.runtime import end_blend, start_blend, target_blend
+from inference.runtime import BLEND, end_blend, start_blend, target_blend
 from .data import Transitions
 from .kinematics import forward_kinematics
 from .rtn import RTN, RTNConfig
@@ -71,6 +71,9 @@ def add_arguments(parser):
     parser.add_argument("--loss", choices=("mse", "l2"), default="mse",
                         help="mse: the paper's mean squared error; l2: the mean of each frame's error "
                              "norm, as the benchmark's L2Q and L2P measure it (see frames_loss)")
+    parser.add_argument("--blends", action="store_true",
+                        help="measure the loss after the runtime's start, target and end blends, on "
+                             "the frames a user sees, instead of on the network's own")
     parser.add_argument("--velocity", action="store_true",
                         help="the frame encoder also reads each frame's change since the one before "
                              "(a new run, or --init from a checkpoint without it: its weights go on)")
@@ -142,13 +145,16 @@ def offset_in_frame_units(stats):
     return stats
 
 
-def transition_loss(model, norm, batch, n, parents, trajectory, teacher=True, noise=0.0, squared=True):
+def transition_loss(model, norm, batch, n, parents, trajectory, teacher=True, noise=0.0, squared=True, blend=None):
     """(total, rotation term, position term) for one batch of transitions of ``n`` frames.
 
     ``noise`` is the variation strength: trained with it, the network learns transitions that still
-    land on the target whatever the noise, which is what makes its variants plausible.
+    land on the target whatever the noise, which is what makes its variants plausible. ``blend`` (a
+    target blend length) measures the loss after the runtime's blends, on the frames a user sees;
+    they are linear in the network's frames, so the network learns to leave them what they fix.
     """
-    return frames_loss(predicted(model, norm, batch, n, teacher, noise), batch, norm, parents, trajectory, squared)
+    out = predicted(model, norm, batch, n, teacher, noise)
+    return frames_loss(out if blend is None else blended(out, batch, blend), batch, norm, parents, trajectory, squared)
 
 
 def predicted(model, norm, batch, n, teacher=False, noise=0.0):
@@ -169,12 +175,12 @@ def interpolated(batch, n):
 
 
 def blended(frames, batch, length):
-    """The runtime's blends on a batch's frames: the start blend, the target blend over the last
-    ``length`` frames, and the end blend."""
-    numpy = lambda t: t.cpu().double().numpy()  # noqa: E731
-    key = numpy(batch["target"][:, :frames.shape[-1]])
-    started = start_blend(numpy(frames), numpy(batch["past"]))
-    return torch.from_numpy(end_blend(target_blend(started, key, length), key, numpy(batch["after"]))).to(frames)
+    """The runtime's blends on a batch's frames, in torch: the start blend, the target blend over
+    the last ``length`` frames, and the end blend where the network was given the frame after the
+    target (as the runtime blends only then)."""
+    key = batch["target"][:, :frames.shape[-1]]
+    through = target_blend(start_blend(frames, batch["past"]), key, length)
+    return through + batch["after_known"][:, None, None] * (end_blend(through, key, batch["after"]) - through)
 
 
 def frames_loss(out, batch, norm, parents, trajectory, squared=True):
@@ -289,6 +295,7 @@ def train(args):
                 "skeleton": {"names": list(data.skeleton.names), "parents": parents,
                              "offsets": data.skeleton.offsets.tolist()},
                 "licence": args.licence or licence_of(args.data), "subjects": subjects,
+                "reflections": None if train_set.reflections is None else train_set.reflections.tolist(),
                 "args": arguments(args)}
         tmp = ckpt_path.with_suffix(".part")
         torch.save({"model": model.state_dict(), "optimiser": optimiser.state_dict(), "step": step,
@@ -308,7 +315,8 @@ def train(args):
         model.train()
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
             loss, rot_loss, pos_loss = transition_loss(net, norm, batch, n, parents, lay.trajectory,
-                                                       noise=args.noise, squared=args.loss == "mse")
+                                                       noise=args.noise, squared=args.loss == "mse",
+                                                       blend=BLEND if args.blends else None)
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -325,7 +333,8 @@ def train(args):
                 f"{mean[2]:.4f})  {rate:.1f} steps/s  eta {(args.steps - step) / rate / 60:.0f} min", end="")
             window_loss, window_start = [], time.monotonic()
         if main_process and (step % args.validate_every == 0 or step == args.steps):
-            history["validation"].append([step, *validate(shipped, norm, val_set, parents, device)])
+            history["validation"].append([step, *validate(shipped, norm, val_set, parents, device,
+                                                          blend=BLEND if args.blends else None)])
             say(f"\nvalidation at {step}: " + "  ".join(
                 f"n={n}: rot {r:.3f} pos {p:.3f}" for n, r, p in
                 zip(VALIDATION_LENGTHS, history["validation"][-1][1::2], history["validation"][-1][2::2])))
