@@ -318,3 +318,28 @@ def test_the_loss_after_the_blends_is_measured_on_the_runtimes_blends(lafan1_zip
     loss, _, _ = frames_loss(out, batch, Normaliser(state["stats"]), [int(p) for p in data.skeleton.parents], 0)
     loss.backward()
     assert torch.isfinite(frames.grad).all() and frames.grad[:, 1:-1].abs().sum() > 0
+
+
+def test_the_relative_loss_is_the_loss_over_interpolations(lafan1_zip, trained_rtn):
+    """--relative: each term divided by straight-line interpolation's total on the same batch, which
+    grows with the gap, so a long gap's step pulls the weights no harder than a short one's."""
+    from inference.dataset import load_motion_set
+    from training.data import Transitions
+    from training.train_rtn import Normaliser, _to_torch, frames_loss, interpolated, network, transition_loss
+
+    data = load_motion_set(lafan1_zip, trained_rtn["cache"])
+    state = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)
+    model, norm, parents = network(state), Normaliser(state["stats"]), [int(p) for p in data.skeleton.parents]
+    sample = Transitions(data, "train", [1], mirrored=False).sample
+    scales = []
+    for n in (5, 60):
+        batch = _to_torch(sample(16, n, np.random.default_rng(n)), "cpu")
+        torch.manual_seed(0)
+        raw = transition_loss(model, norm, batch, n, parents, 0, teacher=False, squared=False)
+        torch.manual_seed(0)
+        relative = transition_loss(model, norm, batch, n, parents, 0, teacher=False, squared=False, relative=True)
+        scale = frames_loss(interpolated(batch, n), batch, norm, parents, 0, squared=False)[0]
+        for r, q in zip(raw, relative):
+            torch.testing.assert_close(q, r / scale)
+        scales.append(float(scale))
+    assert scales[1] > 3 * scales[0]

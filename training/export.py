@@ -68,6 +68,7 @@ def training_command(args):
             + (f" --speeds {args['speeds']}" if args.get("speeds", "1") != "1" else "")
             + (" --velocity" if args.get("velocity") == "True" else "")
             + (" --blends" if args.get("blends") == "True" else "")
+            + (" --relative" if args.get("relative") == "True" else "")
             + (f" --loss {args['loss']}" if args.get("loss", "mse") != "mse" else "")
             + (f" --average {args['average']}" if args.get("average", "0.999") != "0.999" else ""))
 
@@ -110,7 +111,10 @@ def model_card(path, state, meta, bench=None, weights="float32", validation=None
         "## Skeleton and use",
         f"- {len(skeleton['names'])} joints, root `{skeleton['names'][0]}`, {meta['betwixt.fps']} fps, "
         f"{meta['betwixt.past']} frames of past context, gaps of 1 to {json.loads(meta['betwixt.gaps'])['max']} frames "
-        f"(trained on {json.loads(meta['betwixt.gaps'])['trained']}).", "",
+        f"(trained on {json.loads(meta['betwixt.gaps'])['trained']})."
+        + (" The file carries the joints' left/right reflections its training mirrored the clips with, so "
+           "the runtime fills each gap as it is and as its mirror image, and averages the two."
+           if "betwixt.mirror" in meta else ""), "",
         "## How it was made",
         "Trained in stretches, each going on from the checkpoint where the one before stopped: resuming "
         "it (from a copy of its `--out` folder where the folders differ) or, with `--init`, starting a "

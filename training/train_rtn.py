@@ -74,6 +74,9 @@ def add_arguments(parser):
     parser.add_argument("--blends", action="store_true",
                         help="measure the loss after the runtime's start, target and end blends, on "
                              "the frames a user sees, instead of on the network's own")
+    parser.add_argument("--relative", action="store_true",
+                        help="divide each step's loss by straight-line interpolation's on the same batch, "
+                             "so that every gap length pulls the weights alike (see transition_loss)")
     parser.add_argument("--velocity", action="store_true",
                         help="the frame encoder also reads each frame's change since the one before "
                              "(a new run, or --init from a checkpoint without it: its weights go on)")
@@ -145,16 +148,27 @@ def offset_in_frame_units(stats):
     return stats
 
 
-def transition_loss(model, norm, batch, n, parents, trajectory, teacher=True, noise=0.0, squared=True, blend=None):
+def transition_loss(model, norm, batch, n, parents, trajectory, teacher=True, noise=0.0, squared=True, blend=None,
+                    relative=False):
     """(total, rotation term, position term) for one batch of transitions of ``n`` frames.
 
     ``noise`` is the variation strength: trained with it, the network learns transitions that still
     land on the target whatever the noise, which is what makes its variants plausible. ``blend`` (a
     target blend length) measures the loss after the runtime's blends, on the frames a user sees;
     they are linear in the network's frames, so the network learns to leave them what they fix.
+
+    ``relative`` divides all three by straight-line interpolation's total on the same batch (a
+    constant, no gradient). A gap's errors grow with its length (the l2 loss of a 100-frame gap is
+    five times a 30-frame gap's), so in the raw loss the longest gaps drive most of each step's
+    gradient; as ratios to interpolation, the benchmark's measure, every length weighs alike.
     """
     out = predicted(model, norm, batch, n, teacher, noise)
-    return frames_loss(out if blend is None else blended(out, batch, blend), batch, norm, parents, trajectory, squared)
+    terms = frames_loss(out if blend is None else blended(out, batch, blend), batch, norm, parents, trajectory, squared)
+    if not relative:
+        return terms
+    with torch.no_grad():
+        scale = frames_loss(interpolated(batch, n), batch, norm, parents, trajectory, squared)[0]
+    return tuple(term / scale for term in terms)
 
 
 def predicted(model, norm, batch, n, teacher=False, noise=0.0):
@@ -316,7 +330,7 @@ def train(args):
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
             loss, rot_loss, pos_loss = transition_loss(net, norm, batch, n, parents, lay.trajectory,
                                                        noise=args.noise, squared=args.loss == "mse",
-                                                       blend=BLEND if args.blends else None)
+                                                       blend=BLEND if args.blends else None, relative=args.relative)
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
