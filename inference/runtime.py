@@ -37,6 +37,11 @@ BLEND = 10
 # 1.664 without, 0.160 / 0.630 / 1.124 / 1.652 over 30. On rtn-bandai1's held-out tenth, 30 also
 # lowered every error (positions at 5 frames 0.398 -> 0.358, at 45 6.500 -> 6.479).
 START_BLEND = 30
+# Degrees by which a fill and its mirror image's may differ (see _average): averaged fully up to
+# the first, not at all beyond the second. Rotations 90 degrees apart still average without a
+# jump; rtn-bandai1's fills of 120-frame gaps differed by up to 180 (the hips turned round either
+# way) and their plain mean made a limb fly at four times the capture's peak speed.
+MIRROR_AGREEMENT = (60.0, 90.0)
 MODELS = Path(__file__).parent / "models"
 
 
@@ -230,13 +235,23 @@ class TransitionModel:
 
 def _average(rotations, positions, other_rotations, other_positions, trajectory):
     """The mean of two fills of the same gaps: rotations (B, n, J, 4) normalised after taking the
-    other's in the sign nearer each, the trajectory joint's translation; other translations are the
-    first fill's (the network does not generate them)."""
+    other's in the sign nearer each, and the trajectory joint's translation; other translations are
+    the first fill's (the network does not generate them).
+
+    Where the two fills part ways, as when one turns the character round to the left and the other
+    to the right, their mean is neither and jumps where they are half a turn apart: a gap whose two
+    fills differ anywhere (any joint, any frame) by more than MIRROR_AGREEMENT[0] degrees is
+    averaged less, and beyond MIRROR_AGREEMENT[1] not at all (one weight a gap: no pop in time).
+    """
     other_rotations = np.where((np.sum(rotations * other_rotations, axis=-1) < 0)[..., None],
                                -other_rotations, other_rotations)
+    cos_half = np.clip(np.sum(rotations * other_rotations, axis=-1), -1.0, 1.0)
+    worst = 2 * np.degrees(np.arccos(cos_half)).max(axis=(1, 2))
+    full, none = MIRROR_AGREEMENT
+    weight = 0.5 * np.clip((none - worst) / (none - full), 0.0, 1.0)[:, None, None]
     positions = positions.copy()
-    positions[..., trajectory, :] = 0.5 * (positions[..., trajectory, :] + other_positions[..., trajectory, :])
-    return quat.normalize(rotations + other_rotations), positions
+    positions[..., trajectory, :] += weight * (other_positions[..., trajectory, :] - positions[..., trajectory, :])
+    return quat.normalize(rotations + weight[..., None] * (other_rotations - rotations)), positions
 
 
 def start_blend(frames, past, length=None):
