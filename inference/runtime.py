@@ -80,7 +80,9 @@ def _session(path, threads=1):
 class TransitionModel:
     """An RTN model file, checked and ready: ``model(gap)`` is a method for the benchmark."""
 
-    def __init__(self, path, threads=1):
+    def __init__(self, path, threads=1, symmetric=True):
+        """``symmetric``: average each fill with its mirror image's where the file allows (see
+        fill); off, a fill costs one run of the network instead of a run at twice the batch."""
         self.path = Path(path)
         if not self.path.is_file():
             raise ModelError(f"{self.path}: no such model file")
@@ -108,7 +110,7 @@ class TransitionModel:
         if len(self.frame_mean) != self.layout.frame_dim or len(self.target_mean) != self.layout.target_dim:
             raise ModelError(f"{self.path}: normalisation does not match the feature layout; export it again")
         self.mirror = None
-        if "betwixt.mirror" in meta:   # see fill
+        if symmetric and "betwixt.mirror" in meta:
             reflections = np.asarray(json.loads(meta["betwixt.mirror"])["reflections"], dtype=np.float64)
             self.mirror = reflection(self.skeleton.parents, mirror_map(self.skeleton.names),
                                      world_reflection(AXES[self.layout.up]), reflections)

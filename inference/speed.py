@@ -50,6 +50,9 @@ def measure(path, repeats=20, batch=64, variants=16, superres_minutes=10.0):
 
     one, many = gap(1), gap(batch)
     median, best = _best_ms(lambda: model.fill(one), repeats)
+    # the price of averaging with the mirror image (see TransitionModel.fill): the same fill without it
+    single = TransitionModel(path, symmetric=False)
+    single_median, single_best = _best_ms(lambda: single.fill(one), repeats) if model.mirror is not None else (median, best)
     batched, _ = _best_ms(lambda: model.fill(many), max(3, repeats // 4))
     k_ms, _ = _best_ms(lambda: model.variants(one, variants, variation=1.0), max(3, repeats // 4))
     long = synthetic_motion(sk, int(superres_minutes * 60 * model.layout.fps) + 1, model.layout.fps, seed=1)
@@ -59,6 +62,7 @@ def measure(path, repeats=20, batch=64, variants=16, superres_minutes=10.0):
     return {
         "model": model.name,
         "transition_30_ms_batch1_1thread": {"median": median, "best": best},
+        "transition_30_ms_batch1_1thread_without_mirror_image": {"median": single_median, "best": single_best},
         "frames_per_second_batched": batch * 30 / (batched / 1000),
         "batch": batch,
         f"variants_{variants}_ms": k_ms,
