@@ -3,8 +3,10 @@
 A model file is trusted only as far as its metadata goes: kind, version, skeleton, feature layout
 and normalisation must all be there and agree with the motion it is asked to fill. Every request is
 a batch of :class:`~.transition.Gap` s of one length (gaps of several lengths are grouped), run as
-one call of the network's whole-transition graph, then blended onto the target key (Harvey & Pal
-2018, §5.1) so that the last generated frame meets the key exactly in the limit.
+one call of the network's whole-transition graph, then blended onto the keys: the start blend, the
+target blend (Harvey & Pal 2018, §5.1) so that the last generated frame meets the key exactly in the
+limit, and the end blend. Where the file carries its skeleton's left/right reflections, the same
+call also fills each gap's mirror image, and a fill is the mean of the two where they agree.
 """
 
 import json
