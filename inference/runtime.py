@@ -45,6 +45,8 @@ START_BLEND = 30
 # way) and their plain mean made a limb fly at four times the capture's peak speed.
 MIRROR_AGREEMENT = (60.0, 90.0)
 MODELS = Path(__file__).parent / "models"
+_GAP_ARRAYS = ("past_rotations", "past_positions", "target_rotations", "target_positions", "after_rotations",
+               "after_positions")
 
 
 class ModelError(BetwixtError):
@@ -165,28 +167,36 @@ class TransitionModel:
             noise = (np.random.default_rng(seed).standard_normal((gap.batch, self.noise_dim)) if variation
                      else np.zeros((gap.batch, self.noise_dim)))
         noise = variation * np.asarray(noise)
-        if self.mirror is None:
-            rotations, positions = self._generate(gap, noise, blend)
-        else:
-            rotations, positions = self._generate(self._with_mirror_image(gap), np.concatenate([noise, noise]), blend)
-            b = gap.batch
-            mirrored = reflect(rotations[b:], positions[b:], self.mirror)
-            rotations, positions = _average(rotations[:b], positions[:b], *mirrored, self.layout.trajectory)
+        rotations, positions = (self._generate(gap, noise, blend) if self.mirror is None
+                                else self._symmetric(gap, noise, blend))
         # signs continuous with the caller's own last key (the network saw them oriented its way)
         return quat.unroll(np.concatenate([gap.past_rotations[:, -1:], rotations], axis=1), axis=1)[:, 1:], positions
 
-    def _with_mirror_image(self, gap):
-        """``gap`` followed by its mirror image: one batch of twice as many gaps."""
+    def _symmetric(self, gap, noise, blend):
+        """The plain fills (no noise) averaged with their mirror images' (see _average), in one call
+        of the network. A variant (``noise`` not zero) keeps its own departure from the plain fill,
+        put onto the average: the mean of two draws would make variants alike (a quarter less
+        spread for K = 8)."""
+        b, varied = gap.batch, bool(np.any(noise))
+        gaps = [gap, self._mirror_image(gap)] + [gap] * varied
+        stacked = replace(gap, **{name: None if getattr(gap, name) is None else
+                                  np.concatenate([getattr(g, name) for g in gaps]) for name in _GAP_ARRAYS})
+        zero = np.zeros_like(noise)
+        rot, pos = self._generate(stacked, np.concatenate([zero, zero] + [noise] * varied), blend)
+        mean_rot, mean_pos = _average(rot[:b], pos[:b], *reflect(rot[b:2 * b], pos[b:2 * b], self.mirror),
+                                      self.layout.trajectory)
+        if not varied:
+            return mean_rot, mean_pos
+        departure = quat.mul(rot[2 * b:], quat.inv(rot[:b]))
+        return quat.mul(departure, mean_rot), mean_pos + pos[2 * b:] - pos[:b]
+
+    def _mirror_image(self, gap):
+        """``gap`` mirrored left/right."""
         past = reflect(gap.past_rotations, gap.past_positions, self.mirror)
         target = reflect(gap.target_rotations, gap.target_positions, self.mirror)
         after = (None, None) if gap.after is None else reflect(*gap.after, self.mirror)
-        both = lambda own, image: None if own is None else np.concatenate([own, image])  # noqa: E731
-        return replace(gap, past_rotations=both(gap.past_rotations, past[0]),
-                       past_positions=both(gap.past_positions, past[1]),
-                       target_rotations=both(gap.target_rotations, target[0]),
-                       target_positions=both(gap.target_positions, target[1]),
-                       after_rotations=both(gap.after_rotations, after[0]),
-                       after_positions=both(gap.after_positions, after[1]))
+        return replace(gap, past_rotations=past[0], past_positions=past[1], target_rotations=target[0],
+                       target_positions=target[1], after_rotations=after[0], after_positions=after[1])
 
     def _generate(self, gap, noise, blend):
         """The network's blended frames for ``gap`` (B gaps) with variation ``noise`` (B, noise_dim)."""
@@ -231,9 +241,7 @@ class TransitionModel:
     def variants(self, gap, k, variation=1.0, seed=None, **kwargs):
         """``k`` different transitions for each gap in one batched call: arrays (k, B, n, J, …)."""
         repeat = lambda a: None if a is None else np.concatenate([a] * k, axis=0)  # noqa: E731
-        arrays = ("past_rotations", "past_positions", "target_rotations", "target_positions",
-                  "after_rotations", "after_positions")
-        many = replace(gap, **{name: repeat(getattr(gap, name)) for name in arrays})
+        many = replace(gap, **{name: repeat(getattr(gap, name)) for name in _GAP_ARRAYS})
         rot, pos = self.fill(many, variation=variation, seed=seed, **kwargs)
         return rot.reshape((k, gap.batch) + rot.shape[1:]), pos.reshape((k, gap.batch) + pos.shape[1:])
 

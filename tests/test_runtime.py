@@ -302,3 +302,17 @@ def test_fills_that_part_ways_are_not_averaged():
     np.testing.assert_allclose(pos[0, :, 0], positions[0, :, 0] + 0.5)
     np.testing.assert_allclose(rot[1], first[1], atol=1e-12)
     np.testing.assert_allclose(pos[1], positions[1])
+
+
+def test_variants_keep_their_spread_when_fills_are_averaged(model, clip):
+    """Averaging two noisy draws would pull variants together; each keeps its own departure from the
+    plain fill instead, put onto the averaged fill, which it becomes as the noise goes to zero."""
+    _, motion = clip
+    gap = gap_in(motion, 100, 141, model.past)
+    spread = lambda rot: np.abs(rot - rot.mean(axis=0)).mean()                            # noqa: E731
+    averaged, _ = model.variants(gap, 8, seed=1)
+    single, _ = TransitionModel(model.path, symmetric=False).variants(gap, 8, seed=1)
+    assert spread(single) > 1e-4
+    np.testing.assert_allclose(spread(averaged), spread(single), rtol=0.05)
+    faint, _ = model.variants(gap, 2, variation=1e-6, seed=1)
+    np.testing.assert_allclose(faint[0], model.fill(gap)[0], atol=1e-5)
