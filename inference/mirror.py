@@ -260,7 +260,6 @@ def mirror(motion, axis=None, reflections=None):
     return replace(motion, rotations=rotations, positions=positions)
 
 
-
 def reflection(parents, partner, world, reflections):
     """What :func:`reflect` multiplies by, for a skeleton's ``parents``, its :func:`mirror_map`
     ``partner``, the :func:`world_reflection` and the joints' :func:`local_reflections`: computed

@@ -251,7 +251,9 @@ class TransitionModel:
 
 
 def _stacked(gaps):
-    """Gaps of one length as one batch, in order."""
+    """Gaps of one length as one batch, in order (a single gap as it is: no copy on a fill's path)."""
+    if len(gaps) == 1:
+        return gaps[0]
     return replace(gaps[0], **{name: None if getattr(gaps[0], name) is None else
                                np.concatenate([getattr(g, name) for g in gaps]) for name in _GAP_ARRAYS})
 
@@ -266,10 +268,9 @@ def _average(rotations, positions, other_rotations, other_positions, trajectory)
     fills differ anywhere (any joint, any frame) by more than MIRROR_AGREEMENT[0] degrees is
     averaged less, and beyond MIRROR_AGREEMENT[1] not at all (one weight a gap: no pop in time).
     """
-    other_rotations = np.where((np.sum(rotations * other_rotations, axis=-1) < 0)[..., None],
-                               -other_rotations, other_rotations)
-    cos_half = np.clip(np.sum(rotations * other_rotations, axis=-1), -1.0, 1.0)
-    worst = 2 * np.degrees(np.arccos(cos_half)).max(axis=(1, 2))
+    dot = np.sum(rotations * other_rotations, axis=-1)
+    other_rotations = np.where((dot < 0)[..., None], -other_rotations, other_rotations)
+    worst = 2 * np.degrees(np.arccos(np.minimum(np.abs(dot), 1.0))).max(axis=(1, 2))
     full, none = MIRROR_AGREEMENT
     weight = 0.5 * np.clip((none - worst) / (none - full), 0.0, 1.0)[:, None, None]
     positions = positions.copy()

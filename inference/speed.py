@@ -51,8 +51,10 @@ def measure(path, repeats=20, batch=64, variants=16, superres_minutes=10.0):
     one, many = gap(1), gap(batch)
     median, best = _best_ms(lambda: model.fill(one), repeats)
     # the price of averaging with the mirror image (see TransitionModel.fill): the same fill without it
-    single = TransitionModel(path, symmetric=False)
-    single_median, single_best = _best_ms(lambda: single.fill(one), repeats) if model.mirror is not None else (median, best)
+    single_median, single_best = median, best
+    if model.mirror is not None:
+        single = TransitionModel(path, symmetric=False)
+        single_median, single_best = _best_ms(lambda: single.fill(one), repeats)
     batched, _ = _best_ms(lambda: model.fill(many), max(3, repeats // 4))
     k_ms, _ = _best_ms(lambda: model.variants(one, variants, variation=1.0), max(3, repeats // 4))
     long = synthetic_motion(sk, int(superres_minutes * 60 * model.layout.fps) + 1, model.layout.fps, seed=1)
