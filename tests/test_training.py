@@ -271,6 +271,30 @@ def test_speeds_add_clips_played_faster_and_slower(lafan1_zip, trained_rtn):
     assert not same(halfway, first[:-1]) and not same(halfway, first[1:])
 
 
+def test_reverse_plays_windows_backwards(lafan1_zip, trained_rtn):
+    """A backward window is the window of the clip played backwards: its past the frames after the
+    gap, its target the key before it."""
+    from inference.dataset import load_motion_set
+    from training.data import Transitions
+
+    data = load_motion_set(lafan1_zip, trained_rtn["cache"])
+    n, width, first = 20, 10 + 20 + 2, 3000
+    backward = Transitions(data, "train", [1], mirrored=False, reverse=1.0)
+    played_back = Transitions(data, "train", [1], mirrored=False)
+    # one clip of exactly one window (mid-motion), so that both draw the same start
+    for t, frames in ((backward, slice(first, first + width)), (played_back, slice(first + width - 1, first - 1, -1))):
+        t.rotations, t.positions = t.rotations[frames], t.positions[frames]
+        t.lengths, t.starts = np.array([width]), np.array([0])
+    a = backward.sample(4, n, np.random.default_rng(0), keep_after=1.0)
+    b = played_back.sample(4, n, np.random.default_rng(0), keep_after=1.0)
+    for key in a:
+        np.testing.assert_allclose(a[key], b[key], atol=1e-6)
+    forward = Transitions(data, "train", [1], mirrored=False)
+    forward.rotations, forward.positions = backward.rotations, backward.positions
+    forward.lengths, forward.starts = backward.lengths, backward.starts
+    assert np.abs(forward.sample(4, n, np.random.default_rng(0), keep_after=1.0)["past"] - a["past"]).max() > 0.1
+
+
 def test_the_l2_loss_counts_each_frames_error_in_proportion(lafan1_zip, trained_rtn):
     """--loss l2 averages each frame's error norm, the benchmark's measure; the paper's MSE averages
     its square. One frame off by e, then another also off by 2e: l2 triples, MSE grows fivefold."""

@@ -3,7 +3,9 @@
 Every clip is split in time: its last tenth is held out for validation, so a data set without a
 test subject (Bandai) still gets an honest validation curve, and LaFAN1's test subject 5 is never
 read at all. Mirrored copies of the clips double the data (left/right symmetry is free knowledge);
-copies played faster or slower (``--speeds``) add timings the capture did not hold.
+copies played faster or slower (``--speeds``) add timings the capture did not hold. Windows played
+backwards (``--reverse``) teach the network to fill a gap from its far side as well: the runtime can
+then fill each gap both ways, from the frames before it and from those after it, and average.
 """
 
 from dataclasses import replace
@@ -23,9 +25,10 @@ HOLD_OUT = 0.1
 class Transitions:
     """Samples batches of (past, target, truth) windows from clips of one skeleton."""
 
-    def __init__(self, data, part="train", subjects=None, mirrored=True, past=10, layout=None, speeds=(1.0,)):
+    def __init__(self, data, part="train", subjects=None, mirrored=True, past=10, layout=None, speeds=(1.0,),
+                 reverse=0.0):
         self.parents = data.skeleton.parents
-        self.past, self.part = past, part
+        self.past, self.part, self.reverse = past, part, reverse
         self.files = []
         clips = []
         for i, name in enumerate(data.names):
@@ -63,7 +66,8 @@ class Transitions:
         ``base`` (B, J, 3) the translations of the last past frame, which the network does not
         predict for joints other than the trajectory joint; ``after`` (B, frame_dim) the frame after
         the target, for the runtime's end blend, and ``after_known`` (B,) 1 where the target's
-        features carry its velocity (``keep_after``), 0 where they were dropped.
+        features carry its velocity (``keep_after``), 0 where they were dropped. A window is read
+        backwards with probability ``reverse``: its target then lies before its past.
         """
         width = self.past + n + 2
         room = np.maximum(self.lengths - width + 1, 0)
@@ -71,7 +75,8 @@ class Transitions:
             raise DataError(f"no clip is long enough for a transition of {n} frames; lower --max-gap")
         clip = rng.choice(len(room), size=batch, p=room / room.sum())
         start = self.starts[clip] + (rng.random(batch) * room[clip]).astype(np.int64)
-        index = start[:, None] + np.arange(width)
+        backwards = rng.random(batch) < self.reverse if self.reverse else np.zeros(batch, dtype=bool)
+        index = start[:, None] + np.where(backwards[:, None], width - 1 - np.arange(width), np.arange(width))
         rot = self.rotations[index].astype(np.float64)
         pos = self.positions[index].astype(np.float64)
         p = self.past

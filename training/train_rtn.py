@@ -83,6 +83,9 @@ def add_arguments(parser):
     parser.add_argument("--speeds", default="1",
                         help="comma-separated playback speeds of the training clips, e.g. 0.8,1,1.25: "
                              "more timings for small data sets (default: 1, as captured)")
+    parser.add_argument("--reverse", type=float, default=0.0,
+                        help="probability of a training window played backwards, so that the runtime "
+                             "may fill each gap from both sides and average (0: forwards only)")
     parser.add_argument("--noise", type=float, default=0.5,
                         help="strength of the variation noise during training (Harvey et al. 2020: 0.5)")
     parser.add_argument("--licence", default=None, help="licence of the data (known for LaFAN1 and Bandai)")
@@ -244,7 +247,7 @@ def train(args):
     subjects = [int(s) for s in args.subjects.split(",")] if args.subjects else None
     data = load_motion_set(args.data, args.cache)
     train_set = Transitions(data, "train", subjects, mirrored=not args.no_mirror,
-                            speeds=[float(k) for k in args.speeds.split(",")])
+                            speeds=[float(k) for k in args.speeds.split(",")], reverse=args.reverse)
     val_set = Transitions(data, "validation", subjects, mirrored=False, layout=train_set.layout)
     parents = [int(p) for p in data.skeleton.parents]
     lay = train_set.layout
