@@ -15,7 +15,7 @@ import numpy as np
 
 from ..inference import quat
 from ..inference.errors import BetwixtError
-from ..inference.runtime import after_is_known, fill_gaps
+from ..inference.runtime import fill_gaps, frames_after
 
 SAME_RATE = 1e-6
 
@@ -49,8 +49,10 @@ def check_gaps(model, gaps, ratio):
 
 
 def margins(model, ratio):
-    """Scene frames needed before the first key and after the last one."""
-    return int(np.ceil((model.past - 1) * ratio)) + 1, int(np.ceil(ratio)) + 1
+    """Scene frames needed before the first key and after the last one: a past context on each
+    side, since the runtime may fill a gap from either side (see runtime.TransitionModel.fill)."""
+    margin = int(np.ceil((model.past - 1) * ratio)) + 1
+    return margin, margin
 
 
 def sample(motion, at):
@@ -82,19 +84,21 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, *
     step(0, len(gaps))
     if abs(ratio - 1.0) < SAME_RATE:   # one pass over the motion, not a copy of it per gap
         return fill_gaps(model, motion, [(a - first, b - first) for a, b in gaps], progress=step, **kwargs)
-    for i, ((a, b), after) in enumerate(zip(gaps, after_is_known(gaps))):
-        motion = _fill_resampled(model, motion, first, a, b, ratio, after, **kwargs)
+    for i, ((a, b), after) in enumerate(zip(gaps, frames_after(gaps, margins(model, ratio)[1]))):
+        motion = _fill_resampled(model, motion, first, a, b, ratio, min(after, motion.n_frames - 1 - (b - first)),
+                                 **kwargs)
         step(i + 1, len(gaps))
     return motion
 
 
 def _fill_resampled(model, motion, first, a, b, ratio, after, **kwargs):
-    """One gap at the model's frame rate; ``after``: whether the frame after key ``b`` is the user's
-    (see runtime.after_is_known)."""
+    """One gap at the model's frame rate; ``after``: how many scene frames after key ``b`` are the
+    user's (see runtime.frames_after)."""
     n = model_frames(a, b, ratio)
     step = (b - a) / n
     past = model.past
-    times = a - first + step * np.arange(-(past - 1), n + 1 + after)   # context, gap, target[, the frame after]
+    after = min(past, int(after / step + 1e-9))    # in model frames
+    times = a - first + step * np.arange(-(past - 1), n + 1 + after)   # context, gap, target, the frames after
     filled = fill_gaps(model, sample(motion, times), [(past - 1, past - 1 + n)], **kwargs)
     span = filled.frames(past - 1, past + n)                    # key a, the generated frames, key b
     inside = np.arange(a + 1, b)

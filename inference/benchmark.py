@@ -49,11 +49,12 @@ class Benchmark:
         return self.rotations.shape[0]
 
     def gap(self, n):
-        """The benchmark's transitions of length ``n`` as one batch, with the frame after each target
-        (the protocol gives a method the frames after the target; only the target constrains it)."""
+        """The benchmark's transitions of length ``n`` as one batch, with up to PAST frames after each
+        target (the protocol gives a method the frames after the target; only the target constrains
+        it): as many as the window holds, 9 at the longest gap."""
         r, p = self.rotations, self.positions
-        return Gap(self.skeleton, r[:, :PAST], p[:, :PAST], r[:, PAST + n], p[:, PAST + n], n,
-                   r[:, PAST + n + 1], p[:, PAST + n + 1])
+        after = slice(PAST + n + 1, PAST + n + 1 + PAST)
+        return Gap(self.skeleton, r[:, :PAST], p[:, :PAST], r[:, PAST + n], p[:, PAST + n], n, r[:, after], p[:, after])
 
     def capture(self, gap):
         """The captured frames of the gap: the method that scores zero, and PEAK's reference."""

@@ -39,11 +39,20 @@ BLEND = 10
 # 1.664 without, 0.160 / 0.630 / 1.124 / 1.652 over 30. On rtn-bandai1's held-out tenth, 30 also
 # lowered every error (positions at 5 frames 0.398 -> 0.358, at 45 6.500 -> 6.479).
 START_BLEND = 30
-# Degrees by which a fill and its mirror image's may differ (see _average): averaged fully up to
+# Degrees by which two fills of a gap (mirror image, backwards) may differ (see _average): averaged fully up to
 # the first, not at all beyond the second. Rotations 90 degrees apart still average without a
 # jump; rtn-bandai1's fills of 120-frame gaps differed by up to 180 (the hips turned round either
 # way) and their plain mean made a limb fly at four times the capture's peak speed.
-MIRROR_AGREEMENT = (60.0, 90.0)
+AGREEMENT = (60.0, 90.0)
+# The backward fill's part of the mean of the two directions, at the gap's first and last frame,
+# linear between: each direction is surer near the keys it set out from. On the held-out tenth of
+# LaFAN1's training subjects (rtn-lafan1's run at about 37,500 steps), L2P over interpolation's at
+# 5 / 15 / 30 / 45 frames: forwards alone 0.389 / 0.421 / 0.468 / 0.480; shares (0.35, 0.65) 0.384 /
+# 0.415 / 0.440 / 0.445, (0.25, 0.75) 0.382 / 0.415 / 0.439 / 0.443, (0.1, 0.9) 0.381 / 0.416 /
+# 0.438 / 0.441. At 38,264 steps (0, 1) was within 0.3 % of (0.1, 0.9) on all twelve numbers, behind
+# on L2P at 15 and 30. Symmetric, so that a motion played backwards is filled as the fill played
+# backwards.
+BACKWARD_SHARE = (0.1, 0.9)
 MODELS = Path(__file__).parent / "models"
 _GAP_ARRAYS = ("past_rotations", "past_positions", "target_rotations", "target_positions", "after_rotations",
                "after_positions")
@@ -84,9 +93,10 @@ def _session(path, threads=1):
 class TransitionModel:
     """An RTN model file, checked and ready: ``model(gap)`` is a method for the benchmark."""
 
-    def __init__(self, path, threads=1, symmetric=True):
+    def __init__(self, path, threads=1, symmetric=True, both_ways=True):
         """``symmetric``: average each fill with its mirror image's where the file allows (see
-        fill); off, a fill costs one run of the network instead of a run at twice the batch."""
+        fill); ``both_ways``: with the gap filled backwards too, where the file allows. Each view
+        adds one gap to the network's batch."""
         self.path = Path(path)
         if not self.path.is_file():
             raise ModelError(f"{self.path}: no such model file")
@@ -114,6 +124,7 @@ class TransitionModel:
         if len(self.frame_mean) != self.layout.frame_dim or len(self.target_mean) != self.layout.target_dim:
             raise ModelError(f"{self.path}: normalisation does not match the feature layout; export it again")
         self.mirror = None
+        self.backward = both_ways and meta.get("betwixt.backward") == "true"
         if symmetric and "betwixt.mirror" in meta:
             reflections = np.asarray(json.loads(meta["betwixt.mirror"])["reflections"], dtype=np.float64)
             self.mirror = reflection(self.skeleton.parents, mirror_map(self.skeleton.names),
@@ -149,9 +160,11 @@ class TransitionModel:
 
         Where the model file says how to mirror its skeleton, each gap is filled twice in the one
         call, as it is and as its left/right mirror image (which the network was trained on too),
-        and the two are averaged (see _symmetric): they err differently, so the average errs less
+        and the two are averaged (see _averaged): they err differently, so the average errs less
         (benchmark L2P at 30 frames 4 % lower) for about 2 ms more a 30-frame fill (6.5 against 4.5
-        ms in one bench-speed run).
+        ms in one bench-speed run). Where the network also learned to fill gaps backwards and the
+        gap has a past context's worth of frames after its target, it is filled from that side
+        too, and the two directions are averaged, each trusted more near the keys it set out from.
         """
         return self._fill(gap, 1, variation, seed, blend, noise)
 
@@ -170,42 +183,71 @@ class TransitionModel:
                              f"(1 to {self.max_gap}); add a key inside the gap or choose another model")
         arrays = [gap.past_rotations, gap.past_positions, gap.target_rotations, gap.target_positions]
         if gap.after is not None:
-            arrays += list(gap.after)
+            arrays += [gap.after_rotations, gap.after_positions]
         if not all(np.isfinite(a).all() for a in arrays):
             raise ModelError("the keys around the gap contain NaN or infinite values; fix those keys first")
         rows = (copies * gap.batch, self.noise_dim)
         if noise is None:
             noise = np.random.default_rng(seed).standard_normal(rows) if variation else np.zeros(rows)
         noise = variation * np.asarray(noise)
-        rotations, positions = (self._generate(_stacked([gap] * copies), noise, blend) if self.mirror is None
-                                else self._symmetric(gap, copies, noise, blend))
+        views = self._views(gap)
+        rotations, positions = (self._generate(_stacked([gap] * copies), noise, blend) if len(views) == 1
+                                else self._averaged(gap, views, copies, noise, blend))
         # signs continuous with the caller's own last key (the network saw them oriented its way)
         last = np.concatenate([gap.past_rotations[:, -1:]] * copies)
         return quat.unroll(np.concatenate([last, rotations], axis=1), axis=1)[:, 1:], positions
 
-    def _symmetric(self, gap, copies, noise, blend):
-        """The plain fills (no noise) averaged with their mirror images' (see _average), in one call
-        of the network, ``copies`` times over. A variant (``noise`` not zero) keeps its own
-        departure from the plain fill, put onto the average: the mean of two noisy draws would make
-        variants alike (a quarter less spread for K = 8). The plain fills run once however many
-        copies: K variants of B gaps are a batch of (K + 2) B."""
+    def _views(self, gap):
+        """The ways of looking at ``gap`` that this fill averages, as ``(gap seen so, mirrored,
+        backwards)``: as it is; its left/right mirror image where the file says how to mirror the
+        skeleton; each of those played backwards where the network also learned to fill a gap from
+        its far side and a whole past context's worth of frames follows the target."""
+        views = [(gap, False, False)]
+        if self.mirror is not None:
+            views.append((self._mirror_image(gap), True, False))
+        if self.backward and gap.after is not None and gap.after_rotations.shape[1] >= self.past - 1:
+            views += [(_backwards(g), mirrored, True) for g, mirrored, _ in views]
+        return [(self._read(g), mirrored, backwards) for g, mirrored, backwards in views]
+
+    def _read(self, gap):
+        """``gap`` as the network reads it: exactly ``past`` frames before it (see _context) and the
+        first frame after its target, so that views of one gap stack into one batch."""
+        rot, pos = self._context(gap.past_rotations, gap.past_positions)
+        after = (None, None) if gap.after is None else (gap.after_rotations[:, :1], gap.after_positions[:, :1])
+        return replace(gap, past_rotations=rot, past_positions=pos, after_rotations=after[0], after_positions=after[1])
+
+    def _averaged(self, gap, views, copies, noise, blend):
+        """The plain fills (no noise) of every view, taken back to the gap as it is and averaged (see
+        _average), in one call of the network, ``copies`` times over. A variant (``noise`` not zero)
+        keeps its own departure from the plain fill, put onto the average: the mean of noisy draws
+        would make variants alike (a quarter less spread for K = 8 with the mirror image alone). The
+        plain fills run once however many copies: K variants of B gaps are a batch of (K + V) B for
+        V views."""
         b, varied = gap.batch, bool(np.any(noise))
-        gaps = [gap, self._mirror_image(gap)] + [gap] * (copies if varied else 0)
-        rot, pos = self._generate(_stacked(gaps), np.concatenate([np.zeros((2 * b, self.noise_dim))]
-                                                                  + [noise] * varied), blend)
-        mean_rot, mean_pos = _average(rot[:b], pos[:b], *reflect(rot[b:2 * b], pos[b:2 * b], self.mirror),
-                                      self.layout.trajectory)
+        rot, pos = self._generate(_stacked([g for g, _, _ in views] + [views[0][0]] * (copies if varied else 0)),
+                                  np.concatenate([np.zeros((len(views) * b, self.noise_dim))] + [noise] * varied),
+                                  blend)
+        fills = {}
+        for i, (_, mirrored, backwards) in enumerate(views):
+            fill = rot[i * b:(i + 1) * b], pos[i * b:(i + 1) * b]
+            fill = reflect(*fill, self.mirror) if mirrored else fill
+            fills[mirrored, backwards] = (fill[0][:, ::-1], fill[1][:, ::-1]) if backwards else fill
+        trajectory = self.layout.trajectory
+        ways = [_average(*fills[False, way], *fills[True, way], trajectory) if (True, way) in fills
+                else fills[False, way] for way in sorted({way for _, way in fills})]
+        mean_rot, mean_pos = ways[0] if len(ways) == 1 else _average(*ways[0], *ways[1], trajectory,
+                                                                     _backward_share(gap.length))
         tile = lambda a: np.concatenate([a] * copies)  # noqa: E731
         if not varied:
             return tile(mean_rot), tile(mean_pos)
-        departure = quat.mul(rot[2 * b:], quat.inv(tile(rot[:b])))
-        return quat.mul(departure, tile(mean_rot)), tile(mean_pos) + pos[2 * b:] - tile(pos[:b])
+        departure = quat.mul(rot[len(views) * b:], quat.inv(tile(rot[:b])))
+        return quat.mul(departure, tile(mean_rot)), tile(mean_pos) + pos[len(views) * b:] - tile(pos[:b])
 
     def _mirror_image(self, gap):
         """``gap`` mirrored left/right."""
         past = reflect(gap.past_rotations, gap.past_positions, self.mirror)
         target = reflect(gap.target_rotations, gap.target_positions, self.mirror)
-        after = (None, None) if gap.after is None else reflect(*gap.after, self.mirror)
+        after = (None, None) if gap.after is None else reflect(gap.after_rotations, gap.after_positions, self.mirror)
         return replace(gap, past_rotations=past[0], past_positions=past[1], target_rotations=target[0],
                        target_positions=target[1], after_rotations=after[0], after_positions=after[1])
 
@@ -258,21 +300,38 @@ def _stacked(gaps):
                                np.concatenate([getattr(g, name) for g in gaps]) for name in _GAP_ARRAYS})
 
 
-def _average(rotations, positions, other_rotations, other_positions, trajectory):
+def _backwards(gap):
+    """``gap`` played backwards: its target key and the frames after it are the past, the last key
+    before it the target, and the frames before that key the frames after."""
+    after_rot, after_pos = gap.past_rotations[:, -2::-1], gap.past_positions[:, -2::-1]
+    return Gap(gap.skeleton, np.concatenate([gap.after_rotations[:, ::-1], gap.target_rotations[:, None]], axis=1),
+               np.concatenate([gap.after_positions[:, ::-1], gap.target_positions[:, None]], axis=1),
+               gap.past_rotations[:, -1], gap.past_positions[:, -1], gap.length,
+               *((after_rot, after_pos) if after_rot.shape[1] else (None, None)))
+
+
+def _backward_share(n):
+    """How much of the backward fill goes into the mean on each of ``n`` frames: BACKWARD_SHARE at
+    the gap's two ends, linear between."""
+    return np.interp(np.arange(1, n + 1) / (n + 1), [0.0, 1.0], BACKWARD_SHARE)
+
+
+def _average(rotations, positions, other_rotations, other_positions, trajectory, share=0.5):
     """The mean of two fills of the same gaps: rotations (B, n, J, 4) normalised after taking the
     other's in the sign nearer each, and the trajectory joint's translation; other translations are
     the first fill's (the network does not generate them).
 
     Where the two fills part ways, as when one turns the character round to the left and the other
     to the right, their mean is neither and jumps where they are half a turn apart: a gap whose two
-    fills differ anywhere (any joint, any frame) by more than MIRROR_AGREEMENT[0] degrees is
-    averaged less, and beyond MIRROR_AGREEMENT[1] not at all (one weight a gap: no pop in time).
+    fills differ anywhere (any joint, any frame) by more than AGREEMENT[0] degrees is
+    averaged less, and beyond AGREEMENT[1] not at all (one weight a gap: no pop in time).
+    ``share``: the other's part of the mean, one for every frame or one for each (n,).
     """
     dot = np.sum(rotations * other_rotations, axis=-1)
     other_rotations = np.where((dot < 0)[..., None], -other_rotations, other_rotations)
     worst = 2 * np.degrees(np.arccos(np.minimum(np.abs(dot), 1.0))).max(axis=(1, 2))
-    full, none = MIRROR_AGREEMENT
-    weight = 0.5 * np.clip((none - worst) / (none - full), 0.0, 1.0)[:, None, None]
+    full, none = AGREEMENT
+    weight = np.clip((none - worst) / (none - full), 0.0, 1.0)[:, None, None] * np.reshape(share, (1, -1, 1))
     positions = positions.copy()
     positions[..., trajectory, :] += weight * (other_positions[..., trajectory, :] - positions[..., trajectory, :])
     return quat.normalize(rotations + weight[..., None] * (other_rotations - rotations)), positions
@@ -350,9 +409,9 @@ def _like(weights, frames):
     return weights if isinstance(frames, np.ndarray) else frames.new_tensor(weights)
 
 
-def gap_in(motion, start, end, past):
+def gap_in(motion, start, end, past, after=None):
     """The gap of ``motion`` strictly between key frames ``start`` and ``end``, as a batch of one,
-    with the frame after ``end`` when there is one."""
+    with up to ``after`` frames after ``end`` (default ``past``) where the motion has them."""
     if not 0 <= start < end < motion.n_frames:
         raise ModelError(f"{motion.name}: the keys {start}:{end} are not two frames of its "
                          f"{motion.n_frames} (0 to {motion.n_frames - 1}) in order")
@@ -360,32 +419,31 @@ def gap_in(motion, start, end, past):
         raise ModelError(f"{motion.name}: no frame lies strictly between keys {start} and {end}")
     first = max(0, start + 1 - past)
     r, p = motion.rotations, motion.positions
-    after = (r[None, end + 1], p[None, end + 1]) if end + 1 < motion.n_frames else (None, None)
+    last = min(motion.n_frames, end + 1 + (past if after is None else after))
+    after = (r[None, end + 1:last], p[None, end + 1:last]) if last > end + 1 else (None, None)
     return Gap(motion.skeleton, r[None, first:start + 1], p[None, first:start + 1], r[None, end], p[None, end],
                end - start - 1, *after)
 
 
-def after_is_known(gaps):
-    """Per ``(start, end)`` gap, whether the frame after its end key is the user's: not when one of
-    ``gaps`` generates it, as where gaps follow one another (superres, Blender's Decompress), since
-    a frame about to be replaced says nothing of the key's velocity."""
+def frames_after(gaps, most):
+    """Per ``(start, end)`` gap, how many frames after its end key are the user's, up to ``most``:
+    those before the first that one of ``gaps`` generates, as where gaps follow one another
+    (superres, Blender's Decompress: none), since a frame about to be replaced says nothing of the
+    motion through the key."""
     generated = {f for start, end in gaps for f in range(start + 1, end)}
-    return [end + 1 not in generated for _, end in gaps]
+    return [next((k for k in range(most) if end + 1 + k in generated), most) for _, end in gaps]
 
 
 def fill_gaps(model, motion, gaps, progress=None, **kwargs):
     """``motion`` with the frames strictly inside each ``(start, end)`` key pair generated, in order,
     each gap's past context taken from the frames generated before it (Harvey & Pal 2018, §7.4).
 
-    A gap reads the frame after its end key where :func:`after_is_known`. ``progress(done, total)``
-    is called after each gap (it may raise to stop the work).
+    A gap reads the frames after its end key that are the user's (:func:`frames_after`).
+    ``progress(done, total)`` is called after each gap (it may raise to stop the work).
     """
     out = replace(motion, rotations=motion.rotations.copy(), positions=motion.positions.copy())
-    for i, ((start, end), known) in enumerate(zip(gaps, after_is_known(gaps))):
-        gap = gap_in(out, start, end, model.past)
-        if not known:
-            gap = replace(gap, after_rotations=None, after_positions=None)
-        rot, pos = model.fill(gap, **kwargs)
+    for i, ((start, end), after) in enumerate(zip(gaps, frames_after(gaps, model.past))):
+        rot, pos = model.fill(gap_in(out, start, end, model.past, after), **kwargs)
         out.rotations[start + 1:end], out.positions[start + 1:end] = rot[0], pos[0]
         if progress is not None:
             progress(i + 1, len(gaps))

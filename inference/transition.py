@@ -19,10 +19,11 @@ class Gap:
     """A batch of ``B`` gaps of ``length`` frames: the frames before each and the key that ends it.
 
     ``past_*`` hold ``P`` frames up to and including the last key before the gap; ``target_*`` the
-    key right after it; ``after_*``, when known, the frame after that key. The target is the only
-    constraint, but the frame after it tells how the motion goes on through it (the benchmark's
-    protocol allows it, and an animator's next keys give it), so a method may read its velocity.
-    All arrays are local (per-joint) rotations and translations.
+    key right after it; ``after_*``, when known, the ``A`` frames after that key. The target is the
+    only constraint, but the frames after it tell how the motion goes on through it (the benchmark's
+    protocol allows them, and an animator's next keys give them), so a method may read them: the
+    key's velocity, or a context to fill the gap from its far side. All arrays are local (per-joint)
+    rotations and translations.
     """
 
     skeleton: Skeleton
@@ -31,8 +32,8 @@ class Gap:
     target_rotations: np.ndarray  # (B, J, 4)
     target_positions: np.ndarray  # (B, J, 3)
     length: int
-    after_rotations: np.ndarray | None = None  # (B, J, 4)
-    after_positions: np.ndarray | None = None  # (B, J, 3)
+    after_rotations: np.ndarray | None = None  # (B, A, J, 4)
+    after_positions: np.ndarray | None = None  # (B, A, J, 3)
 
     @property
     def batch(self):
@@ -41,7 +42,7 @@ class Gap:
     @property
     def after(self):
         """The frame after the target key as a ``(rotations, positions)`` pair, or None."""
-        return None if self.after_rotations is None else (self.after_rotations, self.after_positions)
+        return None if self.after_rotations is None else (self.after_rotations[:, 0], self.after_positions[:, 0])
 
 
 def zero_velocity(gap):

@@ -46,7 +46,7 @@ def trained_rtn(lafan1_zip, tmp_path_factory):
     run = tmp_path_factory.mktemp("rtn")
     cache = tmp_path_factory.mktemp("cache")
     train = [sys.executable, "-m", "training", "rtn", "--data", str(lafan1_zip), "--subjects", "1,2,3,4",
-             "--out", str(run), "--steps", "4", "--batch", "8", "--max-gap", "20", "--validate-every", "4",
+             "--out", str(run), "--steps", "4", "--batch", "8", "--max-gap", "20", "--validate-every", "4", "--reverse", "0.5",
              "--cache", str(cache), "--threads", "2"]
     subprocess.run(train, cwd=ROOT, check=True, capture_output=True, text=True)
     model = run / "rtn.onnx"

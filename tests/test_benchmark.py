@@ -37,13 +37,16 @@ def test_windows_and_normalisation(bench):
     np.testing.assert_allclose(forward, np.tile([1.0, 0.0, 0.0], (376, 1)), atol=1e-6)
 
 
-def test_a_transition_gives_the_frame_after_its_target(bench):
-    """The protocol hands a method the frames after the target; the gap carries the first of them."""
+def test_a_transition_gives_the_frames_after_its_target(bench):
+    """The protocol hands a method the frames after the target: the gap carries those its window
+    holds, up to a past context's worth."""
     gap = bench.gap(45)
     assert gap.past_rotations.shape == (376, 10, 22, 4) and gap.length == 45
     np.testing.assert_array_equal(gap.target_rotations, bench.rotations[:, 55])
-    np.testing.assert_array_equal(gap.after_rotations, bench.rotations[:, 56])
-    np.testing.assert_array_equal(gap.after_positions, bench.positions[:, 56])
+    np.testing.assert_array_equal(gap.after_rotations, bench.rotations[:, 56:65])
+    np.testing.assert_array_equal(gap.after_positions, bench.positions[:, 56:65])
+    np.testing.assert_array_equal(gap.after[0], bench.rotations[:, 56])
+    assert bench.gap(30).after_rotations.shape[1] == 10
 
 
 def test_baselines_reproduce_reference_table(bench):

@@ -13,8 +13,8 @@ import pytest
 from inference.bvh import read_bvh, write_bvh
 from inference.dataset import read_motions
 from inference.errors import BetwixtError
-from inference.runtime import (BLEND, START_BLEND, ModelError, TransitionModel, end_blend, fill_gaps, gap_in,
-                               start_blend, superres)
+from inference.runtime import (BLEND, START_BLEND, ModelError, TransitionModel, end_blend, fill_gaps, frames_after,
+                               gap_in, start_blend, superres)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,8 +46,11 @@ def test_fill_changes_only_the_gap_and_lands_on_the_target(model, clip):
     assert same_rotation(out.rotations[131:], motion.rotations[131:]) < 1e-12
     assert np.all(np.abs(np.linalg.norm(out.rotations, axis=-1) - 1) < 1e-9)
     # with the frame after the key known, the end blend runs the root into the key at its velocity
-    np.testing.assert_allclose(out.positions[130, 0], 2 * motion.positions[131, 0] - motion.positions[132, 0],
-                               atol=1e-6)
+    # (the backward fill's start blend does too, but its end blend moves that frame by 1/30 of its miss)
+    into_key = 2 * motion.positions[131, 0] - motion.positions[132, 0]
+    forwards = fill_gaps(TransitionModel(model.path, both_ways=False), motion, [(100, 131)])
+    np.testing.assert_allclose(forwards.positions[130, 0], into_key, atol=1e-6)
+    assert np.abs(out.positions[130, 0] - into_key).max() < 0.5
     # without it, the target blend alone rises to 1 on the key, so the last generated frame is
     # 30/31 of the way there
     gap = replace(gap_in(motion, 100, 131, model.past), after_rotations=None, after_positions=None)
@@ -111,7 +114,7 @@ def test_the_frame_after_the_target_is_read_when_there_is_one(model, clip):
     """The key's velocity, from the frame after it, shapes the way in; the clip's last key has none."""
     _, motion = clip
     gap = gap_in(motion, 100, 131, model.past)
-    np.testing.assert_array_equal(gap.after_rotations[0], motion.rotations[132])
+    np.testing.assert_array_equal(gap.after_rotations[0], motion.rotations[132:132 + model.past])
     _, with_after = model.fill(gap)
     _, without = model.fill(replace(gap, after_rotations=None, after_positions=None))
     assert np.abs(with_after - without).max() > 1e-3
@@ -244,7 +247,7 @@ def test_bench_speed_prints_every_timing(model, tmp_path):
     assert result.returncode == 0, result.stderr
     timings = json.loads((tmp_path / "speed.json").read_text())
     assert timings["transition_30_ms_batch1_1thread"]["median"] > 0
-    assert timings["transition_30_ms_batch1_1thread_without_mirror_image"]["median"] > 0
+    assert timings["transition_30_ms_batch1_1thread_one_view"]["median"] > 0
     assert timings["frames_per_second_batched"] > 0 and timings["variants_16_ms"] > 0
     assert timings["superres_10min_1key_per_s_seconds"] > 0
     assert timings["torch_over_onnx"] > 0      # torch is installed with the test requirements
@@ -283,16 +286,46 @@ def test_a_fill_is_averaged_with_its_mirror_images(model, clip):
     assert asymmetry(TransitionModel(model.path, symmetric=False)) > 1e-3
 
 
+def test_a_fill_is_averaged_with_the_gap_filled_backwards(model, clip):
+    """Where the network learned both directions and a past context's worth of frames follows the
+    target, a gap is also filled from its far side, and the fill of the motion played backwards is
+    the fill played backwards; with fewer frames after the target, it is filled forwards only."""
+    _, motion = clip
+    backwards = replace(motion, rotations=motion.rotations[::-1].copy(), positions=motion.positions[::-1].copy())
+    last = motion.n_frames - 1
+    gap, backward_gap = gap_in(motion, 100, 131, model.past), gap_in(backwards, last - 131, last - 100, model.past)
+    forwards_only = TransitionModel(model.path, both_ways=False)
+
+    def asymmetry(filler):
+        rot, pos = filler.fill(gap)
+        back_rot, back_pos = (a[:, ::-1] for a in filler.fill(backward_gap))
+        return max(1 - np.abs(np.sum(rot * back_rot, axis=-1)).min(), np.abs(pos - back_pos)[..., 0, :].max())
+
+    assert model.backward and asymmetry(model) < 1e-5
+    assert asymmetry(forwards_only) > 1e-3
+    short = gap_in(motion, 100, 131, model.past, after=model.past - 2)
+    assert short.after_rotations.shape[1] == model.past - 2
+    for a, b in zip(model.fill(short), forwards_only.fill(short)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_frames_after_a_key_are_the_users_up_to_a_generated_one():
+    """Where gaps follow one another the frames after a key are about to be generated: none is read."""
+    assert frames_after([(0, 10), (10, 20)], 10) == [0, 10]
+    assert frames_after([(0, 10), (13, 20)], 10) == [3, 10]
+    assert frames_after([(0, 10)], 4) == [4]
+
+
 def test_fills_that_part_ways_are_not_averaged():
     """Two fills of a gap that differ by a half turn somewhere (one turned left, one right) have no
     meaningful mean: that gap keeps the first fill, while a gap whose fills agree gets their mean."""
     from inference import quat
-    from inference.runtime import MIRROR_AGREEMENT, _average
+    from inference.runtime import AGREEMENT, _average
 
     rng = np.random.default_rng(0)
     first = quat.normalize(rng.normal(size=(2, 5, 3, 4)))
     positions = rng.normal(size=(2, 5, 3, 3))
-    turns = [MIRROR_AGREEMENT[0] / 2, 170.0]        # degrees about Y, on one joint of one frame
+    turns = [AGREEMENT[0] / 2, 170.0]        # degrees about Y, on one joint of one frame
     other = first.copy()
     for g, degrees in enumerate(turns):
         half = np.radians(degrees) / 2

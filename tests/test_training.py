@@ -188,6 +188,7 @@ def test_export_carries_metadata_and_matches_torch(trained_rtn):
     # the reflections the run mirrored its clips with, for the runtime's average with the mirror image
     reflections = np.array(json.loads(meta["betwixt.mirror"])["reflections"])
     assert reflections.shape == (22, 3) and (reflections == [1, 1, -1]).all()   # LaFAN1: one Z flip
+    assert meta["betwixt.backward"] == "true"     # trained on windows played backwards too (--reverse)
 
     state = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)
     model = network(state)

@@ -25,11 +25,13 @@ NORMALISATION = ("frame_mean", "frame_std", "target_mean", "target_std")
 def metadata(state, reflections=None):
     """The model file's metadata, as strings, from a checkpoint's contents and the joints'
     ``reflections`` its training mirrored the clips with (the runtime averages each fill with its
-    mirror image's where the file has them)."""
+    mirror image's where the file has them, and with the backward fill's where the last run trained
+    on windows played backwards)."""
     meta = state["meta"]
     config = RTNConfig(**state["config"])
     mirror = {} if reflections is None else {"betwixt.mirror": json.dumps({"reflections": reflections})}
-    return {**mirror,
+    backward = float(meta["args"].get("reverse", 0.0)) > 0
+    return {**mirror, **({"betwixt.backward": "true"} if backward else {}),
         "betwixt.kind": KIND_RTN,
         "betwixt.version": str(METADATA_VERSION),
         "betwixt.skeleton": json.dumps(meta["skeleton"]),
@@ -66,6 +68,7 @@ def training_command(args):
             + f" --batch {args['batch']} --lr {args['lr']}" + (" --bf16" if args.get("bf16") == "True" else "")
             + f" --min-gap {args['min_gap']} --max-gap {args['max_gap']} --noise {args.get('noise', '0.5')}"
             + (f" --speeds {args['speeds']}" if args.get("speeds", "1") != "1" else "")
+            + (f" --reverse {args['reverse']}" if args.get("reverse", "0.0") != "0.0" else "")
             + (" --velocity" if args.get("velocity") == "True" else "")
             + (" --blends" if args.get("blends") == "True" else "")
             + (" --relative" if args.get("relative") == "True" else "")
@@ -114,7 +117,11 @@ def model_card(path, state, meta, bench=None, weights="float32", validation=None
         f"(trained on {json.loads(meta['betwixt.gaps'])['trained']})."
         + (" The file carries the joints' left/right reflections its training mirrored the clips with, so "
            "the runtime fills each gap as it is and as its mirror image, and averages the two."
-           if "betwixt.mirror" in meta else ""), "",
+           if "betwixt.mirror" in meta else "")
+        + (" Its last stretch of training also played windows backwards (`--reverse`), so where a gap has "
+           f"{int(meta['betwixt.past']) - 1} frames or more after its target key, the runtime also fills it "
+           "backwards, from those frames, and averages the two directions."
+           if meta.get("betwixt.backward") == "true" else ""), "",
         "## How it was made",
         "Trained in stretches, each going on from the checkpoint where the one before stopped: resuming "
         "it (from a copy of its `--out` folder where the folders differ) or, with `--init`, starting a "
