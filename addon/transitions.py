@@ -85,8 +85,7 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, *
     if abs(ratio - 1.0) < SAME_RATE:   # one pass over the motion, not a copy of it per gap
         return fill_gaps(model, motion, [(a - first, b - first) for a, b in gaps], progress=step, **kwargs)
     for i, ((a, b), after) in enumerate(zip(gaps, frames_after(gaps, margins(model, ratio)[1]))):
-        motion = _fill_resampled(model, motion, first, a, b, ratio, min(after, motion.n_frames - 1 - (b - first)),
-                                 **kwargs)
+        motion = _fill_resampled(model, motion, first, a, b, ratio, after, **kwargs)
         step(i + 1, len(gaps))
     return motion
 
@@ -97,7 +96,7 @@ def _fill_resampled(model, motion, first, a, b, ratio, after, **kwargs):
     n = model_frames(a, b, ratio)
     step = (b - a) / n
     past = model.past
-    after = min(past, int(after / step + 1e-9))    # in model frames
+    after = min(past, int(min(after, motion.n_frames - 1 - (b - first)) / step + 1e-9))   # model frames, in the motion
     times = a - first + step * np.arange(-(past - 1), n + 1 + after)   # context, gap, target, the frames after
     filled = fill_gaps(model, sample(motion, times), [(past - 1, past - 1 + n)], **kwargs)
     span = filled.frames(past - 1, past + n)                    # key a, the generated frames, key b

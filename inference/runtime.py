@@ -6,7 +6,8 @@ a batch of :class:`~.transition.Gap` s of one length (gaps of several lengths ar
 one call of the network's whole-transition graph, then blended onto the keys: the start blend, the
 target blend (Harvey & Pal 2018, §5.1) so that the last generated frame meets the key exactly in the
 limit, and the end blend. Where the file carries its skeleton's left/right reflections, the same
-call also fills each gap's mirror image, and a fill is the mean of the two where they agree.
+call also fills each gap's mirror image, and where its network learned gaps played backwards, the
+gap (and its mirror image) from its far side; a fill is the mean of those views where they agree.
 """
 
 import json
@@ -44,8 +45,8 @@ START_BLEND = 30
 # jump; rtn-bandai1's fills of 120-frame gaps differed by up to 180 (the hips turned round either
 # way) and their plain mean made a limb fly at four times the capture's peak speed.
 AGREEMENT = (60.0, 90.0)
-# The backward fill's part of the mean of the two directions, at the gap's first and last frame,
-# linear between: each direction is surer near the keys it set out from. On the held-out tenth of
+# The backward fill's part of the mean of the two directions at the keys on either side of a gap,
+# linear in time between: each direction is surer near the keys it set out from. On the held-out tenth of
 # LaFAN1's training subjects (rtn-lafan1's run at about 37,500 steps), L2P over interpolation's at
 # 5 / 15 / 30 / 45 frames: forwards alone 0.389 / 0.421 / 0.468 / 0.480; shares (0.35, 0.65) 0.384 /
 # 0.415 / 0.440 / 0.445, (0.25, 0.75) 0.382 / 0.415 / 0.439 / 0.443, (0.1, 0.9) 0.381 / 0.416 /
@@ -182,7 +183,7 @@ class TransitionModel:
             raise ModelError(f"a gap of {n} frames is outside what model {self.name} fills "
                              f"(1 to {self.max_gap}); add a key inside the gap or choose another model")
         arrays = [gap.past_rotations, gap.past_positions, gap.target_rotations, gap.target_positions]
-        if gap.after is not None:
+        if gap.after_rotations is not None:
             arrays += [gap.after_rotations, gap.after_positions]
         if not all(np.isfinite(a).all() for a in arrays):
             raise ModelError("the keys around the gap contain NaN or infinite values; fix those keys first")
@@ -191,7 +192,7 @@ class TransitionModel:
             noise = np.random.default_rng(seed).standard_normal(rows) if variation else np.zeros(rows)
         noise = variation * np.asarray(noise)
         views = self._views(gap)
-        rotations, positions = (self._generate(_stacked([gap] * copies), noise, blend) if len(views) == 1
+        rotations, positions = (self._generate(_stacked([views[0][0]] * copies), noise, blend) if len(views) == 1
                                 else self._averaged(gap, views, copies, noise, blend))
         # signs continuous with the caller's own last key (the network saw them oriented its way)
         last = np.concatenate([gap.past_rotations[:, -1:]] * copies)
@@ -205,7 +206,7 @@ class TransitionModel:
         views = [(gap, False, False)]
         if self.mirror is not None:
             views.append((self._mirror_image(gap), True, False))
-        if self.backward and gap.after is not None and gap.after_rotations.shape[1] >= self.past - 1:
+        if self.backward and gap.after_rotations is not None and gap.after_rotations.shape[1] >= self.past - 1:
             views += [(_backwards(g), mirrored, True) for g, mirrored, _ in views]
         return [(self._read(g), mirrored, backwards) for g, mirrored, backwards in views]
 
@@ -213,7 +214,8 @@ class TransitionModel:
         """``gap`` as the network reads it: exactly ``past`` frames before it (see _context) and the
         first frame after its target, so that views of one gap stack into one batch."""
         rot, pos = self._context(gap.past_rotations, gap.past_positions)
-        after = (None, None) if gap.after is None else (gap.after_rotations[:, :1], gap.after_positions[:, :1])
+        after = ((None, None) if gap.after_rotations is None
+                 else (gap.after_rotations[:, :1], gap.after_positions[:, :1]))
         return replace(gap, past_rotations=rot, past_positions=pos, after_rotations=after[0], after_positions=after[1])
 
     def _averaged(self, gap, views, copies, noise, blend):
@@ -227,16 +229,15 @@ class TransitionModel:
         rot, pos = self._generate(_stacked([g for g, _, _ in views] + [views[0][0]] * (copies if varied else 0)),
                                   np.concatenate([np.zeros((len(views) * b, self.noise_dim))] + [noise] * varied),
                                   blend)
-        fills = {}
+        trajectory = self.layout.trajectory
+        ways = {}   # direction -> its fill, averaged with its mirror image's (which follows it in views)
         for i, (_, mirrored, backwards) in enumerate(views):
             fill = rot[i * b:(i + 1) * b], pos[i * b:(i + 1) * b]
             fill = reflect(*fill, self.mirror) if mirrored else fill
-            fills[mirrored, backwards] = (fill[0][:, ::-1], fill[1][:, ::-1]) if backwards else fill
-        trajectory = self.layout.trajectory
-        ways = [_average(*fills[False, way], *fills[True, way], trajectory) if (True, way) in fills
-                else fills[False, way] for way in sorted({way for _, way in fills})]
-        mean_rot, mean_pos = ways[0] if len(ways) == 1 else _average(*ways[0], *ways[1], trajectory,
-                                                                     _backward_share(gap.length))
+            fill = (fill[0][:, ::-1], fill[1][:, ::-1]) if backwards else fill
+            ways[backwards] = _average(*ways[backwards], *fill, trajectory) if backwards in ways else fill
+        mean_rot, mean_pos = (_average(*ways[False], *ways[True], trajectory, _backward_share(gap.length))
+                              if True in ways else ways[False])
         tile = lambda a: np.concatenate([a] * copies)  # noqa: E731
         if not varied:
             return tile(mean_rot), tile(mean_pos)
@@ -247,7 +248,8 @@ class TransitionModel:
         """``gap`` mirrored left/right."""
         past = reflect(gap.past_rotations, gap.past_positions, self.mirror)
         target = reflect(gap.target_rotations, gap.target_positions, self.mirror)
-        after = (None, None) if gap.after is None else reflect(gap.after_rotations, gap.after_positions, self.mirror)
+        after = (None, None) if gap.after_rotations is None else reflect(gap.after_rotations, gap.after_positions,
+                                                                          self.mirror)
         return replace(gap, past_rotations=past[0], past_positions=past[1], target_rotations=target[0],
                        target_positions=target[1], after_rotations=after[0], after_positions=after[1])
 
@@ -312,7 +314,7 @@ def _backwards(gap):
 
 def _backward_share(n):
     """How much of the backward fill goes into the mean on each of ``n`` frames: BACKWARD_SHARE at
-    the gap's two ends, linear between."""
+    the keys on either side, linear between."""
     return np.interp(np.arange(1, n + 1) / (n + 1), [0.0, 1.0], BACKWARD_SHARE)
 
 
