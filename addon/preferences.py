@@ -1,5 +1,5 @@
-"""Which model Betwixt uses: one of the shipped models (LaFAN1's by default), or an .onnx file
-chosen in the preferences, which wins when set.
+"""Which models Betwixt uses: per model kind (in-betweening, and the kinds to come), one of the
+shipped models of that kind, or an .onnx file chosen in the preferences, which wins when set.
 
 Models are loaded once and kept while their file is unchanged; a file that cannot be used is
 remembered with its error, so the panel can say why on every redraw without reloading it.
@@ -9,24 +9,26 @@ from pathlib import Path
 
 import bpy
 
-from ..inference.runtime import MODELS, ModelError, TransitionModel
+from ..inference.modelfile import KINDS, ModelError, open_model, runtime_class, shipped
 
 ROOT = __package__.rpartition(".")[0]   # "betwixt", or "bl_ext.<repository>.betwixt" as an extension
-DEFAULT = "rtn-lafan1.onnx"
+DEFAULTS = {"rtn": "rtn-lafan1"}        # the shipped model each kind starts with
 
 _loaded = {}
-_items = []   # Blender keeps no reference to a dynamic enum's strings: they must outlive the call
+_items = {}   # kind -> enum items; Blender keeps no reference to a dynamic enum's strings
 
 
-def shipped_models():
-    """The model files shipped in inference/models, the default first."""
-    return sorted(MODELS.glob("*.onnx"), key=lambda p: (p.name != DEFAULT, p.name))
+def shipped_models(kind="rtn"):
+    """The shipped model files of ``kind``, its default first."""
+    return sorted(shipped(kind), key=lambda p: (p.stem != DEFAULTS.get(kind), p.name))
 
 
-def _shipped_items(self, context):
-    if not _items:   # Blender asks on every redraw; the shipped files do not change while it runs
-        _items[:] = [(p.stem, p.stem, _trained_on(p)) for p in shipped_models()]
-    return _items
+def _items_of(kind):
+    def items(self, context):
+        if kind not in _items:   # asked on every redraw; the shipped files do not change while Blender runs
+            _items[kind] = [(p.stem, p.stem, _trained_on(p)) for p in shipped_models(kind)]
+        return _items[kind]
+    return items
 
 
 def _trained_on(path):
@@ -39,25 +41,27 @@ def _trained_on(path):
 
 
 class BetwixtPreferences(bpy.types.AddonPreferences):
-    bl_idname = ROOT
+    """Two settings per model kind: ``<kind>_model``, a shipped model, and ``<kind>_file``, a file."""
 
-    shipped_model: bpy.props.EnumProperty(
-        name="Shipped Model",
-        description="Which of the models shipped with Betwixt fills the gaps",
-        items=_shipped_items,
-    )
-    model_path: bpy.props.StringProperty(
-        name="Model File",
-        description="A transition model (.onnx) exported by 'python -m training export'; when set, "
-                    "it is used instead of the shipped model",
-        subtype="FILE_PATH",
-    )
+    bl_idname = ROOT
+    __annotations__ = {}
+    for kind in KINDS:
+        title = runtime_class(kind).TITLE
+        __annotations__[f"{kind}_model"] = bpy.props.EnumProperty(
+            name=title, description=f"Which of the {title} models shipped with Betwixt to use",
+            items=_items_of(kind))
+        __annotations__[f"{kind}_file"] = bpy.props.StringProperty(
+            name=f"{title} File", subtype="FILE_PATH",
+            description=f"A {kind} model (.onnx) exported by 'python -m training export'; when set, it is "
+                        "used instead of the shipped one")
+    del kind, title
 
     def draw(self, context):
-        layout = self.layout
-        layout.prop(self, "shipped_model")
-        layout.prop(self, "model_path")
-        draw_model(layout, context)
+        for kind in KINDS:
+            box = self.layout.box()
+            box.prop(self, f"{kind}_model")
+            box.prop(self, f"{kind}_file")
+            draw_model(box, context, kind)
 
 
 def preferences(context=None):
@@ -65,32 +69,33 @@ def preferences(context=None):
     return addon.preferences if addon is not None else None
 
 
-def model_file(context=None):
+def model_file(context=None, kind="rtn"):
     prefs = preferences(context)
-    if prefs is not None and prefs.model_path.strip():
-        return Path(bpy.path.abspath(prefs.model_path.strip()))
-    shipped = shipped_models()
-    if not shipped:
-        raise ModelError("no model is shipped with this build of Betwixt; choose an .onnx model file in "
-                         "Preferences > Add-ons > Betwixt > Model File")
-    chosen = prefs.shipped_model if prefs is not None else ""
-    return next((p for p in shipped if p.stem == chosen), shipped[0])
+    chosen = getattr(prefs, f"{kind}_file", "").strip() if prefs is not None else ""
+    if chosen:
+        return Path(bpy.path.abspath(chosen))
+    files = shipped_models(kind)
+    if not files:
+        raise ModelError(f"no {kind} model is shipped with this build of Betwixt; choose an .onnx model file "
+                         f"in Preferences > Add-ons > Betwixt")
+    name = getattr(prefs, f"{kind}_model", "") if prefs is not None else ""
+    return next((p for p in files if p.stem == name), files[0])
 
 
-def load_model(context=None):
-    """The active :class:`TransitionModel`, or :class:`ModelError` saying what is wrong and what to do."""
-    path = model_file(context)
+def load_model(context=None, kind="rtn"):
+    """The active model of ``kind``, or :class:`ModelError` saying what is wrong and what to do."""
+    path = model_file(context, kind)
     try:
         stamp = path.stat().st_mtime_ns, path.stat().st_size
     except OSError:
         stamp = None
-    cached = _loaded.get(str(path))
+    cached = _loaded.get((kind, str(path)))
     if cached is None or cached[0] != stamp:
         try:
-            cached = (stamp, TransitionModel(path), None)
+            cached = (stamp, open_model(path, kind), None)
         except ModelError as e:
             cached = (stamp, None, e)
-        _loaded[str(path)] = cached
+        _loaded[kind, str(path)] = cached
     if cached[2] is not None:
         raise cached[2]
     return cached[1]
@@ -98,12 +103,13 @@ def load_model(context=None):
 
 def forget_models():
     _loaded.clear()
+    _items.clear()
 
 
-def draw_model(layout, context):
-    """The active model in a few lines, or why there is none."""
+def draw_model(layout, context, kind="rtn"):
+    """The active model of ``kind`` in a few lines, or why there is none."""
     try:
-        model = load_model(context)
+        model = load_model(context, kind)
     except ModelError as e:
         col = layout.column(align=True)
         col.alert = True
@@ -114,7 +120,7 @@ def draw_model(layout, context):
     col = layout.column(align=True)
     col.label(text=f"Model: {model.name}", icon="MOD_ARMATURE")
     col.label(text=f"Skeleton: {len(sk)} joints, root {sk.names[0]}")
-    col.label(text=f"{model.layout.fps:g} fps, gaps up to {model.max_gap} frames")
+    col.label(text=f"{model.file.fps:g} fps" + (f", gaps up to {model.max_gap} frames" if "fill" in model.SERVES else ""))
     return model
 
 

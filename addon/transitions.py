@@ -4,7 +4,7 @@ A scene at 24 fps and a model trained at 30 fps disagree on what a frame is. Eac
 the whole number of model frames nearest its length (its keys stay where they are, so the motion is
 at most half a model frame faster or slower), the context before it is sampled at that spacing, the
 model fills it, and the result is sampled back onto the scene's whole frames. At equal rates this is
-exactly :func:`..inference.runtime.fill_gaps`. Pure numpy: it runs in the worker thread.
+exactly :func:`..inference.inbetween.fill_gaps`. Pure numpy: it runs in the worker thread.
 
 Quaternion signs need no care here: the runtime orients them for every gap (inference/features.py).
 """
@@ -15,7 +15,7 @@ import numpy as np
 
 from ..inference import quat
 from ..inference.errors import BetwixtError
-from ..inference.runtime import fill_gaps, frames_after
+from ..inference.inbetween import fill_gaps, frames_after
 
 SAME_RATE = 1e-6
 
@@ -50,7 +50,7 @@ def check_gaps(model, gaps, ratio):
 
 def margins(model, ratio):
     """Scene frames needed before the first key and after the last one: a past context on each
-    side, since the runtime may fill a gap from either side (see runtime.TransitionModel.fill)."""
+    side, since the runtime may fill a gap from either side (see inference.rtn.runtime.RTNModel.fill)."""
     margin = int(np.ceil((model.past - 1) * ratio)) + 1
     return margin, margin
 
@@ -92,7 +92,7 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, *
 
 def _fill_resampled(model, motion, first, a, b, ratio, after, **kwargs):
     """One gap at the model's frame rate; ``after``: how many scene frames after key ``b`` are the
-    user's (see runtime.frames_after)."""
+    user's (see inference.inbetween.frames_after)."""
     n = model_frames(a, b, ratio)
     step = (b - a) / n
     past = model.past

@@ -2,11 +2,14 @@
 
 Test windows are 65 frames every 40 of the test subject's clips, statistics windows 50 every 20 of the
 training subjects'; each window is centred and turned to face +X on its last past frame. A method
-fills the ``n`` frames between 10 past frames and the target key (given the frame after it too), and
-is scored on those frames by L2Q (world quaternions), L2P (world positions normalised by the
+fills the ``n`` frames between 10 past frames and the target key, and is scored on those frames by L2Q (world quaternions), L2P (world positions normalised by the
 statistics) and NPSS (power spectrum similarity of the world quaternions). Bone translations other
 than the root's are the skeleton's offsets of the first statistics window, for the ground truth and
 for every method alike.
+
+Published methods see the past frames and the target key only; :func:`strict` gives a method just
+that. The gaps also carry the frames after the target (an animator's next keys give them), and a
+method scored with them is reported under its own name ("rtn+after"), never in place of the first.
 
 Beyond the protocol, ``long=True`` scores gaps of 60, 90 and 120 frames (windows of 132 frames, every
 40, the same statistics), where a model serves gaps longer than it was trained on. There a truthful
@@ -15,7 +18,7 @@ the data's units per frame (99th percentile over windows, joints going into and 
 included): a model that drifts off the data makes limbs fly, which errors average away.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -50,8 +53,7 @@ class Benchmark:
 
     def gap(self, n):
         """The benchmark's transitions of length ``n`` as one batch, with up to PAST frames after each
-        target (the protocol gives a method the frames after the target; only the target constrains
-        it): as many as the window holds, 9 at the longest gap."""
+        target, as many as the window holds (9 at the longest gap), which :func:`strict` takes away."""
         r, p = self.rotations, self.positions
         after = slice(PAST + n + 1, PAST + n + 1 + PAST)
         return Gap(self.skeleton, r[:, :PAST], p[:, :PAST], r[:, PAST + n], p[:, PAST + n], n, r[:, after], p[:, after])
@@ -59,6 +61,11 @@ class Benchmark:
     def capture(self, gap):
         """The captured frames of the gap: the method that scores zero, and PEAK's reference."""
         return self.rotations[:, PAST:PAST + gap.length], self.positions[:, PAST:PAST + gap.length]
+
+
+def strict(method):
+    """``method`` given the past frames and the target key only, as the published protocol scores it."""
+    return lambda gap: method(replace(gap, after_rotations=None, after_positions=None))
 
 
 def load_benchmark(path, progress=None, long=False):

@@ -34,8 +34,13 @@ def main(argv=None):
                        help="gaps of 60, 90 and 120 frames instead of the protocol's, with PEAK, the "
                             "fastest joint's speed, beside the capture's")
     bench.add_argument("--model", type=Path, action="append", default=[],
-                       help="an RTN model to evaluate beside the baselines (default: the shipped one)")
+                       help="a model to evaluate beside the baselines (default: the shipped ones for "
+                            "LaFAN1's skeleton)")
     bench.set_defaults(run=_bench)
+
+    models = commands.add_parser("models", help="list the shipped models")
+    models.add_argument("--json", action="store_true", help="print JSON instead of text")
+    models.set_defaults(run=_models)
 
     speed = commands.add_parser("bench-speed", help="time a transition model on this machine")
     speed.add_argument("--model", type=Path, help="model file (default: the shipped rtn-lafan1)")
@@ -47,14 +52,14 @@ def main(argv=None):
     fill.add_argument("--gap", required=True, type=_gap, help="START:END, the two key frames")
     fill.add_argument("-o", "--output", required=True, type=Path)
     _model_options(fill)
-    fill.set_defaults(run=_fill)
+    fill.set_defaults(run=_fill, serves="fill")
 
     sr = commands.add_parser("superres", help="dense motion from keys every N frames")
     sr.add_argument("file", type=Path)
     sr.add_argument("--every", required=True, type=int, help="keep every Nth frame as a key")
     sr.add_argument("-o", "--output", required=True, type=Path)
     _model_options(sr)
-    sr.set_defaults(run=_superres)
+    sr.set_defaults(run=_superres, serves="decompress")
 
     var = commands.add_parser("variants", help="K different transitions for one gap")
     var.add_argument("file", type=Path)
@@ -62,7 +67,7 @@ def main(argv=None):
     var.add_argument("-k", type=int, default=8, help="how many variants")
     var.add_argument("-o", "--output", required=True, type=Path, help="folder for the K files")
     _model_options(var, variation=1.0)
-    var.set_defaults(run=_variants)
+    var.set_defaults(run=_variants, serves="variants")
 
     data = commands.add_parser("data", help="build or check the compact training cache of a data set")
     data.add_argument("--data", type=Path, required=True, help="folder or archive of BVH files")
@@ -93,17 +98,20 @@ def _model_options(parser, variation=0.0):
 
 
 def _load(args):
-    """The input motion and the model that will fill it; both checked before anything runs."""
-    from .runtime import TransitionModel, default_model
+    """The input motion and the model that will serve the command; both checked before anything runs."""
+    from .modelfile import ModelError, find_model, open_model
 
     motion = read_bvh(args.file)
-    model = TransitionModel(args.model) if args.model else default_model(motion.skeleton)
+    model = open_model(args.model) if args.model else find_model(motion.skeleton, serves=args.serves)
+    if args.serves not in model.SERVES:
+        raise ModelError(f"{model.path}: a {model.file.kind!r} model does not serve {args.command}; choose a model "
+                         f"that does ('python -m inference models' lists what each serves)")
     model.check_skeleton(motion.skeleton)
     return motion, model, {"blend": args.blend, "variation": args.variation, "seed": args.seed}
 
 
 def _fill(args):
-    from .runtime import fill_gaps
+    from .inbetween import fill_gaps
 
     motion, model, options = _load(args)
     start, end = args.gap
@@ -112,7 +120,7 @@ def _fill(args):
 
 
 def _superres(args):
-    from .runtime import superres
+    from .inbetween import superres
 
     motion, model, options = _load(args)
     start = time.perf_counter()
@@ -123,7 +131,7 @@ def _superres(args):
 
 
 def _variants(args):
-    from .runtime import gap_in
+    from .inbetween import gap_in
 
     motion, model, options = _load(args)
     start, end = args.gap
@@ -142,7 +150,7 @@ def _bench_speed(args):
     import importlib.util
     import subprocess
 
-    from .runtime import MODELS
+    from .modelfile import MODELS
     from .speed import measure
 
     path = args.model or MODELS / "rtn-lafan1.onnx"
@@ -196,8 +204,8 @@ def _info(args):
 
 
 def _bench(args):
-    from .benchmark import LENGTHS, LONG_LENGTHS, LONG_METRICS, METRICS, evaluate, format_table, load_benchmark
-    from .runtime import MODELS, TransitionModel
+    from .benchmark import LENGTHS, LONG_LENGTHS, LONG_METRICS, METRICS, evaluate, format_table, load_benchmark, strict
+    from .modelfile import open_model, shipped
     from .transition import BASELINES
 
     start = time.perf_counter()
@@ -205,13 +213,17 @@ def _bench(args):
     loaded = time.perf_counter()
     print(f"{bench.windows} test windows, prepared in {loaded - start:.1f} s", file=sys.stderr)
     methods = {"capture": bench.capture, **BASELINES} if args.long else dict(BASELINES)
-    paths = args.model or sorted(MODELS.glob("rtn-*.onnx"))
+    paths = args.model or shipped("rtn")
     for path in paths:
-        model = TransitionModel(path)
-        if model.skeleton.same_hierarchy(bench.skeleton):
-            methods["rtn" if len(paths) == 1 or path.stem == "rtn-lafan1" else path.stem] = model
-        elif args.model:
-            model.check_skeleton(bench.skeleton)
+        model = open_model(path)
+        if not model.skeleton.same_hierarchy(bench.skeleton):
+            if args.model:
+                model.check_skeleton(bench.skeleton)
+            continue
+        name = model.file.kind if len(paths) == 1 or path.stem == "rtn-lafan1" else path.stem
+        # as published methods are scored (the past and the target key), then with the frames after
+        # the target that an animator's next keys give
+        methods.update({name: strict(model), f"{name}+after": model})
     lengths, metrics = (LONG_LENGTHS, LONG_METRICS) if args.long else (LENGTHS, METRICS)
     results, curves = evaluate(bench, methods, lengths, metrics)
     print(format_table(results))
@@ -225,6 +237,20 @@ def _bench(args):
 
         for path in plot_errors(curves, args.plots):
             print(f"wrote {path}", file=sys.stderr)
+
+
+def _models(args):
+    from .modelfile import describe, shipped
+
+    listed = [describe(path) for path in shipped()]
+    if args.json:
+        print(json.dumps(listed, indent=2))
+        return
+    for m in listed:
+        serves = ", ".join(m["serves"]) or "nothing this version of Betwixt knows"
+        print(f"{m['name']}: {m['kind']}, {m['skeleton']['joints']} joints (root {m['skeleton']['root']}), "
+              f"{m['fps']:g} fps, {m['bytes'] / 2**20:.1f} MiB, serves {serves}; trained on {m['trained_on']}; "
+              f"licence: {m['licence']}")
 
 
 def _data(args):
@@ -245,8 +271,18 @@ def _data(args):
 
 
 def _progress(verb):
-    """A one-line progress report on stderr, rewritten in place."""
+    """A progress bar on stderr (tqdm), as ``progress(done, total, name)``; tqdm is imported here,
+    not with the module, since Blender's Python, which loads this package, has none."""
+    from tqdm import tqdm
+
+    bar = None
+
     def report(done, total, name):
-        end = "\n" if done == total else ""
-        print(f"\r{verb} {done}/{total} {Path(name.split(':')[-1]).name:<40}", end=end, file=sys.stderr, flush=True)
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, desc=verb, unit="file", leave=False)
+        bar.set_postfix_str(Path(name.split(":")[-1]).name, refresh=False)
+        bar.update(done - bar.n)
+        if done == total:
+            bar.close()
     return report

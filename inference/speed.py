@@ -10,7 +10,8 @@ import numpy as np
 
 from . import quat
 from .motion import Motion
-from .runtime import TransitionModel, superres
+from .inbetween import superres
+from .modelfile import open_model
 from .transition import Gap
 
 
@@ -38,7 +39,7 @@ def _best_ms(fn, repeats):
 
 def measure(path, repeats=20, batch=64, variants=16, superres_minutes=10.0):
     """A dict of timings for the model file at ``path``."""
-    model = TransitionModel(path)   # one thread: see runtime._session
+    model = open_model(path, kind="rtn")   # one thread: see modelfile.session
     sk = model.skeleton
     motion = synthetic_motion(sk, 200, model.layout.fps)
 
@@ -52,10 +53,10 @@ def measure(path, repeats=20, batch=64, variants=16, superres_minutes=10.0):
 
     one, many = gap(1), gap(batch)
     median, best = _best_ms(lambda: model.fill(one), repeats)
-    # the price of averaging views (mirror image, backwards: see TransitionModel.fill): the gap seen once
+    # the price of averaging views (mirror image, backwards: see RTNModel.fill): the gap seen once
     single_median, single_best = median, best
     if model.mirror is not None or model.backward:
-        single = TransitionModel(path, symmetric=False, both_ways=False)
+        single = open_model(path, symmetric=False, both_ways=False)
         single_median, single_best = _best_ms(lambda: single.fill(one), repeats)
     batched, _ = _best_ms(lambda: model.fill(many), max(3, repeats // 4))
     k_ms, _ = _best_ms(lambda: model.variants(one, variants, variation=1.0), max(3, repeats // 4))

@@ -51,9 +51,9 @@ def addon(betwixt_addon, model_path):
     """An empty scene and the test model chosen in the preferences."""
     bpy.ops.wm.read_homefile(use_empty=True)
     prefs = bpy.context.preferences.addons["betwixt"].preferences
-    prefs.model_path = str(model_path)
+    prefs.rtn_file = str(model_path)
     yield betwixt_addon
-    prefs.model_path = ""
+    prefs.rtn_file = ""
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +127,7 @@ def evaluated(obj, frames):
 
 def runtime_fill(model, motion, a, b):
     """The runtime's fill of the gap between frames a and b of ``motion``, read as the add-on reads."""
-    from betwixt.inference.runtime import fill_gaps
+    from betwixt.inference.inbetween import fill_gaps
     r = quat.unroll(motion.rotations)
     r = np.where(r[a:a + 1, :, :1] < 0, -r, r)
     flip = np.sum(r[b] * r[a], axis=-1) < 0
@@ -145,24 +145,24 @@ def test_registers_operators_panels_menus_and_preferences(addon):
     from betwixt.addon.panels import MENUS, draw_key_menu
     for menu in MENUS:
         assert draw_key_menu in getattr(bpy.types, menu)._dyn_ui_initialize()
-    assert bpy.context.preferences.addons["betwixt"].preferences.bl_rna.properties["model_path"].subtype == "FILE_PATH"
+    assert bpy.context.preferences.addons["betwixt"].preferences.bl_rna.properties["rtn_file"].subtype == "FILE_PATH"
 
 
 def test_each_shipped_model_can_be_chosen_and_a_model_file_overrides_it(addon, model_path):
     from betwixt.addon.preferences import load_model, shipped_models
     prefs = bpy.context.preferences.addons["betwixt"].preferences
     assert load_model().path == model_path
-    prefs.model_path = ""
+    prefs.rtn_file = ""
     try:
-        assert load_model().name == prefs.shipped_model == "rtn-lafan1"     # the default
+        assert load_model().name == prefs.rtn_model == "rtn-lafan1"     # the default
         for path in shipped_models():
-            prefs.shipped_model = path.stem
+            prefs.rtn_model = path.stem
             assert load_model().name == path.stem
         with pytest.raises(TypeError):
-            prefs.shipped_model = "no-such-model"
+            prefs.rtn_model = "no-such-model"
     finally:
-        prefs.shipped_model = "rtn-lafan1"
-        prefs.model_path = str(model_path)
+        prefs.rtn_model = "rtn-lafan1"
+        prefs.rtn_file = str(model_path)
     assert load_model().path == model_path
 
 
@@ -273,13 +273,13 @@ def test_failures_change_nothing_and_say_what_to_do(addon, clip, tmp_path, monke
         assert len(obj.data.betwixt_joints) == 0
 
     prefs = bpy.context.preferences.addons["betwixt"].preferences
-    model = prefs.model_path
+    model = prefs.rtn_file
     (tmp_path / "corrupt.onnx").write_bytes(Path(model).read_bytes()[:5000])
-    prefs.model_path = str(tmp_path / "corrupt.onnx")
+    prefs.rtn_file = str(tmp_path / "corrupt.onnx")
     fails("not an ONNX model file")
-    prefs.model_path = str(tmp_path / "missing.onnx")
+    prefs.rtn_file = str(tmp_path / "missing.onnx")
     fails("no such model file")
-    prefs.model_path = model
+    prefs.rtn_file = model
 
     for fc in channels(obj).curves().values():          # a gap longer than the model fills
         for k in fc.keyframe_points:
@@ -650,12 +650,11 @@ def test_job_reports_progress_and_stops_when_cancelled(addon):
 SHIPPED = ROOT / "inference" / "models" / "rtn-lafan1.onnx"
 
 
-@pytest.mark.skipif(not SHIPPED.exists(), reason=f"the shipped model {SHIPPED.name} does not exist yet "
-                    "(inference/models/ is empty until a trained model is committed)")
 def test_filled_gap_is_closer_to_the_capture_than_bezier(betwixt_addon, clip):
     """Quality, with the shipped model: world joint positions in the hole against the capture."""
+    assert SHIPPED.exists(), f"{SHIPPED} is the default model the add-on ships"
     bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.context.preferences.addons["betwixt"].preferences.model_path = ""
+    bpy.context.preferences.addons["betwixt"].preferences.rtn_file = ""
     path, motion = clip
     obj = import_bvh(path)
     a, b = GAP
@@ -671,3 +670,45 @@ def test_filled_gap_is_closer_to_the_capture_than_bezier(betwixt_addon, clip):
     assert bpy.ops.betwixt.fill_gaps() == {"FINISHED"}
     filled = np.linalg.norm(evaluated(obj, inside)[..., :3, 3] - truth, axis=-1).mean()
     assert filled < bezier, (filled, bezier)
+
+
+def test_a_model_of_another_kind_beside_the_shipped_ones_changes_nothing(addon, model_path, clip, tmp_path, monkeypatch):
+    """A model file of a kind the add-on does not use for in-betweening (here "mann") dropped into the
+    models folder: the preferences still offer the RTN models only, and Fill Gaps still runs."""
+    import shutil
+
+    import betwixt.inference.modelfile as modelfile
+    from betwixt.addon import preferences
+
+    models = tmp_path / "models"
+    shutil.copytree(modelfile.MODELS, models)
+    other_kind(model_path, models / "mann-dog.onnx")
+    monkeypatch.setattr(modelfile, "MODELS", models)
+    preferences.forget_models()
+    try:
+        prefs = bpy.context.preferences.addons["betwixt"].preferences
+        prefs.rtn_file = ""
+        assert [p.name for p in preferences.shipped_models("rtn")] == ["rtn-lafan1.onnx", "rtn-bandai1.onnx"]
+        assert [item[0] for item in preferences._items_of("rtn")(prefs, bpy.context)] == ["rtn-lafan1", "rtn-bandai1"]
+        assert preferences.load_model().name == "rtn-lafan1"
+        prefs.rtn_file = str(models / "mann-dog.onnx")      # chosen by mistake: one clear error
+        with pytest.raises(modelfile.ModelError, match="a 'mann' model where a 'rtn' model is needed"):
+            preferences.load_model()
+    finally:
+        prefs.rtn_file = str(model_path)
+        preferences.forget_models()
+    obj = import_bvh(clip[0])
+    cut(obj, *GAP)
+    assert bpy.ops.betwixt.fill_gaps() == {"FINISHED"}
+
+
+def other_kind(source, path, kind="mann"):
+    """A copy of the model file ``source`` whose metadata says it is of ``kind``."""
+    import onnx
+
+    proto = onnx.load(str(source))
+    meta = {p.key: p.value for p in proto.metadata_props}
+    del proto.metadata_props[:]
+    onnx.helper.set_model_props(proto, {**meta, "betwixt.kind": kind})
+    onnx.save(proto, str(path))
+    return path

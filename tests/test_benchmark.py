@@ -97,8 +97,9 @@ def test_bench_command_writes_json_and_plots(lafan1_zip, tmp_path, capsys):
     assert "| interpolation | L2P | 0.2921 | 1.0615 | 2.1584 | 3.1635 |" in out
     results = json.loads((tmp_path / "b.json").read_text())
     assert results["test_windows"] == 376
-    shipped = (Path(__file__).resolve().parents[1] / "inference" / "models" / "rtn-lafan1.onnx").exists()
-    assert set(results["methods"]) == {"zero_velocity", "interpolation"} | ({"rtn"} if shipped else set())
+    # the shipped model twice: as published methods are scored, and with the frames after the target
+    assert set(results["methods"]) == {"zero_velocity", "interpolation", "rtn", "rtn+after"}
+    assert results["methods"]["rtn+after"]["L2P"]["30"] < results["methods"]["rtn"]["L2P"]["30"]
     assert set(results["methods"]["interpolation"]["NPSS"]) == {"5", "15", "30", "45"}
     pngs = sorted(p.name for p in (tmp_path / "plots").glob("*.png"))
     assert pngs == ["errors-15.png", "errors-30.png", "errors-45.png", "errors-5.png"]
@@ -116,6 +117,19 @@ def test_long_gaps_are_scored_beside_the_capture(lafan1_zip, tmp_path, capsys):
     assert 20 < capture < 60   # cm per frame: a running foot, not a glitch
     # a straight line is slower than the capture; zero velocity jumps to the key on its last frame
     assert results["interpolation"]["PEAK"]["120"] < capture < results["zero_velocity"]["PEAK"]["120"]
-    if "rtn" in results:   # the shipped model stays plausible up to 120 frames
+    for name in ("rtn", "rtn+after"):   # the shipped model stays plausible up to 120 frames
         for n in ("60", "90", "120"):
-            assert results["rtn"]["PEAK"][n] < PLAUSIBLE * capture, (n, results["rtn"]["PEAK"][n], capture)
+            assert results[name]["PEAK"][n] < PLAUSIBLE * capture, (name, n, results[name]["PEAK"][n], capture)
+
+
+def test_strict_gives_a_method_the_past_and_the_target_key_only(lafan1_zip):
+    """The published protocol: whatever the gap carries after the target, a strict method never sees it."""
+    from inference.benchmark import load_benchmark, strict
+
+    bench = load_benchmark(lafan1_zip)
+    seen = []
+    method = strict(lambda gap: seen.append(gap) or interpolation(gap))
+    method(bench.gap(15))
+    assert bench.gap(15).after_rotations.shape[1] == 10 and seen[0].after_rotations is None
+    assert seen[0].after_positions is None
+    np.testing.assert_array_equal(seen[0].target_rotations, bench.gap(15).target_rotations)

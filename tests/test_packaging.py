@@ -81,12 +81,12 @@ def test_manifest_pins_one_onnxruntime_for_both_pythons_on_every_platform(manife
 
 def test_exclude_patterns_keep_development_files_out(manifest, bext):
     excluded = bext.PathPatternMatch(manifest["build"]["paths_exclude_pattern"]).test_path
-    for path in ["training/", "tests/", "tools/", ".venv/", ".ci/", ".git/", ".gitignore", ".hypothesis/",
+    for path in ["training/", "tests/", "tools/", "docs/", "docs/images/filmstrip.png", ".venv/", ".ci/", ".git/", ".gitignore", ".hypothesis/",
                  ".pytest_cache/", "runs/", "cache/", "out/", "dist/", "wheels/", "inference/__pycache__/",
                  "requirements-dev.txt", "pytest.ini", "betwixt-0.1.0-linux_x64.zip", "bench.json"]:
         assert excluded(path), path
-    for path in ["__init__.py", "addon/", "addon/__init__.py", "inference/", "inference/runtime.py",
-                 "inference/models/", "inference/models/rtn-lafan1.onnx", "inference/models/rtn-lafan1.md"]:
+    for path in ["__init__.py", "addon/", "addon/__init__.py", "inference/", "inference/modelfile.py",
+                 "inference/rtn/runtime.py", "inference/models/", "inference/models/rtn-lafan1.onnx", "inference/models/rtn-lafan1.md"]:
         assert not excluded(path), path
 
 
@@ -146,7 +146,7 @@ def test_linux_zip_holds_the_extension_and_only_linux_wheels(linux_zip, manifest
     names = zipfile.ZipFile(linux_zip).namelist()
     assert {n.split("/")[0] for n in names} <= SHIPPED, sorted({n.split("/")[0] for n in names} - SHIPPED)
     for required in ["__init__.py", "blender_manifest.toml", "addon/__init__.py", "inference/__init__.py",
-                     "inference/runtime.py", "inference/motion.py"]:
+                     "inference/modelfile.py", "inference/rtn/runtime.py", "inference/motion.py"]:
         assert required in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc") or "/." in "/" + n]
     # every shipped model and model card, whatever is in inference/models today
@@ -208,15 +208,15 @@ result["operator"] = sorted(bpy.ops.extensions.package_install_files(
 result["enabled"] = list(addon_utils.check("bl_ext.user_default.betwixt"))
 
 import bl_ext.user_default.betwixt as betwixt
-from bl_ext.user_default.betwixt.inference import runtime
+from bl_ext.user_default.betwixt.inference import modelfile
 import numpy as np
 import onnxruntime
 
 session = onnxruntime.InferenceSession(sys.argv[2], providers=["CPUExecutionProvider"])
-result.update(package=betwixt.__file__, runtime=runtime.__file__, onnxruntime=onnxruntime.__file__,
+result.update(package=betwixt.__file__, runtime=modelfile.__file__, onnxruntime=onnxruntime.__file__,
               version=onnxruntime.__version__,
               output=session.run(None, {"x": np.ones((2, 3), np.float32)})[0].tolist(),
-              models=[runtime.TransitionModel(p).path.name for p in sorted(runtime.MODELS.glob("*.onnx"))])
+              models=[modelfile.open_model(p).path.name for p in modelfile.shipped()])
 print("RESULT" + json.dumps(result))
 """
 
@@ -254,7 +254,7 @@ def test_linux_zip_installs_with_blenders_operator_and_runs_onnxruntime(linux_zi
     assert result["operator"] == ["FINISHED"]
     assert result["enabled"] == [True, True]
     assert result["package"] == str(extensions / "user_default" / "betwixt" / "__init__.py")
-    assert result["runtime"] == str(extensions / "user_default" / "betwixt" / "inference" / "runtime.py")
+    assert result["runtime"] == str(extensions / "user_default" / "betwixt" / "inference" / "modelfile.py")
     # onnxruntime came from the zip's cp311 wheel, which Blender unpacked into its extensions' site-packages
     assert result["onnxruntime"].startswith(str(extensions / ".local" / "lib" / "python3.11" / "site-packages"))
     assert result["version"] == ORT

@@ -10,7 +10,8 @@ import onnxruntime as ort
 import pytest
 import torch
 
-from training.rtn import RTN, RTNConfig, export_onnx
+from training.onnx_tools import write
+from training.rtn.network import RTN, RTNConfig, graph
 
 SMALL = dict(pose_dim=12, target_dim=18, offset_dim=9, past=4, frame_hidden=64, future_hidden=16,
              lstm=64, decoder_hidden=(32, 16), init_hidden=16)
@@ -37,8 +38,11 @@ def inputs(cf, batch=2, n=6, seed=1):
     return dict(past=torch.randn(batch, cf.past, cf.pose_dim, generator=g),
                 target=torch.randn(batch, cf.target_dim, generator=g),
                 truth=torch.randn(batch, n + 1, cf.pose_dim, generator=g),
-                z=torch.randn(batch, cf.future_dim, generator=g),
-                extra=torch.randn(batch, cf.past + n, cf.extra_dim, generator=g) if cf.extra_dim else None)
+                z=torch.randn(batch, cf.future_dim, generator=g))
+
+
+def export_onnx(model, path, metadata, name="rollout", weights="float32"):
+    write(graph(model, name), path, metadata, weights)
 
 
 def session(path):
@@ -59,16 +63,15 @@ def test_config_rejects_an_offset_longer_than_the_frame():
 
 
 def test_shapes():
-    model = small(extra_dim=2).eval()
+    model = small().eval()
     cf, n = model.config, 6
     x = inputs(cf, batch=3, n=n)
     with torch.no_grad():
-        out = model(x["past"], x["target"], n, extra=x["extra"])
+        out = model(x["past"], x["target"], n)
         gap = torch.full((3,), n)
-        h, c = model.init(x["past"], x["target"], gap, torch.zeros(3, cf.future_dim),
-                          x["extra"][:, :cf.past - 1])
+        h, c = model.init(x["past"], x["target"], gap, torch.zeros(3, cf.future_dim))
         y, h2, c2 = model.step(x["past"][:, -1], h, c, x["target"], gap + 1,
-                               torch.zeros(3, cf.future_dim), x["extra"][:, cf.past - 1])
+                               torch.zeros(3, cf.future_dim))
     assert out.shape == (3, n + 1, cf.pose_dim)
     assert h.shape == c.shape == h2.shape == c2.shape == (3, cf.lstm)
     assert y.shape == (3, cf.pose_dim)
@@ -122,26 +125,25 @@ def test_the_line_to_the_target_takes_each_quaternions_nearer_sign():
 
 
 def test_teacher_forcing_with_probability_one_reads_the_truth():
-    model = small(extra_dim=2).train()
+    model = small().train()
     cf, n = model.config, 6
     x = inputs(cf, n=n)
-    forced = model(x["past"], x["target"], n, truth=x["truth"], extra=x["extra"], teacher_forcing=1.0)
+    forced = model(x["past"], x["target"], n, truth=x["truth"], teacher_forcing=1.0)
     noise = torch.zeros(2, cf.future_dim)
     gap = torch.full((2,), n)
-    h, c = model.init(x["past"], x["target"], gap, noise, x["extra"][:, :cf.past - 1])
+    h, c = model.init(x["past"], x["target"], gap, noise)
     frames = [x["past"][:, -1]] + list(x["truth"].unbind(1))
     expected = []
     for k in range(n + 1):
-        y, h, c = model.step(frames[k], h, c, x["target"], gap + 1 - k, noise,
-                             x["extra"][:, cf.past - 1 + k])
+        y, h, c = model.step(frames[k], h, c, x["target"], gap + 1 - k, noise)
         expected.append(y)
     torch.testing.assert_close(forced, torch.stack(expected, 1))
     # Without teacher forcing, or in eval mode, the network reads its own predictions.
-    free = model(x["past"], x["target"], n, extra=x["extra"])
+    free = model(x["past"], x["target"], n)
     assert not torch.allclose(forced[:, 1:], free[:, 1:])
     torch.testing.assert_close(free[:, 0], forced[:, 0])
     model.eval()
-    torch.testing.assert_close(model(x["past"], x["target"], n, truth=x["truth"], extra=x["extra"],
+    torch.testing.assert_close(model(x["past"], x["target"], n, truth=x["truth"],
                                      teacher_forcing=1.0), free)
 
 
@@ -167,21 +169,6 @@ def test_variation():
             quiet = model.step(frame, h, c, x["target"], torch.full((2,), tta), 0 * x["z"])
             loud = model.step(frame, h, c, x["target"], torch.full((2,), tta), 10 * x["z"])
             assert (not torch.equal(quiet[0], loud[0])) == affected
-
-
-def test_velocity_reads_the_change_since_the_frame_before():
-    """With ``velocity`` a step reads x - prev (in units of its spread), so the same frame reached
-    at another speed gives another next frame; without it the frame before is not read at all."""
-    for velocity in (False, True):
-        model = small(velocity=velocity).eval()
-        cf = model.config
-        x = inputs(cf)
-        with torch.no_grad():
-            h, c = model.init(x["past"], x["target"], torch.full((2,), 5), torch.zeros(2, cf.future_dim))
-            frame = x["past"][:, -1]
-            slow, fast = (model.step(frame, h, c, x["target"], torch.full((2,), 6), torch.zeros(2, cf.future_dim),
-                                     prev=frame - speed)[0] for speed in (0.01, 0.5))
-        assert (slow - fast).abs().max() > 1e-3 if velocity else torch.equal(slow, fast)
 
 
 def test_time_to_target_changes_the_prediction():
@@ -214,57 +201,40 @@ def test_overfits_one_batch():
     assert losses[-1] < losses[0] / 10, (losses[0], losses[-1])
 
 
-@pytest.mark.parametrize("extra_dim, velocity", [(0, False), (3, False), (3, True)])
-def test_onnx_step_and_init_graphs_match_torch_over_a_rollout(tmp_path, extra_dim, velocity):
-    if extra_dim:
-        model = small(extra_dim=extra_dim, velocity=velocity).eval()
-    else:
-        torch.manual_seed(0)
-        model = RTN(RTNConfig()).eval()  # the shipped size
+@pytest.mark.parametrize("shipped_size", [True, False])
+def test_onnx_step_and_init_graphs_match_torch_over_a_rollout(tmp_path, shipped_size):
+    torch.manual_seed(0)
+    model = (RTN(RTNConfig()) if shipped_size else small()).eval()
     cf, n = model.config, 29  # 30 frames: 29 missing, then the target
     x = inputs(cf, batch=2, n=n)
     with torch.no_grad():
-        expected = model(x["past"], x["target"], n, z=x["z"], variation=0.5, extra=x["extra"]).numpy()
-    export_onnx(model, tmp_path / "init.onnx", {}, graph="init")
-    export_onnx(model, tmp_path / "step.onnx", {}, graph="step")
+        expected = model(x["past"], x["target"], n, z=x["z"], variation=0.5).numpy()
+    export_onnx(model, tmp_path / "init.onnx", {}, "init")
+    export_onnx(model, tmp_path / "step.onnx", {}, "step")
     init, step = session(tmp_path / "init.onnx"), session(tmp_path / "step.onnx")
     past, target = x["past"].numpy(), x["target"].numpy()
     noise = 0.5 * x["z"].numpy()
-    extra = x["extra"].numpy() if extra_dim else None
-    feed = {"past": past, "target": target, "gap": np.full(2, n), "noise": noise}
-    if extra_dim:
-        feed["extra"] = extra[:, :cf.past - 1]
-    h, c = init.run(["h", "c"], feed)
-    frame, prev, frames = past[:, -1], past[:, -2], []
+    h, c = init.run(["h", "c"], {"past": past, "target": target, "gap": np.full(2, n), "noise": noise})
+    frame, frames = past[:, -1], []
     for k in range(n + 1):
-        feed = {"x": frame, "h": h, "c": c, "target": target, "tta": np.full(2, n + 1 - k),
-                "noise": noise}
-        if extra_dim:
-            feed["extra"] = extra[:, cf.past - 1 + k]
-        if velocity:
-            feed["prev"] = prev
-        prev = frame
+        feed = {"x": frame, "h": h, "c": c, "target": target, "tta": np.full(2, n + 1 - k), "noise": noise}
         frame, h, c = step.run(["x_next", "h_next", "c_next"], feed)
         frames.append(frame)
     np.testing.assert_allclose(np.stack(frames, 1), expected, atol=1e-4, rtol=0)
 
 
-@pytest.mark.parametrize("extra_dim, rotations, velocity", [(0, 0, False), (3, 1, False), (0, 1, True)])
-def test_onnx_rollout_graph_matches_torch_for_any_gap(tmp_path, extra_dim, rotations, velocity):
-    model = small(extra_dim=extra_dim, rotations=rotations, velocity=velocity).eval()
+@pytest.mark.parametrize("rotations", [0, 1])
+def test_onnx_rollout_graph_matches_torch_for_any_gap(tmp_path, rotations):
+    model = small(rotations=rotations).eval()
     cf = model.config
-    if velocity:  # a scale unlike the initial ones, so that the file must carry it
-        model.step_scale.copy_(torch.linspace(0.5, 3.0, cf.pose_dim))
     export_onnx(model, tmp_path / "rtn.onnx", {})
     rollout = session(tmp_path / "rtn.onnx")
     for batch, n in ((1, 1), (3, 30), (2, 90)):
         x = inputs(cf, batch=batch, n=n, seed=n)
         with torch.no_grad():
-            expected = model(x["past"], x["target"], n, z=x["z"], variation=0.5, extra=x["extra"])
+            expected = model(x["past"], x["target"], n, z=x["z"], variation=0.5)
         feed = {"past": x["past"].numpy(), "target": x["target"].numpy(), "gap": np.array(n),
                 "noise": 0.5 * x["z"].numpy()}
-        if extra_dim:
-            feed["extra"] = x["extra"].numpy()
         (frames,) = rollout.run(None, feed)
         np.testing.assert_allclose(frames, expected.numpy(), atol=1e-4, rtol=0)
 
@@ -275,7 +245,7 @@ def test_quantized_rollout_is_smaller_and_close(tmp_path, weights, shrink, error
     model = RTN(RTNConfig()).eval()
     cf, n = model.config, 30
     export_onnx(model, tmp_path / "f32.onnx", {})
-    export_onnx(model, tmp_path / "small.onnx", {}, weights=weights)
+    export_onnx(model, tmp_path / "small.onnx", {"betwixt.weights": weights}, weights=weights)
     assert (tmp_path / "small.onnx").stat().st_size < 15e6  # the shipped model's budget
     assert (tmp_path / "small.onnx").stat().st_size < (tmp_path / "f32.onnx").stat().st_size / shrink
     x = inputs(cf, batch=1, n=n)
@@ -285,15 +255,14 @@ def test_quantized_rollout_is_smaller_and_close(tmp_path, weights, shrink, error
     (small_,) = session(tmp_path / "small.onnx").run(None, feed)
     motion = np.abs(full - x["past"].numpy()[:, -1:]).max()
     assert np.abs(small_ - full).max() < error * motion
-    assert session(tmp_path / "small.onnx").get_modelmeta().custom_metadata_map["rtn.weights"] == weights
+    assert session(tmp_path / "small.onnx").get_modelmeta().custom_metadata_map["betwixt.weights"] == weights
 
 
 def test_metadata_round_trip(tmp_path):
     model = small()
-    metadata = {"model": "rtn", "version": "1", "fps": 30, "skeleton": json.dumps(["Hips", "Spine"])}
+    metadata = {"betwixt.kind": "rtn", "betwixt.version": "2", "betwixt.fps": 30,
+                "betwixt.skeleton": json.dumps(["Hips", "Spine"])}
     export_onnx(model, tmp_path / "rtn.onnx", metadata)
     meta = session(tmp_path / "rtn.onnx").get_modelmeta().custom_metadata_map
-    assert {k: meta[k] for k in metadata} == {k: str(v) for k, v in metadata.items()}
-    assert meta["rtn.graph"] == "rollout" and meta["rtn.weights"] == "float32"
-    assert RTNConfig(**json.loads(meta["rtn.config"])) == model.config
+    assert meta == {k: str(v) for k, v in metadata.items()}
     assert model.training  # exporting leaves the mode alone

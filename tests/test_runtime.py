@@ -1,4 +1,4 @@
-"""The model runtime and its commands: fill, super-resolution, variants, and what they refuse."""
+"""The RTN runtime and its commands: fill, super-resolution, variants, and what they refuse."""
 
 import json
 import subprocess
@@ -13,15 +13,16 @@ import pytest
 from inference.bvh import read_bvh, write_bvh
 from inference.dataset import read_motions
 from inference.errors import BetwixtError
-from inference.runtime import (BLEND, START_BLEND, ModelError, TransitionModel, end_blend, fill_gaps, frames_after,
-                               gap_in, start_blend, superres)
+from inference.inbetween import fill_gaps, frames_after, gap_in, superres
+from inference.modelfile import ModelError, open_model
+from inference.rtn.blends import BLEND, START_BLEND, end_blend, end_ramp, start_blend, start_ramp
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def model(trained_rtn):
-    return TransitionModel(trained_rtn["model"])
+    return open_model(trained_rtn["model"])
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +49,7 @@ def test_fill_changes_only_the_gap_and_lands_on_the_target(model, clip):
     # with the frame after the key known, the end blend runs the root into the key at its velocity
     # (the backward fill's start blend does too, but its end blend moves that frame by 1/30 of its miss)
     into_key = 2 * motion.positions[131, 0] - motion.positions[132, 0]
-    forwards = fill_gaps(TransitionModel(model.path, both_ways=False), motion, [(100, 131)])
+    forwards = fill_gaps(open_model(model.path, both_ways=False), motion, [(100, 131)])
     np.testing.assert_allclose(forwards.positions[130, 0], into_key, atol=1e-6)
     assert np.abs(out.positions[130, 0] - into_key).max() < 0.5
     # without it, the target blend alone rises to 1 on the key, so the last generated frame is
@@ -71,19 +72,19 @@ def test_fill_changes_only_the_gap_and_lands_on_the_target(model, clip):
 def test_start_and_end_blends_carry_the_keys_velocities(model, clip):
     rng = np.random.default_rng(0)
     frames, past = rng.normal(size=(3, 12, 7)), rng.normal(size=(3, 10, 7))
-    out = start_blend(frames, past, length=4)
+    out = start_blend(frames, past, start_ramp(12, 4))
     np.testing.assert_allclose(out[:, 0], 2 * past[:, -1] - past[:, -2], atol=1e-12)
     np.testing.assert_array_equal(out[:, 4:], frames[:, 4:])
     assert np.all(np.diff(np.abs(out - frames)[:, :5].max(axis=-1), axis=1) < 0)   # a linear fade to none
-    held = start_blend(frames, np.repeat(past[:, -1:], 10, axis=1), length=4)       # a key at a clip's start
+    held = start_blend(frames, np.repeat(past[:, -1:], 10, axis=1), start_ramp(12, 4))       # a key at a clip's start
     np.testing.assert_allclose(held[:, 0], past[:, -1], atol=1e-12)
     key = frames[:, -1]
     after = key + 0.1 * rng.normal(size=key.shape)       # quaternion parts in the key's sign
-    out = end_blend(frames, key, after)
+    out = end_blend(frames, key, after, end_ramp(12))
     np.testing.assert_allclose(out[:, -2], 2 * key - after, atol=1e-12)
     np.testing.assert_array_equal(out[:, -1], key)
     assert np.all(np.diff(np.abs(out - frames)[:, :-1].max(axis=-1), axis=1) > 0)  # rising over the gap
-    np.testing.assert_array_equal(end_blend(frames, key, None), frames)
+    np.testing.assert_array_equal(start_blend(frames, past, start_ramp(12, 0)), frames)   # no blend at length 0
     # in a fill, the root's first frame goes on at the last key's velocity (with no frame after the
     # target, the end blend is off, and the target blend, over the last BLEND frames, does not reach it)
     _, motion = clip
@@ -170,10 +171,10 @@ def test_requests_the_model_cannot_serve(model, clip, mocap):
 
 def test_an_onnxruntime_that_will_not_load_says_what_to_do(trained_rtn):
     """As on a Mac older than 13 or Windows without the C++ runtime: one error, with that platform's fix."""
-    from inference.runtime import missing_runtime_hint
+    from inference.modelfile import missing_runtime_hint
     code = ("import sys; sys.modules['onnxruntime'] = None\n"   # what a failed import leaves behind
-            "from inference.runtime import TransitionModel, ModelError\n"
-            f"try: TransitionModel({str(trained_rtn['model'])!r})\n"
+            "from inference.modelfile import open_model, ModelError\n"
+            f"try: open_model({str(trained_rtn['model'])!r})\n"
             "except ModelError as e: print(e)")
     done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
                           capture_output=True, text=True)
@@ -187,15 +188,15 @@ def test_files_that_are_not_models(tmp_path, trained_rtn):
     text = tmp_path / "notes.onnx"
     text.write_text("not a model")
     with pytest.raises(ModelError, match="not an ONNX model file"):
-        TransitionModel(text)
+        open_model(text)
     with pytest.raises(ModelError, match="no such model file"):
-        TransitionModel(tmp_path / "missing.onnx")
+        open_model(tmp_path / "missing.onnx")
     import onnx
     proto = onnx.load(str(trained_rtn["model"]))
     del proto.metadata_props[:]
     onnx.save(proto, str(tmp_path / "bare.onnx"))
-    with pytest.raises(ModelError, match="not a Betwixt transition model"):
-        TransitionModel(tmp_path / "bare.onnx")
+    with pytest.raises(ModelError, match="not a Betwixt model file"):
+        open_model(tmp_path / "bare.onnx")
     assert issubclass(ModelError, BetwixtError)
 
 
@@ -237,8 +238,12 @@ def test_bench_puts_a_model_beside_the_baselines(model, lafan1_zip, tmp_path):
     result = run("bench", "--data", str(lafan1_zip), "--json", str(tmp_path / "b.json"), "--model", str(model.path))
     assert result.returncode == 0, result.stderr
     methods = json.loads((tmp_path / "b.json").read_text())["methods"]
-    assert set(methods) == {"zero_velocity", "interpolation", "rtn"}
-    assert all(np.isfinite(v) for table in methods["rtn"].values() for v in table.values())
+    assert set(methods) == {"zero_velocity", "interpolation", "rtn", "rtn+after"}
+    for name in ("rtn", "rtn+after"):
+        assert all(np.isfinite(v) for table in methods[name].values() for v in table.values())
+    # the published protocol's score is made without the frames after the target, the other with them
+    assert methods["rtn"]["L2P"] != methods["rtn+after"]["L2P"]
+    assert "| rtn+after | L2P |" in result.stdout
 
 
 def test_bench_speed_prints_every_timing(model, tmp_path):
@@ -283,7 +288,7 @@ def test_a_fill_is_averaged_with_its_mirror_images(model, clip):
         return max(1 - np.abs(np.sum(rot * back_rot, axis=-1)).min(), np.abs(pos - back_pos)[..., 0, :].max())
 
     assert asymmetry(model) < 1e-5
-    assert asymmetry(TransitionModel(model.path, symmetric=False)) > 1e-3
+    assert asymmetry(open_model(model.path, symmetric=False)) > 1e-3
 
 
 def test_a_fill_is_averaged_with_the_gap_filled_backwards(model, clip):
@@ -294,7 +299,7 @@ def test_a_fill_is_averaged_with_the_gap_filled_backwards(model, clip):
     backwards = replace(motion, rotations=motion.rotations[::-1].copy(), positions=motion.positions[::-1].copy())
     last = motion.n_frames - 1
     gap, backward_gap = gap_in(motion, 100, 131, model.past), gap_in(backwards, last - 131, last - 100, model.past)
-    forwards_only = TransitionModel(model.path, both_ways=False)
+    forwards_only = open_model(model.path, both_ways=False)
 
     def asymmetry(filler):
         rot, pos = filler.fill(gap)
@@ -320,7 +325,7 @@ def test_fills_that_part_ways_are_not_averaged():
     """Two fills of a gap that differ by a half turn somewhere (one turned left, one right) have no
     meaningful mean: that gap keeps the first fill, while a gap whose fills agree gets their mean."""
     from inference import quat
-    from inference.runtime import AGREEMENT, _average
+    from inference.rtn.runtime import AGREEMENT, _average
 
     rng = np.random.default_rng(0)
     first = quat.normalize(rng.normal(size=(2, 5, 3, 4)))
@@ -344,7 +349,7 @@ def test_variants_keep_their_spread_when_fills_are_averaged(model, clip):
     gap = gap_in(motion, 100, 141, model.past)
     spread = lambda rot: np.abs(rot - rot.mean(axis=0)).mean()                            # noqa: E731
     averaged, _ = model.variants(gap, 8, seed=1)
-    single, _ = TransitionModel(model.path, symmetric=False).variants(gap, 8, seed=1)
+    single, _ = open_model(model.path, symmetric=False).variants(gap, 8, seed=1)
     assert spread(single) > 1e-4
     np.testing.assert_allclose(spread(averaged), spread(single), rtol=0.05)
     faint, _ = model.variants(gap, 2, variation=1e-6, seed=1)

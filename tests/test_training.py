@@ -1,4 +1,5 @@
-"""The training command: checkpoints and resume, curves, multi-process training, ONNX export."""
+"""The training command: the shared loop (checkpoints and resume, curves, multi-process training),
+the RTN family's data and losses, ONNX export, and converting what an earlier version wrote."""
 
 import json
 import os
@@ -14,12 +15,25 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def load(path):
+    """A checkpoint, read as every reader in the project reads it: tensors and plain values only."""
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def shipped_network(state):
+    from training.export import loaded
+
+    return loaded(state)[1]
+
+
 def test_run_writes_checkpoint_curves_and_validation(trained_rtn):
-    state = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)
+    state = load(trained_rtn["checkpoint"])
     assert state["step"] == 4
     history = json.loads((trained_rtn["run"] / "history.json").read_text())
     assert history["validation"] and history["validation"][-1][0] == 4
-    assert len(history["validation"][-1]) == 1 + 2 * 4      # step, then rotation/position per length
+    assert sorted(history["validation"][-1][1]) == sorted(f"{kind}@{n}" for n in (5, 15, 30, 45)
+                                                          for kind in ("rotations", "positions"))
+    assert state["family"] == "rtn" and state["history"]["runs"][0]["argv"][0] == "rtn"   # the command as typed
     assert (trained_rtn["run"] / "loss.png").read_bytes()[:4] == b"\x89PNG"
     files = state["meta"]["data_files"]
     assert len(files) == 24 and not any("subject5" in f for f in files)
@@ -29,7 +43,7 @@ def test_resume_continues_where_the_run_stopped(trained_rtn, lafan1_zip, tmp_pat
     run = tmp_path / "resumed"
     run.mkdir()
     (run / "checkpoint.pt").write_bytes(trained_rtn["checkpoint"].read_bytes())
-    before = torch.load(run / "checkpoint.pt", map_location="cpu", weights_only=False)
+    before = load(run / "checkpoint.pt")
     args = list(trained_rtn["train"])
     args[args.index("--out") + 1] = str(run)
     args[args.index("--steps") + 1] = "6"
@@ -37,7 +51,7 @@ def test_resume_continues_where_the_run_stopped(trained_rtn, lafan1_zip, tmp_pat
     result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "resuming" in result.stderr and "at step 4" in result.stderr
-    after = torch.load(run / "checkpoint.pt", map_location="cpu", weights_only=False)
+    after = load(run / "checkpoint.pt")
     assert after["step"] == 6
     assert after["optimiser"]["state"][0]["step"] == before["optimiser"]["state"][0]["step"] + 2
     assert not torch.equal(after["model"]["R.weight"], before["model"]["R.weight"])
@@ -50,12 +64,12 @@ def test_resume_continues_where_the_run_stopped(trained_rtn, lafan1_zip, tmp_pat
                     "--weights", "int8", "--data", str(lafan1_zip), "--cache", str(trained_rtn["cache"])],
                    cwd=ROOT, check=True, capture_output=True, text=True)
     meta = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"]).get_modelmeta()
-    assert meta.custom_metadata_map["rtn.weights"] == "int8"
+    assert meta.custom_metadata_map["betwixt.weights"] == "int8"
     card = model.with_suffix(".md").read_text()
     assert f"-o {model.name} --weights int8`: weights in 8 bits" in card
     first, second = (line for line in card.splitlines() if line.startswith("- Steps "))
-    assert first.startswith("- Steps 0 to 4:") and "--bf16" not in first and "--lr 0.0005" in first
-    assert second.startswith("- Steps 4 to 6:") and "--bf16" in second and "--lr 0.001" in second
+    assert first.startswith("- Steps 0 to 4: `python -m training rtn --data") and "--bf16" not in first
+    assert second.startswith("- Steps 4 to 6:") and "--bf16" in second and "--lr 1e-3" in second
     # validation on the held-out tenth, beside interpolation on the same windows
     rows = [line.split(" | ") for line in card.splitlines() if line.startswith(("| 5 |", "| 15 |", "| 30 |", "| 45 |"))]
     assert len(rows) == 4 and "## Validation" in card
@@ -72,28 +86,24 @@ def test_resume_continues_where_the_run_stopped(trained_rtn, lafan1_zip, tmp_pat
 def test_a_run_keeps_a_moving_average_of_its_weights_and_ships_it(trained_rtn, tmp_path):
     """Each step moves the average (decay d) toward the new weights; resumed, the average goes on;
     the network a checkpoint ships, to export and validation, is the average."""
-    from training.train_rtn import network
-
     (tmp_path / "checkpoint.pt").write_bytes(trained_rtn["checkpoint"].read_bytes())
-    before = torch.load(tmp_path / "checkpoint.pt", map_location="cpu", weights_only=False)
+    before = load(tmp_path / "checkpoint.pt")
     args = list(trained_rtn["train"])
     args[args.index("--out") + 1] = str(tmp_path)
     args[args.index("--steps") + 1] = "5"
     result = subprocess.run(args + ["--average", "0.5"], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    after = torch.load(tmp_path / "checkpoint.pt", map_location="cpu", weights_only=False)
+    after = load(tmp_path / "checkpoint.pt")
     assert not torch.equal(before["average"]["R.weight"], before["model"]["R.weight"])   # it lags
     for name in ("R.weight", "E.0.weight", "D.4.bias"):
         torch.testing.assert_close(after["average"][name], 0.5 * before["average"][name] + 0.5 * after["model"][name])
-    assert torch.equal(network(after).R.weight.detach(), after["average"]["R.weight"])
+    assert torch.equal(shipped_network(after).R.weight.detach(), after["average"]["R.weight"])
 
 
 def test_init_starts_a_new_run_from_another_runs_weights(trained_rtn, tmp_path):
     """--init: a fine-tune in its own folder goes on from the source's weights, units and step
     count, with a fresh optimiser, and keeps the source's record of how its weights were made."""
-    from training.train_rtn import network_weights
-
-    source = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)
+    source = load(trained_rtn["checkpoint"])
     args = list(trained_rtn["train"])
     args[args.index("--out") + 1] = str(tmp_path)
     args[args.index("--steps") + 1] = "5"
@@ -101,42 +111,15 @@ def test_init_starts_a_new_run_from_another_runs_weights(trained_rtn, tmp_path):
                             cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert f"starting from the weights of {trained_rtn['checkpoint']} at step 4" in result.stderr
-    after = torch.load(tmp_path / "checkpoint.pt", map_location="cpu", weights_only=False)
+    after = load(tmp_path / "checkpoint.pt")
     assert after["step"] == 5
     assert after["optimiser"]["state"][0]["step"] == 1                      # one step of its own
-    change = (after["model"]["R.weight"] - network_weights(source)["R.weight"]).abs().max()
+    change = (after["model"]["R.weight"] - source["average"]["R.weight"]).abs().max()
     assert 0 < change < 1e-3                        # one small step away from the weights it ships
     for name, value in source["stats"].items():
         np.testing.assert_array_equal(after["stats"][name], value)
     assert [r["from_step"] for r in after["history"]["runs"]] == [0, 4]
-    assert after["history"]["runs"][1]["args"]["lr"] == "0.0001"
-
-
-def test_init_with_velocity_widens_the_frame_encoder_and_starts_as_the_source(trained_rtn, tmp_path):
-    """--init --velocity from a checkpoint without it: E's first layer gets zero columns for each
-    frame's change, so the new network computes what the source's did until training moves them."""
-    from training.train_rtn import _network, _widened, network, network_weights
-
-    source = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)
-    args = list(trained_rtn["train"])
-    args[args.index("--out") + 1] = str(tmp_path)
-    args[args.index("--steps") + 1] = "5"
-    result = subprocess.run(args + ["--init", str(trained_rtn["checkpoint"]), "--velocity"],
-                            cwd=ROOT, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    after = torch.load(tmp_path / "checkpoint.pt", map_location="cpu", weights_only=False)
-    pose = source["config"]["pose_dim"]
-    assert after["config"]["velocity"] and after["model"]["E.0.weight"].shape[1] == 2 * pose
-    spread = after["stats"]["frame_step_std"]
-    assert spread.shape == (pose,) and (spread < after["stats"]["frame_std"]).mean() > 0.9  # a frame moves little
-    np.testing.assert_allclose(after["model"]["step_scale"].numpy(), after["stats"]["frame_std"] / spread, rtol=1e-6)
-
-    widened = _network(network(after).config, after["stats"])
-    widened.load_state_dict(_widened(network_weights(source), widened))
-    past, target = torch.randn(2, 10, pose), torch.randn(2, source["config"]["target_dim"])
-    with torch.no_grad():
-        np.testing.assert_allclose(widened.eval()(past, target, 7).numpy(), network(source)(past, target, 7).numpy(),
-                                   atol=1e-6)
+    assert after["history"]["runs"][1]["argv"][-2:] == ["--lr", "1e-4"]
 
 
 def test_init_refuses_what_is_not_a_checkpoint(trained_rtn, tmp_path):
@@ -150,7 +133,7 @@ def test_init_refuses_what_is_not_a_checkpoint(trained_rtn, tmp_path):
 
 def test_the_targets_pose_is_normalised_as_a_frame(trained_rtn):
     """So that goal - pose, which the network reads and walks a straight line along, is the offset."""
-    stats = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)["stats"]
+    stats = load(trained_rtn["checkpoint"])["stats"]
     d = len(stats["frame_mean"])
     np.testing.assert_array_equal(stats["target_mean"][:d], stats["frame_mean"])
     np.testing.assert_array_equal(stats["target_std"][:d], stats["frame_std"])
@@ -167,31 +150,30 @@ def test_two_processes_with_gloo(lafan1_zip, trained_rtn, tmp_path):
          "--validate-every", "100", "--cache", str(trained_rtn["cache"]), "--threads", "1"],
         cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    state = torch.load(tmp_path / "checkpoint.pt", map_location="cpu", weights_only=False)
+    state = load(tmp_path / "checkpoint.pt")
     assert state["step"] == 2
     assert all(torch.isfinite(v).all() for v in state["model"].values())
 
 
 def test_export_carries_metadata_and_matches_torch(trained_rtn):
-    from training.train_rtn import network
-
     session = onnxruntime.InferenceSession(str(trained_rtn["model"]), providers=["CPUExecutionProvider"])
     meta = session.get_modelmeta().custom_metadata_map
-    assert meta["betwixt.kind"] == "rtn" and meta["betwixt.version"] == "1"
+    assert meta["betwixt.kind"] == "rtn" and meta["betwixt.version"] == "2"
+    assert all(key.startswith("betwixt.") for key in meta)          # one namespace
     assert json.loads(meta["betwixt.skeleton"])["names"][0] == "Hips"
     assert "CC BY-NC-ND 4.0" in meta["betwixt.licence"]
     data = json.loads(meta["betwixt.data"])
     assert data["source"] == "lafan1-27.zip" and data["subjects"] == [1, 2, 3, 4]
     assert not any("subject5" in f for f in data["files"])
-    assert int(meta["betwixt.past"]) == 10 and json.loads(meta["betwixt.gaps"])["max"] >= 60
+    assert json.loads(meta["betwixt.config"])["past"] == 10 and json.loads(meta["betwixt.gaps"])["max"] >= 60
     assert trained_rtn["model"].stat().st_size < 15e6
     # the reflections the run mirrored its clips with, for the runtime's average with the mirror image
     reflections = np.array(json.loads(meta["betwixt.mirror"])["reflections"])
     assert reflections.shape == (22, 3) and (reflections == [1, 1, -1]).all()   # LaFAN1: one Z flip
     assert meta["betwixt.backward"] == "true"     # trained on windows played backwards too (--reverse)
 
-    state = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)
-    model = network(state)
+    state = load(trained_rtn["checkpoint"])
+    model = shipped_network(state)
     cf = model.config
     gen = torch.Generator().manual_seed(0)
     past = torch.randn(3, cf.past, cf.pose_dim, generator=gen)
@@ -217,7 +199,8 @@ def test_validation_gaps_lie_in_the_held_out_tenth(lafan1_zip, trained_rtn):
     only the past context may reach back before it. Found by the non-root joints' local rotations,
     which canonicalising the pose leaves alone."""
     from inference.dataset import load_motion_set
-    from training.data import HOLD_OUT, Transitions
+    from training.clips import HOLD_OUT
+    from training.rtn.sampler import Transitions
 
     data = load_motion_set(lafan1_zip, trained_rtn["cache"])
     val = Transitions(data, "validation", [1], mirrored=False)
@@ -240,7 +223,7 @@ def test_training_targets_carry_the_sign_the_motion_turns_by(lafan1_zip, trained
     """Training: the target is the truth's last frame, signs and all, so the straight line to it
     follows the way a joint turns. Validation: as the runtime sees keys, the short way round."""
     from inference.dataset import load_motion_set
-    from training.data import Transitions
+    from training.rtn.sampler import Transitions
 
     data = load_motion_set(lafan1_zip, trained_rtn["cache"])
     d = 3 + 4 * len(data.skeleton.names)
@@ -254,7 +237,7 @@ def test_training_targets_carry_the_sign_the_motion_turns_by(lafan1_zip, trained
 
 def test_speeds_add_clips_played_faster_and_slower(lafan1_zip, trained_rtn):
     from inference.dataset import load_motion_set
-    from training.data import Transitions
+    from training.rtn.sampler import Transitions
 
     data = load_motion_set(lafan1_zip, trained_rtn["cache"])
     one = Transitions(data, "train", [1], mirrored=False)
@@ -276,7 +259,7 @@ def test_reverse_plays_windows_backwards(lafan1_zip, trained_rtn):
     """A backward window is the window of the clip played backwards: its past the frames after the
     gap, its target the key before it."""
     from inference.dataset import load_motion_set
-    from training.data import Transitions
+    from training.rtn.sampler import Transitions
 
     data = load_motion_set(lafan1_zip, trained_rtn["cache"])
     n, width, first = 20, 10 + 20 + 2, 3000
@@ -300,12 +283,13 @@ def test_the_l2_loss_counts_each_frames_error_in_proportion(lafan1_zip, trained_
     """--loss l2 averages each frame's error norm, the benchmark's measure; the paper's MSE averages
     its square. One frame off by e, then another also off by 2e: l2 triples, MSE grows fivefold."""
     from inference.dataset import load_motion_set
-    from training.data import Transitions
-    from training.train_rtn import Normaliser, _to_torch, frames_loss
+    from training.rtn.sampler import Transitions
+    from training.loop import Normaliser
+    from training.rtn.family import frames_loss, to_torch
 
     data = load_motion_set(lafan1_zip, trained_rtn["cache"])
-    batch = _to_torch(Transitions(data, "train", [1], mirrored=False).sample(4, 9, np.random.default_rng(0)), "cpu")
-    state = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)
+    batch = to_torch(Transitions(data, "train", [1], mirrored=False).sample(4, 9, np.random.default_rng(0)), "cpu")
+    state = load(trained_rtn["checkpoint"])
     norm, parents = Normaliser(state["stats"]), [int(p) for p in data.skeleton.parents]
     one, two = batch["truth"].clone(), batch["truth"].clone()
     one[:, 0, 0] += 0.05                      # the root 5 % of a height off on the first frame
@@ -323,23 +307,27 @@ def test_the_loss_after_the_blends_is_measured_on_the_runtimes_blends(lafan1_zip
     """--blends: training's torch blends are the runtime's numpy ones, the end blend only where the
     network was given the frame after the target, and the loss's gradient goes through them."""
     from inference.dataset import load_motion_set
-    from inference.runtime import BLEND, end_blend, start_blend, target_blend
-    from training.data import Transitions
-    from training.train_rtn import Normaliser, _to_torch, blended, frames_loss
+    from inference.rtn.blends import BLEND, end_blend, end_ramp, start_blend, start_ramp, target_blend, target_ramp
+    from training.rtn.sampler import Transitions
+    from training.loop import Normaliser
+    from training.rtn.family import blended, frames_loss, to_torch
 
     data = load_motion_set(lafan1_zip, trained_rtn["cache"])
     sample = Transitions(data, "train", [1], mirrored=False).sample(64, 20, np.random.default_rng(0))
     assert 0 < sample["after_known"].sum() < 64          # keep_after drops the frame after for some
-    batch = _to_torch(sample, "cpu")
+    batch = to_torch(sample, "cpu")
     frames = (batch["truth"] + 0.05 * torch.randn(batch["truth"].shape, generator=torch.Generator().manual_seed(0)))
     frames.requires_grad_(True)
     out = blended(frames, batch, BLEND)
     key = sample["target"][:, :frames.shape[-1]]
-    through = target_blend(start_blend(frames.detach().double().numpy(), sample["past"]), key, BLEND)
+    steps = frames.shape[1]
+    through = target_blend(start_blend(frames.detach().double().numpy(), sample["past"], start_ramp(steps)), key,
+                           target_ramp(steps, BLEND))
     known = sample["after_known"] == 1
-    np.testing.assert_allclose(out.detach().numpy()[known], end_blend(through, key, sample["after"])[known], atol=1e-5)
+    ended = end_blend(through, key, sample["after"], end_ramp(steps))
+    np.testing.assert_allclose(out.detach().numpy()[known], ended[known], atol=1e-5)
     np.testing.assert_allclose(out.detach().numpy()[~known], through[~known], atol=1e-5)
-    state = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)
+    state = load(trained_rtn["checkpoint"])
     loss, _, _ = frames_loss(out, batch, Normaliser(state["stats"]), [int(p) for p in data.skeleton.parents], 0)
     loss.backward()
     assert torch.isfinite(frames.grad).all() and frames.grad[:, 1:-1].abs().sum() > 0
@@ -349,16 +337,17 @@ def test_the_relative_loss_is_the_loss_over_interpolations(lafan1_zip, trained_r
     """--relative: each term divided by straight-line interpolation's total on the same batch, which
     grows with the gap, so a long gap's step pulls the weights no harder than a short one's."""
     from inference.dataset import load_motion_set
-    from training.data import Transitions
-    from training.train_rtn import Normaliser, _to_torch, frames_loss, interpolated, network, transition_loss
+    from training.rtn.sampler import Transitions
+    from training.loop import Normaliser
+    from training.rtn.family import frames_loss, interpolated, to_torch, transition_loss
 
     data = load_motion_set(lafan1_zip, trained_rtn["cache"])
-    state = torch.load(trained_rtn["checkpoint"], map_location="cpu", weights_only=False)
-    model, norm, parents = network(state), Normaliser(state["stats"]), [int(p) for p in data.skeleton.parents]
+    state = load(trained_rtn["checkpoint"])
+    model, norm, parents = shipped_network(state), Normaliser(state["stats"]), [int(p) for p in data.skeleton.parents]
     sample = Transitions(data, "train", [1], mirrored=False).sample
     scales = []
     for n in (5, 60):
-        batch = _to_torch(sample(16, n, np.random.default_rng(n)), "cpu")
+        batch = to_torch(sample(16, n, np.random.default_rng(n)), "cpu")
         torch.manual_seed(0)
         raw = transition_loss(model, norm, batch, n, parents, 0, teacher=False, squared=False)
         torch.manual_seed(0)
@@ -368,3 +357,97 @@ def test_the_relative_loss_is_the_loss_over_interpolations(lafan1_zip, trained_r
             torch.testing.assert_close(q, r / scale)
         scales.append(float(scale))
     assert scales[1] > 3 * scales[0]
+
+
+def earlier(state):
+    """``state`` as Betwixt wrote checkpoints before this version: numpy statistics, the arguments as
+    strings, curves as bare lists, the network's experimental inputs in its config, and no format."""
+    history = state["history"]
+    return {
+        "model": state["model"], "optimiser": state["optimiser"], "average": state["average"], "step": state["step"],
+        "config": {**state["config"], "velocity": False, "extra_dim": 0},
+        "stats": {k: v.numpy().astype(np.float32) for k, v in state["stats"].items()},
+        "meta": {**{k: v for k, v in state["meta"].items() if k != "args"},
+                 "args": {"command": "rtn", **{k: str(v) for k, v in state["meta"]["args"].items()}}},
+        "history": {"train": [[s, v["loss"], v["rotations"], v["positions"]] for s, v in history["train"]],
+                    "validation": [[s, *v.values()] for s, v in history["validation"]],
+                    "runs": [{"from_step": 0, "args": {"command": "rtn", **{k: str(v) for k, v in
+                                                                            state["meta"]["args"].items()}}}]},
+    }
+
+
+def test_a_checkpoint_that_would_run_code_is_refused_unread(trained_rtn, tmp_path):
+    """Checkpoints are read with weights_only=True: a pickled object is never built, so its code never runs."""
+    marker = tmp_path / "ran"
+    torch.save({"model": Exploit(str(marker))}, tmp_path / "evil.pt")
+    args = list(trained_rtn["train"])
+    args[args.index("--out") + 1] = str(tmp_path / "run")
+    for command in (args + ["--init", str(tmp_path / "evil.pt")],
+                    [sys.executable, "-m", "training", "export", str(tmp_path / "evil.pt"), "-o", str(tmp_path / "m.onnx")]):
+        result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        assert result.returncode == 2 and "not a checkpoint this version reads safely" in result.stderr, result.stderr
+    assert not marker.exists() and not (tmp_path / "m.onnx").exists()
+
+
+class Exploit:
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.path),))
+
+
+def test_an_earlier_checkpoint_is_converted_once_then_resumes_and_exports(trained_rtn, tmp_path):
+    old = tmp_path / "old.pt"
+    torch.save(earlier(load(trained_rtn["checkpoint"])), old)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "checkpoint.pt").write_bytes(old.read_bytes())
+    args = list(trained_rtn["train"])
+    args[args.index("--out") + 1] = str(run)
+    args[args.index("--steps") + 1] = "5"
+    refused = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+    assert refused.returncode == 2 and "python -m training convert" in refused.stderr
+    subprocess.run([sys.executable, "-m", "training", "convert", str(old), "-o", str(run / "checkpoint.pt")],
+                   cwd=ROOT, check=True, capture_output=True, text=True)
+    converted, source = load(run / "checkpoint.pt"), load(trained_rtn["checkpoint"])
+    assert converted["config"] == source["config"] and converted["history"]["validation"] == source["history"]["validation"]
+    assert converted["history"]["runs"][0]["argv"][:3] == ["rtn", "--subjects", "1,2,3,4"]
+    resumed = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+    assert resumed.returncode == 0 and "resuming" in resumed.stderr, resumed.stderr
+    assert load(run / "checkpoint.pt")["step"] == 5
+    subprocess.run([sys.executable, "-m", "training", "export", str(run / "checkpoint.pt"), "-o", str(tmp_path / "m.onnx")],
+                   cwd=ROOT, check=True, capture_output=True, text=True)
+    assert "- Steps 0 to 4: `python -m training rtn --subjects 1,2,3,4" in (tmp_path / "m.md").read_text()
+
+
+def test_an_earlier_model_file_is_refused_with_what_to_do_and_converted_once(trained_rtn, tmp_path):
+    """Format 1 kept the network's keys under rtn.* and a context length beside the config; converted,
+    the same graph and weights fill exactly as before."""
+    import onnx
+
+    from inference.errors import BetwixtError
+    from inference.modelfile import open_model
+    from inference.transition import Gap
+
+    proto = onnx.load(str(trained_rtn["model"]))
+    meta = {p.key: p.value for p in proto.metadata_props}
+    config = json.loads(meta.pop("betwixt.config"))
+    meta.update({"betwixt.version": "1", "betwixt.past": "10", "rtn.graph": meta.pop("betwixt.graph"),
+                 "rtn.weights": meta.pop("betwixt.weights"),
+                 "rtn.config": json.dumps({**config, "velocity": False, "extra_dim": 0})})
+    del proto.metadata_props[:]
+    onnx.helper.set_model_props(proto, meta)
+    onnx.save(proto, str(tmp_path / "old.onnx"))
+    with pytest.raises(BetwixtError, match="format version 1.*python -m training convert old.onnx"):
+        open_model(tmp_path / "old.onnx")
+    subprocess.run([sys.executable, "-m", "training", "convert", str(tmp_path / "old.onnx"), "-o", str(tmp_path / "new.onnx")],
+                   cwd=ROOT, check=True, capture_output=True, text=True)
+    new, original = open_model(tmp_path / "new.onnx"), open_model(trained_rtn["model"])
+    rng = np.random.default_rng(0)
+    rot = rng.standard_normal((1, 10, 22, 4))
+    rot /= np.linalg.norm(rot, axis=-1, keepdims=True)
+    pos = np.repeat(original.skeleton.offsets[None, None], 10, axis=1)
+    gap = Gap(original.skeleton, rot, pos, rot[:, -1], pos[:, -1], 12)
+    for a, b in zip(new.fill(gap), original.fill(gap)):
+        np.testing.assert_array_equal(a, b)

@@ -169,7 +169,7 @@ def main(argv=None):
     bpy.ops.wm.read_homefile(use_empty=True)
     enable_addon()
     if args.model:
-        bpy.context.preferences.addons["betwixt"].preferences.model_path = str(args.model.resolve())
+        bpy.context.preferences.addons["betwixt"].preferences.rtn_file = str(args.model.resolve())
     # as in the user interface, where the Betwixt panel loads the model when it first draws
     from betwixt.addon.preferences import load_model
     start = time.perf_counter()

@@ -1,4 +1,5 @@
-"""``python -m training``: fit a model on a BVH data set, or export a checkpoint to ONNX."""
+"""``python -m training``: fit a model family on a BVH data set, export a checkpoint to ONNX, or
+convert a checkpoint or model file of an earlier Betwixt."""
 
 import argparse
 import sys
@@ -7,21 +8,28 @@ from inference.errors import BetwixtError
 
 
 def main(argv=None):
+    from . import export, loop
+    from .family import FAMILIES, family
+    from .rtn import speed
+
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="python -m training", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
+    for name in FAMILIES:
+        chosen = family(name)
+        sub = commands.add_parser(name, help=f"train a {name} model ({chosen.title.split(' (')[0]})")
+        loop.add_arguments(sub, chosen)
+        sub.set_defaults(run=lambda args, chosen=chosen: loop.train(chosen, args, argv))
 
-    from . import train_rtn
-    rtn = commands.add_parser("rtn", help="train a Recurrent Transition Network")
-    train_rtn.add_arguments(rtn)
-    rtn.set_defaults(run=train_rtn.train)
-
-    from . import export
-    exp = commands.add_parser("export", help="write a checkpoint as one ONNX model file")
+    exp = commands.add_parser("export", help="write a checkpoint as one ONNX model file and its model card")
     export.add_arguments(exp)
     exp.set_defaults(run=export.run)
 
-    from . import speed
-    sp = commands.add_parser("speed", help="time the network in torch eager (for inference bench-speed)")
+    conv = commands.add_parser("convert", help="bring a checkpoint or model file of an earlier Betwixt to this version")
+    export.add_convert_arguments(conv)
+    conv.set_defaults(run=export.run_convert)
+
+    sp = commands.add_parser("speed", help="time an RTN in torch eager (for inference bench-speed)")
     speed.add_arguments(sp)
     sp.set_defaults(run=speed.run)
 

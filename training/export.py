@@ -1,82 +1,55 @@
-"""A training checkpoint → one self-contained ONNX model file that the runtime can trust.
+"""A training checkpoint → one self-contained ONNX model file that the runtime can trust, and its card.
 
-Everything the runtime needs to use the network travels in the file's metadata: the skeleton, the
-feature layout and normalisation, frame rate, context length, supported gap lengths, and where the
-weights came from (training files, licence, commit), so anyone can check that no test file was used.
+Everything the runtime needs to use the network travels in the file's metadata, in one namespace:
+the common keys every kind has (kind, format version, skeleton, frame rate, normalisation, training
+data, licence, how it was trained) and the family's own, so anyone can check that no test file was
+used. ``convert`` brings a checkpoint or a model file of an earlier Betwixt to this version, once.
 """
 
 import json
+import os
 from pathlib import Path
 
-import torch
-
-from inference.dataset import load_motion_set
 from inference.errors import DataError
-from inference.features import Layout
-from inference.runtime import BLEND, KIND_RTN, MAX_GAP, METADATA_VERSION, START_BLEND
-from .data import Transitions
-from .rtn import LARGE, WEIGHTS, RTNConfig, export_onnx
-from .train_rtn import VALIDATION_LENGTHS, Normaliser, network, source_commit, validate
+from inference.modelfile import FORMAT
+from . import card, checkpoint
+from .family import family as family_called
+from .loop import source_commit
+from .onnx_tools import LARGE, WEIGHTS, metadata_of, write
+
+AGREEMENT = 1e-3   # largest difference between torch and onnxruntime a float32 export may show
 
 
-NORMALISATION = ("frame_mean", "frame_std", "target_mean", "target_std")
+def loaded(state):
+    """A checkpoint's family and its network with the weights it ships (their moving average when
+    the run kept one), ready to export."""
+    family = family_called(state["family"])
+    model = family.network(state["config"], checkpoint.arrays(state["stats"]))
+    model.load_state_dict(state.get("average", state["model"]))
+    return family, model.eval()
 
 
-def metadata(state, reflections=None):
-    """The model file's metadata, as strings, from a checkpoint's contents and the joints'
-    ``reflections`` its training mirrored the clips with (the runtime averages each fill with its
-    mirror image's where the file has them, and with the backward fill's where the last run trained
-    on windows played backwards)."""
+def metadata(state, family, model, weights):
+    """The model file's metadata, as strings."""
     meta = state["meta"]
-    config = RTNConfig(**state["config"])
-    mirror = {} if reflections is None else {"betwixt.mirror": json.dumps({"reflections": reflections})}
-    backward = float(meta["args"].get("reverse", 0.0)) > 0
-    return {**mirror, **({"betwixt.backward": "true"} if backward else {}),
-        "betwixt.kind": KIND_RTN,
-        "betwixt.version": str(METADATA_VERSION),
-        "betwixt.skeleton": json.dumps(meta["skeleton"]),
-        "betwixt.layout": json.dumps(meta["layout"]),
-        "betwixt.normalisation": json.dumps({k: state["stats"][k].tolist() for k in NORMALISATION}),
-        "betwixt.reference_pose": json.dumps(state["stats"]["reference_pose"].tolist()),
-        "betwixt.fps": str(meta["layout"]["fps"]),
-        "betwixt.past": str(config.past),
-        "betwixt.gaps": json.dumps({"min": 1, "max": MAX_GAP, "trained": [int(meta["args"]["min_gap"]),
-                                                                         int(meta["args"]["max_gap"])]}),
-        "betwixt.data": json.dumps({"source": Path(meta["data"]).name, "files": meta["data_files"],
-                                    "subjects": meta["subjects"]}),
-        "betwixt.licence": meta["licence"],
-        # (older checkpoints also recorded ``run``, the command line's dispatch function)
-        "betwixt.training": json.dumps({"steps": state["step"], "commit": source_commit(),
-                                        "args": {k: v for k, v in meta["args"].items() if k != "run"}}),
+    common = {
+        "kind": family.name,
+        "version": str(FORMAT),
+        "skeleton": json.dumps(meta["skeleton"]),
+        "fps": str(meta["fps"]),
+        "normalisation": json.dumps({k: state["stats"][k].tolist() for k in family.normalisation}),
+        "data": json.dumps({"source": os.path.basename(meta["data"]), "files": meta["data_files"],
+                            "subjects": meta["subjects"]}),
+        "licence": meta["licence"],
+        "training": json.dumps({"steps": state["step"], "commit": source_commit(), "runs": state["history"]["runs"]}),
+        "weights": weights,
+        "config": json.dumps(state["config"], sort_keys=True),
+        "graph": "rollout",
     }
+    return {f"betwixt.{k}": v for k, v in {**common, **family.metadata(state, model)}.items()}
 
 
-def _hardware(device):
-    import os
-    import platform
-
-    if str(device).startswith("cuda") and torch.cuda.is_available():
-        return f"{torch.cuda.get_device_name(0)} (CUDA)"
-    return f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores"
-
-
-def training_command(args):
-    """The ``python -m training rtn`` command line that ``args`` (a checkpoint's, as strings) were."""
-    return (f"python -m training rtn --data {args['data']} --out {args['out']}"
-            + (f" --init {args['init']}" if args.get("init", "None") != "None" else "")
-            + (f" --subjects {args['subjects']}" if args["subjects"] != "None" else "")
-            + f" --batch {args['batch']} --lr {args['lr']}" + (" --bf16" if args.get("bf16") == "True" else "")
-            + f" --min-gap {args['min_gap']} --max-gap {args['max_gap']} --noise {args.get('noise', '0.5')}"
-            + (f" --speeds {args['speeds']}" if args.get("speeds", "1") != "1" else "")
-            + (f" --reverse {args['reverse']}" if args.get("reverse", "0.0") != "0.0" else "")
-            + (" --velocity" if args.get("velocity") == "True" else "")
-            + (" --blends" if args.get("blends") == "True" else "")
-            + (" --relative" if args.get("relative") == "True" else "")
-            + (f" --loss {args['loss']}" if args.get("loss", "mse") != "mse" else "")
-            + (f" --average {args['average']}" if args.get("average", "0.999") != "0.999" else ""))
-
-
-def _precision(weights):
+def precision(weights):
     """How the card says the weights are stored."""
     if not WEIGHTS[weights]:
         return "in float32."
@@ -87,122 +60,70 @@ def _precision(weights):
             f"{small_bits} bits (blocks of {small_block}) for the others (onnxruntime MatMulNBits).")
 
 
-def model_card(path, state, meta, bench=None, weights="float32", validation=None):
-    """The model card: what the weights are, where they came from, what they may be used for."""
-    args = state["meta"]["args"]
-    data = json.loads(meta["betwixt.data"])
-    skeleton = json.loads(meta["betwixt.skeleton"])
-    made = []  # [first step, (command, commit)]: resumes with both unchanged are one stretch
-    for run in state["history"].get("runs") or [{"from_step": 0, "args": args}]:
-        how = training_command(run["args"]), run.get("commit")
-        if not made or made[-1][1] != how:
-            made.append([run["from_step"], how])
-    ends = [start for start, _ in made[1:]] + [state["step"]]
-    made = [f"- Steps {start} to {end}: `{command}`" + (f" at commit {commit}" if commit else "")
-            for (start, (command, commit)), end in zip(made, ends)]
-    lines = [
-        f"# {path.stem}", "",
-        "A Recurrent Transition Network (Harvey & Pal 2018, extended: rotations out, any gap length through a "
-        "time-to-target embedding, noise for variants) that fills the frames between two keys.", "",
-        "## Data and licence",
-        f"- Trained on `{data['source']}`" + (f", subjects {data['subjects']}" if data["subjects"] else "")
-        + f": {len(data['files'])} files, the last tenth of each held out for validation, plus their mirror images"
-        + (f" and, where the commands below say `--speeds`, copies played at speeds {args['speeds']}."
-           if args.get("speeds", "1") != "1" else "."),
-        f"- Files: {', '.join(data['files'])}.",
-        f"- Licence of the weights: {meta['betwixt.licence']}. A model inherits the terms of its data.", "",
-        "## Skeleton and use",
-        f"- {len(skeleton['names'])} joints, root `{skeleton['names'][0]}`, {meta['betwixt.fps']} fps, "
-        f"{meta['betwixt.past']} frames of past context, gaps of 1 to {json.loads(meta['betwixt.gaps'])['max']} frames "
-        f"(trained on {json.loads(meta['betwixt.gaps'])['trained']})."
-        + (" The file carries the joints' left/right reflections its training mirrored the clips with, so "
-           "the runtime fills each gap as it is and as its mirror image, and averages the two."
-           if "betwixt.mirror" in meta else "")
-        + (" Its last stretch of training also played windows backwards (`--reverse`), so where a gap has "
-           f"{int(meta['betwixt.past']) - 1} frames or more after its target key, the runtime also fills it "
-           "backwards, from those frames, and averages the two directions."
-           if meta.get("betwixt.backward") == "true" else ""), "",
-        "## How it was made",
-        "Trained in stretches, each going on from the checkpoint where the one before stopped: resuming "
-        "it (from a copy of its `--out` folder where the folders differ) or, with `--init`, starting a "
-        "new run from its weights:", "", *made, "",
-        f"Then `python -m training export CHECKPOINT -o {path.name} --weights {weights}`: weights "
-        + _precision(weights),
-        f"- {state['step']} optimiser steps; commit {json.loads(meta['betwixt.training'])['commit']}; "
-        f"{_hardware(args['device'])}.",
-    ]
-    if bench:
-        from inference.benchmark import format_table
-        lines += ["", "## Benchmark (LaFAN1 protocol, `python -m inference bench`)", "",
-                  f"{bench['test_windows']} test windows.", "", format_table(bench)]
-        if "interpolation" in bench["methods"] and "rtn" in bench["methods"]:
-            ratio = {m: {n: bench["methods"]["rtn"][m][n] / bench["methods"]["interpolation"][m][n]
-                         for n in bench["methods"]["rtn"][m]} for m in bench["methods"]["rtn"]}
-            lines += ["", "Ratio to Interpolation (lower is better):", "",
-                      "| metric | " + " | ".join(ratio["L2Q"]) + " |", "|---|" + "---|" * len(ratio["L2Q"])]
-            lines += [f"| {m} | " + " | ".join(f"{v:.3f}" for v in ratio[m].values()) + " |" for m in ratio]
-    if validation:
-        lines += ["", "## Validation (gaps in the held-out last tenth of every training clip)", "",
-                  f"Root mean square error of the float32 network with the runtime's blends (start over "
-                  f"{START_BLEND} frames, target over {BLEND}, end over the whole gap) over the same "
-                  f"{validation['windows']} windows per length as straight-line interpolation from the "
-                  "last past frame to the target key. Each window's missing frames and target lie in the "
-                  "held-out tenth; its past frames may precede it. Rotations in quaternion components, "
-                  "positions in spreads of each joint coordinate (the training loss's units). "
-                  "Lower is better.", "",
-                  "| frames | rotations | interpolation | ratio | positions | interpolation | ratio |",
-                  "|---|---|---|---|---|---|---|"]
-        for i, n in enumerate(VALIDATION_LENGTHS):
-            (r, p), (ri, pi) = validation["model"][2 * i:2 * i + 2], validation["interpolation"][2 * i:2 * i + 2]
-            lines.append(f"| {n} | {r:.3f} | {ri:.3f} | {r / ri:.3f} | {p:.3f} | {pi:.3f} | {p / pi:.3f} |")
-    path.with_suffix(".md").write_text("\n".join(lines) + "\n")
-
-
-def _transitions(state, data, cache, part):
-    """The ``part`` ("train" or "validation") of ``data``, once it is known to be the data set the
-    checkpoint was trained on."""
-    meta = state["meta"]
-    transitions = Transitions(load_motion_set(data, cache), part, meta["subjects"], mirrored=part == "train",
-                              layout=Layout(**meta["layout"]))
-    if transitions.files != meta["data_files"]:
-        raise DataError(f"{data}: not the data set this checkpoint was trained on ({meta['data']})")
-    return transitions
-
-
-def validation_scores(model, state, data, cache=None):
-    """The model's and interpolation's errors on the held-out tenth of the training clips of ``data``."""
-    val_set = _transitions(state, data, cache, "validation")
-    parents = [int(q) for q in val_set.parents]
-    norm, device = Normaliser(state["stats"]), torch.device("cpu")
-    return {"windows": 4 * 64, "model": validate(model, norm, val_set, parents, device, blend=BLEND),
-            "interpolation": validate(model, norm, val_set, parents, device, interpolate=True)}
-
-
-def _reflections(state, data, cache):
-    """The reflections the checkpoint's run mirrored its clips with (a list), found again from
-    ``data`` for checkpoints from before runs kept them; None for a run without mirror images."""
-    meta = state["meta"]
-    if "reflections" in meta or meta["args"].get("no_mirror") == "True" or not data:
-        return meta.get("reflections")
-    return _transitions(state, data, cache, "train").reflections.tolist()
-
-
-def export(checkpoint, output, weights="float32", bench_data=None, data=None, cache=None):
-    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
-    model = network(state)
+def export(path, output, weights="float32", bench_data=None, data=None, cache=None):
+    state = checkpoint.load(path)
+    family, model = loaded(state)
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    meta = metadata(state, _reflections(state, data, cache))
-    export_onnx(model, output, meta, weights=weights)
-    bench = None
-    if bench_data:
-        from inference.benchmark import evaluate, load_benchmark
-        from inference.runtime import TransitionModel
-        from inference.transition import BASELINES
-        bench, _ = evaluate(load_benchmark(bench_data), {**BASELINES, "rtn": TransitionModel(output)})
-    validation = validation_scores(model, state, data, cache) if data else None
-    model_card(output, state, meta, bench, weights, validation)
+    meta = metadata(state, family, model, weights)
+    write(family.graph(model), output, meta, weights)
+    difference = family.check_export(model, output)
+    if weights == "float32" and difference > AGREEMENT:
+        output.unlink()
+        raise DataError(f"{output}: onnxruntime and torch differ by {difference:.2g} (more than {AGREEMENT}); "
+                        "the export is wrong, nothing was written")
+    card.write(output, family, state, weights, precision(weights),
+               family.card(state, meta, output, bench_data, data, cache))
+    return output, difference
+
+
+def convert(path, output, bench_data=None):
+    """A checkpoint (.pt) or model file (.onnx) of an earlier Betwixt, in this version's form."""
+    if Path(path).suffix == ".onnx":
+        return _convert_model(path, output, bench_data)
+    old = checkpoint._earlier(path)
+    return checkpoint.convert(path, output, family_called(old.get("family", "rtn")))
+
+
+# Model files of format 1 named their network's own keys rtn.*, and wrote a context length the
+# config also holds.
+_RENAMED = {"rtn.config": "betwixt.config", "rtn.graph": "betwixt.graph", "rtn.weights": "betwixt.weights"}
+
+
+def _convert_model(path, output, bench_data):
+    """A format-1 model file as format 2: the same graph and weights, the metadata in one namespace;
+    its card gains the benchmark scored both ways when ``bench_data`` is given."""
+    import onnx
+
+    old = metadata_of(path)
+    if old.get("betwixt.version") != "1":
+        raise DataError(f"{path}: format version {old.get('betwixt.version')}, not 1; nothing to convert")
+    meta = {_RENAMED.get(k, k): v for k, v in old.items() if k != "betwixt.past"}
+    config = json.loads(meta["betwixt.config"])
+    if config.pop("velocity", False) or config.pop("extra_dim", 0):
+        raise DataError(f"{path}: a network with --velocity or extra inputs, which this version no longer runs")
+    meta.update({"betwixt.version": str(FORMAT), "betwixt.config": json.dumps(config, sort_keys=True)})
+    proto = onnx.load(str(path))
+    del proto.metadata_props[:]
+    onnx.helper.set_model_props(proto, meta)
+    onnx.save(proto, str(output))
+    card_path = Path(path).with_suffix(".md")
+    if card_path.exists():
+        text = card_path.read_text()
+        if bench_data:
+            from .rtn.card import benchmark_section
+            text = _replaced_section(text, "## Benchmark", benchmark_section(output, bench_data))
+        Path(output).with_suffix(".md").write_text(
+            text.rstrip() + f"\n\nMetadata converted to format {FORMAT} by `python -m training convert` at commit "
+                            f"{source_commit()}; the graph and weights are the file's own.\n")
     return output
+
+
+def _replaced_section(text, heading, lines):
+    """``text`` (Markdown) with the section under ``heading`` replaced by ``lines``."""
+    start = text.index(heading)
+    end = text.find("\n## ", start + 1)
+    return text[:start] + "\n".join(lines) + ("\n\n" + text[end + 1:] if end >= 0 else "\n")
 
 
 def add_arguments(parser):
@@ -217,5 +138,17 @@ def add_arguments(parser):
 
 
 def run(args):
-    path = export(args.checkpoint, args.output, args.weights, args.bench_data, args.data, args.cache)
-    print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB) and its model card {path.with_suffix('.md')}")
+    path, difference = export(args.checkpoint, args.output, args.weights, args.bench_data, args.data, args.cache)
+    print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB; onnxruntime within {difference:.2g} of torch) "
+          f"and its model card {path.with_suffix('.md')}")
+
+
+def add_convert_arguments(parser):
+    parser.add_argument("file", type=Path, help="a checkpoint (.pt) or model file (.onnx) of an earlier Betwixt")
+    parser.add_argument("-o", "--output", type=Path, required=True)
+    parser.add_argument("--bench-data", help="LaFAN1: score a converted RTN model file for its card")
+
+
+def run_convert(args):
+    convert(args.file, args.output, args.bench_data)
+    print(f"wrote {args.output}")

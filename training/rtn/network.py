@@ -48,8 +48,6 @@ class RTNConfig:
     pose_dim: int = 91  # frame vector: what the network reads and predicts
     target_dim: int = 158  # target vector: target frame features first, then e.g. joint velocities
     offset_dim: int = 91  # leading features shared by frame and target (the pose, not contacts)
-    extra_dim: int = 0  # optional per-step input appended to the frame (0: none)
-    velocity: bool = False  # E also reads the frame's change since the frame before (see RTN._reads)
     rotations: int = 0  # quaternions in the pose right after its first 3 features (0: none)
     past: int = 10  # past frames of context (the first one also seeds the LSTM state)
     frame_hidden: int = 512  # frame encoder E: two hidden layers
@@ -73,11 +71,6 @@ class RTNConfig:
             raise ValueError("the rotations must lie within the first offset_dim features")
         if not 0 <= self.noise_near < self.noise_far <= self.tta_max:
             raise ValueError("need 0 <= noise_near < noise_far <= tta_max")
-
-    @property
-    def input_dim(self):
-        """Frame encoder input: the frame vector, the extra per-step input, the frame's change."""
-        return self.pose_dim * (2 if self.velocity else 1) + self.extra_dim
 
     @property
     def future_dim(self):
@@ -118,9 +111,7 @@ class RTN(nn.Module):
             pairs = (joint[:, None] == joint[None, :]) & (joint[:, None] >= 0)
             for name, value in (("pose_mean", frame_mean[:d]), ("pose_std", frame_std[:d]), ("pairs", pairs)):
                 self.register_buffer(name, torch.as_tensor(np.asarray(value), dtype=torch.float32), persistent=False)
-        if cf.velocity:  # per feature, frame_std / the spread of a frame's change (set by training)
-            self.register_buffer("step_scale", torch.ones(cf.pose_dim))
-        self.E = mlp([cf.input_dim, cf.frame_hidden, cf.frame_hidden], cf.slope)
+        self.E = mlp([cf.pose_dim, cf.frame_hidden, cf.frame_hidden], cf.slope)
         self.F = mlp([cf.target_dim, cf.future_hidden, cf.future_hidden], cf.slope)
         self.O = mlp([cf.offset_dim, cf.future_hidden, cf.future_hidden], cf.slope)
         # R: the LSTM's W, U and C matrices and its bias as one matmul over [E(x), h, future].
@@ -171,19 +162,11 @@ class RTN(nn.Module):
         return (nn.functional.linear(code, self._columns("F")) + self.R.bias,
                 self._future_gates(noise, recurrent), self._tta_gates(recurrent), recurrent)
 
-    def _reads(self, x, prev, goal, extra):
+    def _reads(self, x, goal):
         """What a step reads besides the recurrent state: [E(x), O(goal - x)], the frame's and the
         offset's codes. They depend on the frames alone, so the warm-up encodes every past frame at
-        once.
-
-        With ``velocity``, E also reads x - prev, the change since the frame before, in units of its
-        spread: the momentum the first frames of a gap carry on, which E could otherwise only guess
-        from the difference of two codes."""
-        parts = [x] + ([] if extra is None else [extra])
-        if self.config.velocity:
-            parts.append((x - prev) * self.step_scale)
-        frame = torch.cat(parts, dim=-1) if len(parts) > 1 else x
-        return torch.cat([self.E(frame), self.O(goal - self._pose(x))], dim=-1)
+        once."""
+        return torch.cat([self.E(x), self.O(goal - self._pose(x))], dim=-1)
 
     def _shares(self, tta, fixed):
         """The gates' shares that cost no product per step: the target code's (with R's bias) and the
@@ -207,18 +190,18 @@ class RTN(nn.Module):
         c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
         return torch.sigmoid(o) * torch.tanh(c), c
 
-    def _cell(self, x, prev, h, c, goal, tta, fixed, extra=None):
+    def _cell(self, x, h, c, goal, tta, fixed):
         """LSTM update reading frame x_t, and the prediction x_t + (goal - x_t) / tta + D(h_t) of
         the next frame: one even step of the straight line to the target, plus the decoder's
         correction (the paper has x_t + D(h_t)). D then learns how motion departs from
         interpolation, not the way to the target itself, and the last step lands on the key
         (tta = 1) unless D moves it.
 
-        ``prev`` is the frame read the step before, ``goal`` the target's first offset_dim features,
+        ``goal`` is the target's first offset_dim features,
         ``tta`` (B,) int64, ``fixed`` the transition's shares of the gates from ``_fixed``.
         """
         cf = self.config
-        h, c = self._recur(self._reads(x, prev, goal, extra), self._shares(tta, fixed), h, c, fixed[-1])
+        h, c = self._recur(self._reads(x, goal), self._shares(tta, fixed), h, c, fixed[-1])
         pose = self._pose(x)
         line = (self._nearer(goal, pose) - pose) / tta.to(x.dtype)[:, None]   # tta >= 1 in a transition
         if cf.offset_dim < cf.pose_dim:
@@ -239,7 +222,7 @@ class RTN(nn.Module):
         opposite = (pose * (raw * self.pose_std)) @ self.pairs < -(raw * self.pose_mean) @ self.pairs
         return torch.where(opposite, (-raw - self.pose_mean) / self.pose_std, goal)
 
-    def _warm_up(self, past, goal, gap, fixed, extra):
+    def _warm_up(self, past, goal, gap, fixed):
         """LSTM state after reading the past frames but the last, from H's guess on the first."""
         h, c = self.H(past[:, 0]).split(self.config.lstm, dim=-1)
         b, steps = past.shape[0], past.shape[1] - 1
@@ -249,9 +232,7 @@ class RTN(nn.Module):
             # out the weights shared with the step graph alike, and they are stored once
             return (a if per_frame else a[:, None].expand(-1, steps, -1)).flatten(0, 1)
 
-        before = torch.cat([past[:, :1], past], dim=1)[:, :steps]  # the first has no frame before
-        reads = self._reads(rows(past[:, :steps], True), rows(before, True), rows(goal, False),
-                            None if extra is None else rows(extra, True)).unflatten(0, (b, steps))
+        reads = self._reads(rows(past[:, :steps], True), rows(goal, False)).unflatten(0, (b, steps))
         code, noise, table, recurrent = fixed
         shares = self._shares(tta, (code[:, None], noise[:, None], table, recurrent))
         for t in range(steps):
@@ -260,32 +241,26 @@ class RTN(nn.Module):
 
     # One step at a time: the ONNX "init" and "step" graphs.
 
-    def init(self, past, target, gap, noise, extra=None):
+    def init(self, past, target, gap, noise):
         """LSTM state (h, c) (B, lstm) each, after the warm-up over the past frames but the last.
 
         past (B, P, pose_dim); target (B, target_dim); gap (B,) int64, the number of missing frames;
-        noise (B, future_dim) scaled; extra (B, P - 1, extra_dim) or None. The next call is
-        ``step(past[:, -1], h, c, target, gap + 1, noise)``.
+        noise (B, future_dim) scaled. The next call is ``step(past[:, -1], h, c, target, gap + 1, noise)``.
         """
-        return self._warm_up(past, target[:, :self.config.offset_dim], gap,
-                             self._fixed(self.F(target), noise), extra)
+        return self._warm_up(past, target[:, :self.config.offset_dim], gap, self._fixed(self.F(target), noise))
 
-    def step(self, x, h, c, target, tta, noise, extra=None, prev=None):
-        """(x_{t+1}, h, c) from frame x_t (B, pose_dim), tta (B,) int64 frames left to the target,
-        and (with ``velocity``) the frame read the step before, x_{t-1}."""
-        return self._cell(x, prev, h, c, target[:, :self.config.offset_dim], tta,
-                          self._fixed(self.F(target), noise), extra)
+    def step(self, x, h, c, target, tta, noise):
+        """(x_{t+1}, h, c) from frame x_t (B, pose_dim) and tta (B,) int64 frames left to the target."""
+        return self._cell(x, h, c, target[:, :self.config.offset_dim], tta, self._fixed(self.F(target), noise))
 
     # The whole transition, for training.
 
-    def forward(self, past, target, n, truth=None, z=None, variation=0.0, extra=None,
-                teacher_forcing=None):
+    def forward(self, past, target, n, truth=None, z=None, variation=0.0, teacher_forcing=None):
         """Predictions (B, n + 1, pose_dim): the n missing frames, then the target frame.
 
         past (B, P, pose_dim); target (B, target_dim); truth (B, n + 1, pose_dim), the true missing
         frames and target frame, for teacher forcing (used in training mode only); z (B, future_dim)
-        noise for variants, drawn from N(0, 1) when None and variation > 0; extra
-        (B, P + n, extra_dim) for every frame read, past and generated, or None.
+        noise for variants, drawn from N(0, 1) when None and variation > 0.
         """
         B, P, _ = past.shape
         p = self.config.teacher_forcing if teacher_forcing is None else teacher_forcing
@@ -296,16 +271,15 @@ class RTN(nn.Module):
         noise = past.new_zeros(B, self.config.future_dim) if not variation else variation * z
         gap = torch.full((B,), n, dtype=torch.long, device=past.device)
         goal, fixed = target[:, :self.config.offset_dim], self._fixed(self.F(target), noise)
-        h, c = self._warm_up(past, goal, gap, fixed, None if extra is None else extra[:, :P - 1])
-        x, prev, frames = past[:, -1], past[:, -2 if P > 1 else -1], []
+        h, c = self._warm_up(past, goal, gap, fixed)
+        x, frames = past[:, -1], []
         for k in range(n + 1):
             if k > 0:
-                prev, x = x, frames[-1]
+                x = frames[-1]
                 if self.training and truth is not None and p > 0:
                     use_truth = torch.rand(B, 1, device=past.device) < p
                     x = torch.where(use_truth, truth[:, k - 1], x)
-            e = None if extra is None else extra[:, P - 1 + k]
-            y, h, c = self._cell(x, prev, h, c, goal, gap + 1 - k, fixed, e)
+            y, h, c = self._cell(x, h, c, goal, gap + 1 - k, fixed)
             frames.append(y)
         return torch.stack(frames, dim=1)
 
@@ -333,7 +307,7 @@ class Graph(nn.Module):
         return getattr(self.model, self.graph)(**dict(zip(self.names, args)))
 
 
-GRAPHS = {  # name: (inputs, outputs); then "extra", and for the step "prev" when the config has them
+GRAPHS = {  # name: (inputs, outputs)
     "init": (["past", "target", "gap", "noise"], ["h", "c"]),
     "step": (["x", "h", "c", "target", "tta", "noise"], ["x_next", "h_next", "c_next"]),
 }
@@ -351,14 +325,8 @@ def _traced(model, graph):
     noise, state = torch.zeros(1, cf.future_dim, device=device), torch.zeros(1, cf.lstm, device=device)
     if graph == "init":
         args = [past, target, torch.full((1,), 30, device=device), noise]
-        extra = (1, cf.past - 1, cf.extra_dim)
     else:
         args = [past[:, -1], state, state, target, torch.full((1,), 31, device=device), noise]
-        extra = (1, cf.extra_dim)
-    if cf.extra_dim:
-        inputs, args = inputs + ["extra"], args + [torch.zeros(extra, device=device)]
-    if cf.velocity and graph == "step":
-        inputs, args = inputs + ["prev"], args + [past[:, 0]]
     f = io.BytesIO()
     was_training = model.training
     model.eval()
@@ -397,7 +365,7 @@ def _rollout(model):
     """ModelProto of the whole transition: the init graph, then a Loop over the step graph.
 
     past (B, P, pose_dim), target (B, target_dim), gap () int64, noise (B, future_dim)
-    [, extra (B, P + gap, extra_dim)]  ->  frames (B, gap + 1, pose_dim)
+    ->  frames (B, gap + 1, pose_dim)
     """
     from onnx import TensorProto, helper, numpy_helper
 
@@ -425,17 +393,8 @@ def _rollout(model):
         N("Add", ["gap", "rollout/one"], ["rollout/trip"]),
         N("Gather", ["past", "rollout/last"], ["rollout/x0"], axis=1),
     ]
-    carried = ["x", "h", "c"]  # the loop's state; with velocity also the frame read the step before
-    if cf.velocity:
-        carried.append("prev")
-        weights.append(const("before", max(cf.past - 2, 0)))
-        nodes.append(N("Gather", ["past", "rollout/before"], ["rollout/prev0"], axis=1))
-    if cf.extra_dim:
-        inputs.append(value("extra", shape=["batch", "steps", cf.extra_dim]))
-        weights.append(const("warm", [cf.past - 1]))
-        nodes.append(N("Slice", ["extra", "rollout/zeros", "rollout/warm", "rollout/ones"],
-                       ["rollout/extra_past"]))
-    renamed = {"gap": "rollout/gap_b", "extra": "rollout/extra_past"}
+    carried = ["x", "h", "c"]  # the loop's state
+    renamed = {"gap": "rollout/gap_b"}
     for node in init.graph.node:
         node.input[:] = [renamed.get(name, name) for name in node.input]
         nodes.append(node)
@@ -458,13 +417,10 @@ def _rollout(model):
     def local(name):
         return shared.get(name, name if name == "" else "step/" + name)
 
-    body = [  # iteration k reads tta = gap + 1 - k, and extra[:, P - 1 + k]
+    body = [  # iteration k reads tta = gap + 1 - k
         N("Sub", ["rollout/trip", "rollout/iter"], ["rollout/tta"]),
         N("Expand", ["rollout/tta", "rollout/batch"], ["step/tta"]),
     ]
-    if cf.extra_dim:
-        body += [N("Add", ["rollout/iter", "rollout/last"], ["rollout/t"]),
-                 N("Gather", ["extra", "rollout/t"], ["step/extra"], axis=1)]
     outer = {w.name for w in weights} | {i.name for i in inputs} | {o for n in nodes for o in n.output}
     for node in step.graph.node:
         node.input[:] = [local(name) for name in node.input]
@@ -478,15 +434,13 @@ def _rollout(model):
             body.append(node)
     body += [N("Identity", ["rollout/cond"], ["rollout/cond_out"]),
              N("Identity", ["step/x_next"], ["rollout/frame"])]
-    if cf.velocity:
-        body.append(N("Identity", ["step/x"], ["step/prev_next"]))
     body = helper.make_graph(
         body, "rtn_step",
         [value("rollout/iter", TensorProto.INT64, []), value("rollout/cond", TensorProto.BOOL, [])]
         + [value(f"step/{name}") for name in carried],
         [value("rollout/cond_out", TensorProto.BOOL, [])] + [value(f"step/{name}_next") for name in carried]
         + [value("rollout/frame")])
-    first = {"x": "rollout/x0", "h": "h", "c": "c", "prev": "rollout/prev0"}
+    first = {"x": "rollout/x0", "h": "h", "c": "c"}
     nodes += [
         N("Loop", ["rollout/trip", "", *(first[name] for name in carried)],
           [f"rollout/{name}_last" for name in carried] + ["rollout/frames"], body=body),
@@ -498,103 +452,14 @@ def _rollout(model):
                              producer_name="betwixt.training.rtn")
 
 
-def _quantized(proto, large, small):
-    """The same graph with every weight matrix in blocks of integers (onnxruntime's MatMulNBits,
-    symmetric, one float scale per block): ``large`` = (bits, block) for matrices of at least
-    LARGE entries, ``small`` for the others.
-
-    At batch 1 a step is bound by reading its weights (12.7 MB in float32), so fewer bytes run
-    faster. The large matrices (the LSTM's and E's second layer) hold nine tenths of them and
-    take 4 bits at no measured cost, while the small first and last layers, which read and write
-    the features themselves, are where 4 bits cost accuracy (see WEIGHTS).
-    """
-    from onnx import helper, numpy_helper
-    from onnxruntime.quantization.matmul_nbits_quantizer import (DefaultWeightOnlyQuantConfig,
-                                                                 MatMulNBitsQuantizer)
-
-    weights = {w.name: w for w in proto.graph.initializer}
-
-    def matmuls(graph):  # Gemm(x, W, b) -> MatMul(x, W^T) + b: the quantizer rewrites MatMul only
-        nodes = []
-        for node in graph.node:
-            for attr in node.attribute:
-                if attr.type == attr.GRAPH:
-                    matmuls(attr.g)
-            if node.op_type != "Gemm":
-                nodes.append(node)
-                continue
-            assert [(a.name, a.i) for a in node.attribute if a.name != "alpha" and a.name != "beta"
-                    ] == [("transB", 1)]  # as torch exports nn.Linear
-            x, w, b = node.input
-            if w + "/T" not in weights:
-                weights[w + "/T"] = numpy_helper.from_array(numpy_helper.to_array(weights[w]).T.copy(),
-                                                            w + "/T")
-            y = node.output[0]
-            nodes += [helper.make_node("MatMul", [x, w + "/T"], [y + "/mm"], name=y + "/mm"),
-                      helper.make_node("Add", [y + "/mm", b], [y])]
-        del graph.node[:]
-        graph.node.extend(nodes)
-
-    matmuls(proto.graph)
-    used = {name for node in _nodes(proto.graph) for name in node.input}
-    del proto.graph.initializer[:]
-    proto.graph.initializer.extend(w for name, w in weights.items() if name in used)
-    products = [n for n in _nodes(proto.graph) if n.op_type == "MatMul" and n.input[1] in weights]
-    for i, node in enumerate(products):  # the quantizer picks nodes by name
-        node.name = node.name or f"matmul{i}"
-    # learned matrices only: a 0/1 matrix (RTN.pairs) selects and sums, and is exact as it is
-    exact = [n.name for n in products if np.isin(numpy_helper.to_array(weights[n.input[1]]), (0.0, 1.0)).all()]
-    is_large = {n.name: np.prod(weights[n.input[1]].dims) >= LARGE for n in products}
-    for (bits, block), chosen in ((large, True), (small, False)):
-        config = DefaultWeightOnlyQuantConfig(block_size=block, is_symmetric=True, accuracy_level=4, bits=bits)
-        skip = exact + [n for n, big in is_large.items() if big != chosen]
-        quantizer = MatMulNBitsQuantizer(proto, algo_config=config, nodes_to_exclude=skip)
-        quantizer.process()
-        proto = quantizer.model.model
-    return proto
-
-
-def _nodes(graph):
-    """Every node of a graph and of its subgraphs."""
-    for node in graph.node:
-        yield node
-        for attr in node.attribute:
-            if attr.type == attr.GRAPH:
-                yield from _nodes(attr.g)
-
-
-# name: (bits, block) of the large matrices, then of the small ones; None: float32. One checkpoint
-# on LaFAN1's benchmark, L2P at 30 frames and a 30-frame fill at batch 1 on one thread:
-# float32 1.6167, 19.5 ms; int8 1.6220, 6.7 ms; mixed 1.6184, 4.6 ms; int4 1.7555, 5.5 ms (its
-# blocks of 32 keep the small layers usable, and cost more time than mixed's blocks of 128).
-WEIGHTS = {"float32": None, "int8": ((8, 128), (8, 128)), "mixed": ((4, 128), (8, 128)),
-           "int4": ((4, 32), (4, 32))}
-LARGE = 512 * 512  # entries from which a matrix counts as large
-
-
-def export_onnx(model, path, metadata, graph="rollout", weights="float32"):
-    """Write one self-contained ONNX file of one graph, with ``metadata`` as its metadata_props.
+def graph(model, name="rollout"):
+    """The ModelProto of one graph: "rollout", the one to ship, or "init" or "step".
 
     rollout: past (B, P, pose_dim), target (B, target_dim), gap () int64, noise (B, future_dim)
-             [, extra (B, P + gap, extra_dim)]  ->  frames (B, gap + 1, pose_dim)
-    init:    past, target, gap (B,) int64, noise [, extra (B, P - 1, extra_dim)]
-             ->  h (B, lstm), c (B, lstm)
-    step:    x (B, pose_dim), h, c, target, tta (B,) int64, noise [, extra (B, extra_dim)]
-             ->  x_next (B, pose_dim), h_next, c_next
+             ->  frames (B, gap + 1, pose_dim)
+    init:    past, target, gap (B,) int64, noise  ->  h (B, lstm), c (B, lstm)
+    step:    x (B, pose_dim), h, c, target, tta (B,) int64, noise  ->  x_next (B, pose_dim), h_next, c_next
     gap and tta are int64, everything else float32; noise is z times the variation strength
-    (zeros: the deterministic transition). ``weights`` is a key of WEIGHTS: float32, or blocks of
-    8- or 4-bit integers, or 4 bits for the large matrices and 8 for the rest (onnxruntime only).
-    Besides ``metadata`` the file carries "rtn.graph" (which graph), "rtn.config" (RTNConfig as
-    JSON) and "rtn.weights", unless ``metadata`` sets them.
+    (zeros: the deterministic transition).
     """
-    import onnx
-
-    proto = _rollout(model) if graph == "rollout" else _traced(model, graph)
-    if WEIGHTS[weights]:
-        proto = _quantized(proto, *WEIGHTS[weights])
-    meta = {"rtn.graph": graph, "rtn.config": json.dumps(asdict(model.config), sort_keys=True),
-            "rtn.weights": weights}
-    meta.update({str(k): str(v) for k, v in metadata.items()})
-    onnx.helper.set_model_props(proto, meta)
-    onnx.checker.check_model(proto, full_check=True)
-    onnx.save(proto, str(path))
+    return _rollout(model) if name == "rollout" else _traced(model, name)

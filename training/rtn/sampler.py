@@ -1,25 +1,17 @@
-"""Random transitions for training, cut from a cached data set and turned into features.
+"""Random transitions for training an RTN, cut from clips (:mod:`..clips`) and turned into features.
 
-Every clip is split in time: its last tenth is held out for validation, so a data set without a
-test subject (Bandai) still gets an honest validation curve, and LaFAN1's test subject 5 is never
-read at all. Mirrored copies of the clips double the data (left/right symmetry is free knowledge);
-copies played faster or slower (``--speeds``) add timings the capture did not hold. Windows played
-backwards (``--reverse``) teach the network to fill a gap from its far side as well: the runtime can
-then fill each gap both ways, from the frames before it and from those after it, and average.
+Windows played backwards (``--reverse``) teach the network to fill a gap from its far side as well:
+the runtime can then fill each gap both ways, from the frames before it and from those after it, and
+average.
 """
-
-from dataclasses import replace
 
 import numpy as np
 
 from inference import quat
-from inference.dataset import subject_of
 from inference.errors import DataError
 from inference.features import canonical_frame, choose_layout, frame_features, move, orient, target_features
 from inference.motion import forward_kinematics
-from inference.mirror import local_reflections, mirror
-
-HOLD_OUT = 0.1
+from ..clips import clips
 
 
 class Transitions:
@@ -29,28 +21,10 @@ class Transitions:
                  reverse=0.0):
         self.parents = data.skeleton.parents
         self.past, self.part, self.reverse = past, part, reverse
-        self.files = []
-        clips = []
-        for i, name in enumerate(data.names):
-            if subjects is not None and subject_of(name) not in subjects:
-                continue
-            clip = data.clip(i)
-            cut = int(round(clip.n_frames * (1 - HOLD_OUT)))
-            # a validation window's missing frames and target lie in the held-out tenth; its past
-            # frames may reach back before it, so that short clips give long gaps too
-            clips.append(clip.frames(0, cut) if part == "train" else clip.frames(max(cut - past, 0)))
-            self.files.append(name)
-        # the joints' reflections, found once for the data set (stable where windows are not), also
-        # let the runtime average a fill with its mirror image's
-        self.reflections = local_reflections(clips) if mirrored and clips else None
-        if self.reflections is not None:
-            clips += [mirror(c, reflections=self.reflections) for c in clips]
-        # each clip also played faster or slower (``speeds`` other than 1), at the same frame rate
-        clips += [replace(c.resample(c.fps / k), fps=c.fps) for k in speeds if k != 1.0 for c in clips]
-        rotations = [quat.unroll(c.rotations).astype(np.float32) for c in clips]
-        positions = [c.positions.astype(np.float32) for c in clips]
-        if not clips:
-            raise DataError(f"{data.source}: no clip of subjects {subjects}; check --subjects against the file names")
+        cut = clips(data, part, subjects, mirrored, speeds, context=past)
+        self.files, self.reflections = cut.files, cut.reflections
+        rotations = [quat.unroll(c.rotations).astype(np.float32) for c in cut.motions]
+        positions = [c.positions.astype(np.float32) for c in cut.motions]
         self.lengths = np.array([len(r) for r in rotations])
         self.starts = np.concatenate([[0], np.cumsum(self.lengths)[:-1]])
         self.rotations = np.concatenate(rotations)

@@ -8,17 +8,17 @@ import json
 import time
 
 import numpy as np
-import onnx
 import torch
 
-from .rtn import RTN, RTNConfig
+from ..onnx_tools import metadata_of
+from .network import RTN, RTNConfig
 
 
 def eager_ms(model_path, repeats=20, n=30):
-    meta = {p.key: p.value for p in onnx.load(str(model_path), load_external_data=False).metadata_props}
+    meta = metadata_of(model_path)
     torch.set_num_threads(1)
     units = json.loads(meta["betwixt.normalisation"])
-    model = RTN(RTNConfig(**json.loads(meta["rtn.config"])), np.array(units["frame_mean"]),
+    model = RTN(RTNConfig(**json.loads(meta["betwixt.config"])), np.array(units["frame_mean"]),
                 np.array(units["frame_std"])).eval()
     cf = model.config
     past, target = torch.randn(1, cf.past, cf.pose_dim), torch.randn(1, cf.target_dim)

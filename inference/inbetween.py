@@ -1,0 +1,65 @@
+"""The gaps of a motion, and filling them in order: the same for every model that fills a gap.
+
+A model here is anything with ``past`` (the frames of context it reads before a gap) and
+``fill(gap, **options) -> (rotations, positions)`` for a batch of :class:`~.transition.Gap` s.
+"""
+
+from dataclasses import replace
+
+from . import quat
+from .modelfile import ModelError
+from .transition import Gap
+
+
+def gap_in(motion, start, end, past, after=None):
+    """The gap of ``motion`` strictly between key frames ``start`` and ``end``, as a batch of one,
+    with up to ``after`` frames after ``end`` (default ``past``) where the motion has them."""
+    if not 0 <= start < end < motion.n_frames:
+        raise ModelError(f"{motion.name}: the keys {start}:{end} are not two frames of its "
+                         f"{motion.n_frames} (0 to {motion.n_frames - 1}) in order")
+    if end - start < 2:
+        raise ModelError(f"{motion.name}: no frame lies strictly between keys {start} and {end}")
+    first = max(0, start + 1 - past)
+    r, p = motion.rotations, motion.positions
+    last = min(motion.n_frames, end + 1 + (past if after is None else after))
+    after = (r[None, end + 1:last], p[None, end + 1:last]) if last > end + 1 else (None, None)
+    return Gap(motion.skeleton, r[None, first:start + 1], p[None, first:start + 1], r[None, end], p[None, end],
+               end - start - 1, *after)
+
+
+def frames_after(gaps, most):
+    """Per ``(start, end)`` gap, how many frames after its end key are the user's, up to ``most``:
+    those before the first that one of ``gaps`` generates, as where gaps follow one another
+    (superres, Blender's Decompress: none), since a frame about to be replaced says nothing of the
+    motion through the key."""
+    generated = {f for start, end in gaps for f in range(start + 1, end)}
+    return [next((k for k in range(most) if end + 1 + k in generated), most) for _, end in gaps]
+
+
+def fill_gaps(model, motion, gaps, progress=None, **kwargs):
+    """``motion`` with the frames strictly inside each ``(start, end)`` key pair generated, in order,
+    each gap's past context taken from the frames generated before it (Harvey & Pal 2018, §7.4).
+
+    A gap reads the frames after its end key that are the user's (:func:`frames_after`).
+    ``progress(done, total)`` is called after each gap (it may raise to stop the work).
+    """
+    out = replace(motion, rotations=motion.rotations.copy(), positions=motion.positions.copy())
+    for i, ((start, end), after) in enumerate(zip(gaps, frames_after(gaps, model.past))):
+        rot, pos = model.fill(gap_in(out, start, end, model.past, after), **kwargs)
+        out.rotations[start + 1:end], out.positions[start + 1:end] = rot[0], pos[0]
+        if progress is not None:
+            progress(i + 1, len(gaps))
+    return replace(out, rotations=quat.unroll(out.rotations))
+
+
+def superres(model, motion, every, **kwargs):
+    """Dense motion from the keys every ``every`` frames of ``motion`` (and its last frame), read
+    alone: the frames between them are the ones to generate."""
+    if every < 2:
+        raise ModelError(f"keys every {every} frames leave nothing to fill; use 2 or more")
+    keys = list(range(0, motion.n_frames, every))
+    if motion.n_frames - 1 - keys[-1] >= 2:   # a last frame right after a key has nothing to fill
+        keys.append(motion.n_frames - 1)
+    if len(keys) < 2:
+        raise ModelError(f"{motion.name}: a single frame holds no gap to fill")
+    return fill_gaps(model, motion, list(zip(keys[:-1], keys[1:])), **kwargs)

@@ -1,0 +1,172 @@
+"""Model files: one ONNX file a model, opened by its kind.
+
+Every model file carries the same common metadata (kind, format version, skeleton, frame rate,
+normalisation, training data, licence), checked here once; the runtime class registered for its
+kind (``KINDS``) then reads its own keys. So a command, the add-on or a test asks for "the shipped
+model of kind K for this skeleton" and never trips over a file of another kind lying beside it.
+"""
+
+import json
+import sys
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+
+import numpy as np
+
+from .errors import BetwixtError
+from .motion import Skeleton
+
+FORMAT = 2   # the metadata layout this version writes and reads
+MODELS = Path(__file__).parent / "models"
+# kind -> the module (relative to this package) and class of its runtime; a family plugs in here
+KINDS = {"rtn": ("rtn.runtime", "RTNModel")}
+COMMON = ("betwixt.kind", "betwixt.version", "betwixt.skeleton", "betwixt.fps", "betwixt.normalisation",
+          "betwixt.data", "betwixt.licence")
+
+
+class ModelError(BetwixtError):
+    """A model file that cannot be used, or a request it cannot serve."""
+
+
+def missing_runtime_hint(platform):
+    """What to do when onnxruntime's library will not load on ``platform`` (``sys.platform``)."""
+    if platform == "win32":
+        return "install the Microsoft Visual C++ 2015-2022 redistributable (x64) and restart Blender"
+    if platform == "darwin":
+        return "the onnxruntime bundled with Betwixt needs macOS 13 (Ventura) or later"
+    return "reinstall the Betwixt extension for this platform (Linux x64 needs glibc 2.27 or later)"
+
+
+def session(path, threads=1):
+    """An onnxruntime session of the file at ``path``, on the CPU."""
+    try:
+        import onnxruntime
+    except (ImportError, OSError) as e:
+        raise ModelError(f"onnxruntime could not be loaded ({e}); {missing_runtime_hint(sys.platform)}") from None
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    # One thread unless asked: a transition is some 1,700 small operators one after another, and
+    # splitting each across a thread pool costs more than it gains (see docs/experiments.md).
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    try:
+        return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as e:  # onnxruntime raises its own untyped errors for unreadable files
+        raise ModelError(f"{path}: not an ONNX model file ({str(e).splitlines()[0][:200]})") from None
+
+
+@dataclass(frozen=True, eq=False)
+class ModelFile:
+    """A model file's common metadata, checked; ``metadata`` holds every key as written."""
+
+    path: Path
+    kind: str
+    skeleton: Skeleton
+    fps: float
+    normalisation: dict       # name -> float32 array
+    data: dict                # {"source", "files", "subjects"}
+    licence: str
+    metadata: dict
+
+    @property
+    def name(self):
+        return self.path.stem
+
+    def json(self, key):
+        """The metadata ``key`` read as JSON, or an error that says the file is incomplete."""
+        try:
+            return json.loads(self.metadata[key])
+        except (KeyError, ValueError) as e:
+            raise ModelError(f"{self.path}: incomplete model metadata ({key}: {e}); export it again") from None
+
+
+def read(path, threads=1):
+    """``(ModelFile, session)`` for the file at ``path``: its common metadata checked, whatever its kind."""
+    path = Path(path)
+    if not path.is_file():
+        raise ModelError(f"{path}: no such model file")
+    ort = session(path, threads)
+    meta = ort.get_modelmeta().custom_metadata_map
+    if "betwixt.kind" not in meta:
+        raise ModelError(f"{path}: not a Betwixt model file (its metadata has no betwixt.kind); choose a "
+                         "model exported by 'python -m training export'")
+    version = meta.get("betwixt.version", "?")
+    if version != str(FORMAT):
+        newer = version.isdigit() and int(version) > FORMAT
+        raise ModelError(
+            f"{path}: a {meta['betwixt.kind']!r} model in format version {version}, and this Betwixt reads "
+            f"version {FORMAT}; " + ("update Betwixt to use it" if newer else
+                                     f"convert it once with 'python -m training convert {path.name} -o NEW.onnx'"))
+    missing = [key for key in COMMON if key not in meta]
+    if missing:
+        raise ModelError(f"{path}: incomplete model metadata (no {', '.join(missing)}); export it again")
+    try:
+        sk = json.loads(meta["betwixt.skeleton"])
+        file = ModelFile(path, meta["betwixt.kind"], Skeleton(sk["names"], sk["parents"], sk["offsets"]),
+                         float(meta["betwixt.fps"]),
+                         {k: np.asarray(v, dtype=np.float32) for k, v in json.loads(meta["betwixt.normalisation"]).items()},
+                         json.loads(meta["betwixt.data"]), meta["betwixt.licence"], meta)
+    except (KeyError, TypeError, ValueError) as e:
+        raise ModelError(f"{path}: incomplete model metadata ({e}); export it again") from None
+    return file, ort
+
+
+def runtime_class(kind, path=""):
+    """The runtime class of ``kind``, or an error naming the kind and the ones this version knows."""
+    if kind not in KINDS:
+        raise ModelError(f"{path}{': ' if path else ''}a model of kind {kind!r}, which this version of Betwixt "
+                         f"does not know (it knows {', '.join(sorted(KINDS))}); update Betwixt to use it")
+    module, name = KINDS[kind]
+    return getattr(import_module(f".{module}", __package__), name)
+
+
+def open_model(path, kind=None, threads=1, **options):
+    """The runtime object for the model file at ``path`` (``options`` go to its kind's class);
+    ``kind``, when given, is the kind the caller needs."""
+    file, ort = read(path, threads)
+    if kind is not None and file.kind != kind:
+        raise ModelError(f"{file.path}: a {file.kind!r} model where a {kind!r} model is needed; choose a {kind} model")
+    return runtime_class(file.kind, file.path)(file, ort, **options)
+
+
+def shipped(kind=None, folder=None):
+    """The model files in ``folder`` (default: the shipped ones), of ``kind`` when given, by name."""
+    return [path for path in sorted(Path(folder or MODELS).glob("*.onnx"))
+            if kind is None or _kind_of(path) == kind]
+
+
+def _kind_of(path):
+    try:
+        return read(path)[0].kind
+    except ModelError:
+        return None
+
+
+def find_model(skeleton, kind=None, serves=None, folder=None, **options):
+    """The shipped model trained on ``skeleton``, of ``kind`` or serving ``serves`` (say "fill"),
+    opened; or an error that says how to choose one."""
+    for path in shipped(folder=folder):
+        file, ort = read(path)
+        if kind not in (None, file.kind) or not skeleton.same_hierarchy(file.skeleton) or file.kind not in KINDS:
+            continue
+        runtime = runtime_class(file.kind, path)
+        if serves is None or serves in runtime.SERVES:
+            return runtime(file, ort, **options)
+    wanted = " ".join(w for w in (kind, f"model for {serves}" if serves else "model") if w)
+    raise ModelError(f"no shipped {wanted} knows this skeleton ({len(skeleton)} joints, root "
+                     f"{skeleton.names[0]!r}); pass --model FILE with a model trained on it")
+
+
+def describe(path):
+    """What ``python -m inference models`` lists of a model file: name, kind, skeleton, rate, size,
+    licence and what it serves (nothing, for a kind this version does not know)."""
+    file, _ = read(path)
+    try:
+        serves = list(runtime_class(file.kind).SERVES)
+    except ModelError:
+        serves = []
+    return {"name": file.name, "file": file.path.name, "kind": file.kind,
+            "skeleton": {"joints": len(file.skeleton), "root": file.skeleton.names[0]},
+            "fps": file.fps, "bytes": file.path.stat().st_size, "licence": file.licence, "serves": serves,
+            "trained_on": file.data.get("source")}

@@ -1,0 +1,56 @@
+"""Model cards: what a model file's weights are, where they came from, what they may be used for.
+
+The parts every family shares (data and licence, how the weights were made, the export) are written
+here from the checkpoint; a family adds its own sections (:meth:`.family.Family.card`): how it is
+used and what was measured.
+"""
+
+import os
+import platform
+import shlex
+
+
+def made(history, steps):
+    """The stretches of training, each a Markdown line with its command and commit: resumes with
+    both unchanged are one stretch."""
+    stretches = []   # [first step, (command, commit)]
+    for run in history["runs"]:
+        how = "python -m training " + shlex.join(run["argv"]), run.get("commit")
+        if not stretches or stretches[-1][1] != how:
+            stretches.append([run["from_step"], how])
+    ends = [start for start, _ in stretches[1:]] + [steps]
+    return [f"- Steps {start} to {end}: `{command}`" + (f" at commit {commit}" if commit else "")
+            for (start, (command, commit)), end in zip(stretches, ends)]
+
+
+def hardware(device):
+    import torch
+
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        return f"{torch.cuda.get_device_name(0)} (CUDA)"
+    return f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+
+
+def write(path, family, state, weights, precision, sections):
+    """Write the card of the model file at ``path`` beside it (``MODEL.md``)."""
+    meta, args = state["meta"], state["meta"]["args"]
+    speeds = args.get("speeds", "1")
+    lines = [
+        f"# {path.stem}", "", family.title, "",
+        "## Data and licence",
+        f"- Trained on `{os.path.basename(meta['data'])}`" + (f", subjects {meta['subjects']}" if meta["subjects"] else "")
+        + f": {len(meta['data_files'])} files, the last tenth of each held out for validation"
+        + ("" if args.get("no_mirror") else ", plus their mirror images")
+        + (f" and, where the commands below say `--speeds`, copies played at speeds {speeds}." if speeds != "1" else "."),
+        f"- Files: {', '.join(meta['data_files'])}.",
+        f"- Licence of the weights: {meta['licence']}. A model inherits the terms of its data.", "",
+        *sections.get("use", []),
+        "## How it was made",
+        "Trained in stretches, each going on from the checkpoint where the one before stopped: resuming "
+        "it (from a copy of its `--out` folder where the folders differ) or, with `--init`, starting a "
+        "new run from its weights:", "", *made(state["history"], state["step"]), "",
+        f"Then `python -m training export CHECKPOINT -o {path.name} --weights {weights}`: weights {precision}",
+        f"- {state['step']} optimiser steps; {hardware(args.get('device', 'cpu'))}.",
+        *sections.get("measured", []),
+    ]
+    path.with_suffix(".md").write_text("\n".join(lines) + "\n")

@@ -1,0 +1,111 @@
+"""Checkpoints: tensors and plain values only, written atomically, read without running any code.
+
+A checkpoint is a dict of state dicts, tensors, and str/int/float/bool/None in lists and dicts, so
+``torch.load(..., weights_only=True)`` reads it: a checkpoint someone hands a technical animator
+(for ``--init`` or ``export``) cannot run code on their machine. Checkpoints of earlier versions
+held numpy arrays and were read by unpickling; :func:`convert` turns one into this form once.
+"""
+
+import pickle
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from inference.errors import DataError
+
+FORMAT = 2
+
+
+def save(state, path):
+    """Write ``state`` to ``path`` through a temporary file, so a cut leaves the last one whole."""
+    path = Path(path)
+    tmp = path.with_suffix(".part")
+    torch.save(state, tmp)
+    tmp.replace(path)
+
+
+def load(path):
+    """The checkpoint at ``path``, or one clear error that says what to do."""
+    if Path(path).is_file() and not zipfile.is_zipfile(path):   # torch writes checkpoints as zip archives
+        raise DataError(f"{path}: not a training checkpoint; give a RUN/checkpoint.pt")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such checkpoint; give a RUN/checkpoint.pt") from None
+    except pickle.UnpicklingError as e:
+        raise DataError(f"{path}: not a checkpoint this version reads safely ({str(e).splitlines()[0][:160]}); "
+                        "if it is a checkpoint of an earlier Betwixt that you trust, convert it once with "
+                        f"'python -m training convert {path} -o NEW.pt'") from None
+    except (OSError, RuntimeError, EOFError) as e:
+        raise DataError(f"{path}: not a training checkpoint ({e}); give a RUN/checkpoint.pt") from None
+    if not isinstance(state, dict) or state.get("format") != FORMAT or "family" not in state:
+        raise DataError(f"{path}: not a Betwixt training checkpoint of format {FORMAT}; give a RUN/checkpoint.pt, "
+                        f"or convert one of an earlier Betwixt with 'python -m training convert'")
+    return state
+
+
+def tensors(arrays):
+    """A dict of arrays as float32 tensors, for a checkpoint."""
+    return {k: torch.as_tensor(np.asarray(v), dtype=torch.float32) for k, v in arrays.items()}
+
+
+def arrays(stored):
+    """A checkpoint's dict of tensors back as numpy arrays."""
+    return {k: v.numpy() for k, v in stored.items()}
+
+
+def _earlier(path):
+    """A checkpoint of an earlier version: numpy arrays and plain values in a pickle. Only numpy's
+    own array types are let through the safe unpickler: still no arbitrary code."""
+    allowed = [np.core.multiarray._reconstruct, np.ndarray, np.dtype, type(np.dtype(np.float32)),
+               type(np.dtype(np.float64)), type(np.dtype(np.int64)), np.core.multiarray.scalar]
+    with torch.serialization.safe_globals(allowed):
+        return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def argv_of(args):
+    """The command line an earlier checkpoint's recorded arguments (a dict of strings) stand for:
+    every flag whose value is not off, in the order recorded."""
+    argv = [args["command"]] if "command" in args else []
+    for key, value in args.items():
+        if key in ("command", "run", "data", "out", "device", "threads") or value in ("None", "False"):
+            continue
+        flag = "--" + key.replace("_", "-")
+        argv += [flag] if value == "True" else [flag, value]
+    return argv + ["--data", args["data"], "--out", args["out"]]
+
+
+def convert(path, output, family):
+    """Turn the earlier checkpoint at ``path`` into this version's form at ``output``: numpy arrays
+    become tensors, recorded arguments become the command line, and ``family`` (its Family)
+    converts its own parts (config, history)."""
+    old = _earlier(path)
+    if old.get("format") == FORMAT:
+        raise DataError(f"{path}: already a checkpoint of format {FORMAT}; nothing to convert")
+    meta = dict(old["meta"])
+    args = {k: str(v) for k, v in meta.pop("args").items() if k != "run"}
+    runs = old["history"].get("runs") or [{"from_step": 0, "args": args}]
+    state = {
+        "format": FORMAT, "family": family.name, "step": int(old["step"]),
+        "model": old["model"], "optimiser": old["optimiser"],
+        **({"average": old["average"]} if "average" in old else {}),
+        "stats": tensors(old["stats"]),
+        "meta": {**meta, "args": {k: _plain(v) for k, v in args.items()}},
+        "history": {"runs": [{"from_step": int(r["from_step"]), "argv": argv_of(r["args"]), "commit": r.get("commit")}
+                             for r in runs]},
+    }
+    state = family.converted(state, old)
+    save(state, output)
+    return state
+
+
+def _plain(text):
+    """A recorded argument (a string) as the plain value it was."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return {"True": True, "False": False, "None": None}.get(text, text)

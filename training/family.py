@@ -1,0 +1,91 @@
+"""What a model family gives the shared training loop (:mod:`.loop`) and export (:mod:`.export`).
+
+A family is a network, the data it learns from, its loss and validation, its ONNX graph and the parts
+of its model file and card that are its own. Everything else (processes, devices, checkpoints,
+resume, ``--init``, the moving average, bf16, the time budget, history, curves, quantisation, the
+common metadata and card) is the loop's and export's, written once.
+"""
+
+
+class Family:
+    """The hooks of one family; ``name`` is its command and its model files' kind."""
+
+    name = None
+    title = None           # the model card's first paragraph: what the model is
+    normalisation = ()     # the statistics a model file carries for the runtime
+
+    def add_arguments(self, parser):
+        """The family's own command-line options (the loop adds the common ones)."""
+
+    def data(self, args):
+        """``(train, validation, meta)``: the training and validation sets and what a model file says
+        of them: {"data", "data_files", "subjects", "skeleton", "licence", ...} as plain values."""
+        raise NotImplementedError
+
+    def statistics(self, train, args, rng):
+        """Normalisation measured on ``train``: {name: numpy array}."""
+        raise NotImplementedError
+
+    def config(self, train, args):
+        """A new network's configuration, a dict of plain values."""
+        raise NotImplementedError
+
+    def network(self, config, stats):
+        """The network (a torch module) of ``config`` for statistics ``stats`` (numpy arrays)."""
+        raise NotImplementedError
+
+    def check_init(self, source, train, path):
+        """Refuse, with a DataError naming ``path``, a checkpoint ``source`` whose network cannot
+        learn from ``train`` (another skeleton, say)."""
+
+    def optimiser(self, model, args):
+        """The optimiser of ``model``'s weights at rate ``args.lr``."""
+        import torch
+
+        return torch.optim.Adam(model.parameters(), lr=args.lr)
+
+    def batch(self, train, args, rng, step_rng, device):
+        """One training batch: ``rng`` is this process's, ``step_rng`` the same on every process."""
+        raise NotImplementedError
+
+    def loss(self, net, norm, batch, args):
+        """``(total, {part: value})`` of ``net`` (maybe wrapped for DDP) on ``batch``; ``norm`` holds
+        the statistics as tensors on the batch's device."""
+        raise NotImplementedError
+
+    def validate(self, model, norm, validation, args, device):
+        """{name: number} on the validation set, the same windows every time."""
+        raise NotImplementedError
+
+    def graph(self, model):
+        """The ONNX ModelProto to ship."""
+        raise NotImplementedError
+
+    def metadata(self, state, model):
+        """The family's own metadata keys (``betwixt.<key>``: string) for a model file of ``state``."""
+        return {}
+
+    def check_export(self, model, path):
+        """The largest difference between torch and onnxruntime on the exported file."""
+        raise NotImplementedError
+
+    def card(self, state, metadata, path, bench_data=None, data=None, cache=None):
+        """The model card's sections of its own for the file at ``path``, as lists of Markdown lines:
+        {"use": [...], "measured": [...]}; ``bench_data`` and ``data`` ask for measurements."""
+        return {}
+
+    def converted(self, state, old):
+        """``state`` (converted by :func:`.checkpoint.convert` from ``old``, an earlier version's
+        checkpoint) with the family's own parts brought up to date."""
+        return state
+
+
+FAMILIES = {"rtn": ("rtn.family", "RTNFamily")}   # name -> module (in this package) and class
+
+
+def family(name):
+    """The family called ``name``."""
+    from importlib import import_module
+
+    module, cls = FAMILIES[name]
+    return getattr(import_module(f".{module}", __package__), cls)()

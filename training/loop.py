@@ -1,0 +1,241 @@
+"""The one training loop every model family runs in: ``python -m training <family> --data D --out RUN``.
+
+The family gives the network, the data, the loss and validation (:class:`.family.Family`); the loop
+gives the rest. A checkpoint is written every few minutes and when the ``--minutes`` budget runs out,
+and a run started again with the same ``--out`` resumes from it, so a GPU lease of ten-minute calls
+trains one model; ``--init`` starts a new run from another run's weights (fine-tuning). The shipped
+weights are an exponential moving average of the steps' (``--average``). Under ``torchrun`` every
+process samples its own batches and DistributedDataParallel averages the gradients (gloo on CPU,
+NCCL on GPUs):
+
+    python -m training rtn --data ../shared/mocap/lafan1-27.zip --out runs/rtn --subjects 1,2,3,4
+    torchrun --nproc_per_node 8 -m training rtn --data ... --out runs/rtn --bf16
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+from tqdm import tqdm
+
+from inference.errors import DataError
+from . import checkpoint
+
+LICENCES = {"lafan1": "CC BY-NC-ND 4.0 (Ubisoft La Forge LaFAN1): non-commercial use only",
+            "bandai": "CC BY-NC 4.0 (Bandai Namco Research Motion dataset): non-commercial use only"}
+
+
+def add_arguments(parser, family):
+    """The options every family takes, then the family's own."""
+    parser.add_argument("--data", required=True, help="folder or archive of BVH files")
+    parser.add_argument("--out", required=True, type=Path, help="run folder: checkpoints, curves")
+    parser.add_argument("--subjects", default=None,
+                        help="comma-separated training subjects (LaFAN1: 1,2,3,4); default all clips")
+    parser.add_argument("--no-mirror", action="store_true", help="do not add mirrored clips")
+    parser.add_argument("--speeds", default="1",
+                        help="comma-separated playback speeds of the training clips, e.g. 0.8,1,1.25: "
+                             "more timings for small data sets (default: 1, as captured)")
+    parser.add_argument("--steps", type=int, default=100_000, help="optimiser steps in all")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=5e-4)
+    parser.add_argument("--bf16", action="store_true",
+                        help="matrix products in bfloat16 (mixed precision; weights and loss stay float32): "
+                             "several times faster on GPUs and on CPUs with AMX")
+    parser.add_argument("--init", type=Path, default=None,
+                        help="start a new run from this checkpoint's weights and statistics (same skeleton), "
+                             "e.g. to fine-tune a model on other data")
+    parser.add_argument("--minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
+    parser.add_argument("--checkpoint-minutes", type=float, default=5.0)
+    parser.add_argument("--validate-every", type=int, default=1000)
+    parser.add_argument("--average", type=float, default=0.999,
+                        help="decay of the moving average of the weights that validation measures and "
+                             "export ships (0: the last step's weights)")
+    parser.add_argument("--licence", default=None, help="licence of the data (known for LaFAN1 and Bandai)")
+    parser.add_argument("--cache", default=None, help="data set cache folder")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch")
+    parser.add_argument("--seed", type=int, default=0)
+    family.add_arguments(parser)
+
+
+def licence_of(source):
+    name = Path(source).name.lower()
+    return next((text for key, text in LICENCES.items() if key in name), "unknown: set --licence")
+
+
+def source_commit():
+    """The git commit of this code, for the record of a run and a model file ("unknown" outside git)."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def plain(args):
+    """The parsed arguments as plain values, for a checkpoint (not ``run``, the dispatch function)."""
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("run", "family")}
+
+
+class Normaliser(torch.nn.Module):
+    """A family's statistics as tensors on the training device, by name."""
+
+    def __init__(self, stats):
+        super().__init__()
+        for name, value in stats.items():
+            self.register_buffer(name, torch.as_tensor(value, dtype=torch.float32))
+
+
+def train(family, args, argv):
+    """Train ``family`` as ``args`` say; ``argv``, the command line as typed, goes into the run's record."""
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    rank = int(os.environ.get("RANK", "0"))
+    device = torch.device(args.device)
+    if distributed:
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        if device.type == "cuda":
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+            torch.cuda.set_device(device)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    main_process = rank == 0
+
+    def say(message):
+        if main_process:
+            tqdm.write(message, file=sys.stderr)
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    ckpt_path = out / "checkpoint.pt"
+
+    train_set, val_set, meta = family.data(args)
+    meta = {**meta, "licence": args.licence or licence_of(args.data), "args": plain(args)}
+    state = checkpoint.load(ckpt_path) if ckpt_path.exists() else None
+    source = None if state or not args.init else _initial(family, args.init, train_set)
+    if state or source:   # a resumed run keeps its units; a new run keeps the ones its weights learned to read
+        config, stats = (state or source)["config"], checkpoint.arrays((state or source)["stats"])
+    else:
+        config = family.config(train_set, args)
+        stats = family.statistics(train_set, args, np.random.default_rng(args.seed))
+    norm = Normaliser(stats).to(device)
+    torch.manual_seed(args.seed)      # the initial weights: the same run from the same --seed
+    model = family.network(config, stats).to(device)
+    optimiser = family.optimiser(model, args)
+    step, history = 0, {"train": [], "validation": [], "runs": []}
+    if state:
+        say(f"resuming {ckpt_path} at step {state['step']}")
+        model.load_state_dict(state["model"])
+        optimiser.load_state_dict(state["optimiser"])
+        step, history = state["step"], state["history"]
+    elif source:  # the weights and the record of how they were made go on; the optimiser starts afresh
+        model.load_state_dict(source.get("average", source["model"]))
+        step, history = source["step"], source["history"]
+        say(f"starting from the weights of {args.init} at step {step}")
+    for group in optimiser.param_groups:  # a resumed run may change the rate with the batch
+        group["lr"] = args.lr
+    history.setdefault("train", [])
+    history.setdefault("validation", [])
+    history["runs"].append({"from_step": step, "argv": list(argv), "commit": source_commit()})
+    net = torch.nn.parallel.DistributedDataParallel(model) if distributed else model
+    # Polyak averaging: consecutive checkpoints differ at a fine-tune's small rate, and their average
+    # beats each of them. It starts from the checkpoint's average, or its weights.
+    average = None
+    if args.average:
+        average = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(args.average))
+        if state and "average" in state:
+            average.module.load_state_dict(state["average"])
+            average.n_averaged.fill_(1)
+    shipped = average.module if average else model
+
+    rng = np.random.default_rng([args.seed, rank, step])
+    torch.manual_seed(int(rng.integers(2**62)))   # the network's own draws: per process, per start
+    step_rng = np.random.default_rng([args.seed, step])     # the same on every process
+
+    def save():
+        if not main_process:
+            return
+        checkpoint.save({"format": checkpoint.FORMAT, "family": family.name, "step": step, "config": config,
+                         "stats": checkpoint.tensors(stats), "meta": meta, "history": history,
+                         "model": model.state_dict(), "optimiser": optimiser.state_dict(),
+                         **({"average": average.module.state_dict()} if average else {})}, ckpt_path)
+        (out / "history.json").write_text(json.dumps(history) + "\n")
+        plot_history(history, out / "loss.png")
+
+    say(f"{family.name}: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters, "
+        f"{len(meta['data_files'])} training clips, device {device}")
+    bar = tqdm(total=args.steps, initial=step, desc=family.name, unit="step", disable=not main_process,
+               dynamic_ncols=True)
+    started = last_save = time.monotonic()
+    window = []
+    while step < args.steps:
+        batch = family.batch(train_set, args, rng, step_rng, device)
+        model.train()
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
+            loss, parts = family.loss(net, norm, batch, args)
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimiser.step()
+        if average:
+            average.update_parameters(model)
+        step += 1
+        bar.update(1)
+        window.append({"loss": loss.item(), **{k: float(v) for k, v in parts.items()}})
+        if step % 50 == 0 or step == args.steps:
+            mean = {k: float(np.mean([w[k] for w in window])) for k in window[0]}
+            history["train"].append([step, mean])
+            bar.set_postfix(mean, refresh=False)
+            window = []
+        if main_process and (step % args.validate_every == 0 or step == args.steps):
+            scores = family.validate(shipped, norm, val_set, args, device)
+            history["validation"].append([step, scores])
+            say(f"validation at {step}: " + "  ".join(f"{k} {v:.3f}" for k, v in scores.items()))
+        if args.minutes and time.monotonic() - started > args.minutes * 60:
+            say(f"time budget of {args.minutes} min reached at step {step}")
+            break
+        if time.monotonic() - last_save > args.checkpoint_minutes * 60:
+            save()
+            last_save = time.monotonic()
+    bar.close()
+    save()
+    say(f"checkpoint {ckpt_path} at step {step}")
+    if distributed:
+        dist.destroy_process_group()
+    return ckpt_path
+
+
+def _initial(family, path, train_set):
+    """The checkpoint a run starts from (``--init``), once it is known to be of this family and to
+    fit the data."""
+    source = checkpoint.load(path)
+    if source["family"] != family.name:
+        raise DataError(f"{path}: a checkpoint of a {source['family']} run; --init needs a {family.name} checkpoint")
+    family.check_init(source, train_set, path)
+    return source
+
+
+def plot_history(history, path):
+    """Training loss and validation curves, side by side, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
+    for ax, key, title in ((axes[0], "train", "training loss"),
+                           (axes[1], "validation", "validation (held-out tenth of each clip)")):
+        rows = history[key]
+        for name in (rows[0][1] if rows else {}):
+            ax.plot([s for s, _ in rows], [v[name] for _, v in rows], label=name)
+        ax.set(title=title, xlabel="step", yscale="log")
+        if rows:
+            ax.legend(fontsize="small")
+    fig.savefig(path, dpi=90)
+    plt.close(fig)

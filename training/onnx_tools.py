@@ -1,0 +1,116 @@
+"""ONNX tools every family's export shares: weight quantisation, metadata, and the check that
+onnxruntime computes what torch does.
+
+A family builds its graph (a ModelProto); :func:`write` quantises it if asked, stamps the metadata
+and checks it; :func:`agreement` runs the same inputs through torch and onnxruntime.
+"""
+
+import numpy as np
+
+
+def quantized(proto, large, small):
+    """The same graph with every weight matrix in blocks of integers (onnxruntime's MatMulNBits,
+    symmetric, one float scale per block): ``large`` = (bits, block) for matrices of at least
+    LARGE entries, ``small`` for the others.
+
+    A network run at batch 1 is bound by reading its weights, so fewer bytes run faster. Large
+    matrices hold most of them and take 4 bits at little cost, while the small first and last
+    layers, which read and write the features themselves, are where 4 bits cost accuracy.
+    """
+    import logging
+
+    from onnx import helper, numpy_helper
+    from onnxruntime.quantization.matmul_nbits_quantizer import (DefaultWeightOnlyQuantConfig,
+                                                                 MatMulNBitsQuantizer)
+
+    logging.getLogger("onnxruntime.quantization.matmul_nbits_quantizer").setLevel(logging.WARNING)  # a line a node
+    weights = {w.name: w for w in proto.graph.initializer}
+
+    def matmuls(graph):  # Gemm(x, W, b) -> MatMul(x, W^T) + b: the quantizer rewrites MatMul only
+        nodes = []
+        for node in graph.node:
+            for attr in node.attribute:
+                if attr.type == attr.GRAPH:
+                    matmuls(attr.g)
+            if node.op_type != "Gemm":
+                nodes.append(node)
+                continue
+            assert [(a.name, a.i) for a in node.attribute if a.name != "alpha" and a.name != "beta"
+                    ] == [("transB", 1)]  # as torch exports nn.Linear
+            x, w, b = node.input
+            if w + "/T" not in weights:
+                weights[w + "/T"] = numpy_helper.from_array(numpy_helper.to_array(weights[w]).T.copy(),
+                                                            w + "/T")
+            y = node.output[0]
+            nodes += [helper.make_node("MatMul", [x, w + "/T"], [y + "/mm"], name=y + "/mm"),
+                      helper.make_node("Add", [y + "/mm", b], [y])]
+        del graph.node[:]
+        graph.node.extend(nodes)
+
+    matmuls(proto.graph)
+    used = {name for node in _nodes(proto.graph) for name in node.input}
+    del proto.graph.initializer[:]
+    proto.graph.initializer.extend(w for name, w in weights.items() if name in used)
+    products = [n for n in _nodes(proto.graph) if n.op_type == "MatMul" and n.input[1] in weights]
+    for i, node in enumerate(products):  # the quantizer picks nodes by name
+        node.name = node.name or f"matmul{i}"
+    # learned matrices only: a 0/1 matrix (as RTN.pairs) selects and sums, and is exact as it is
+    exact = [n.name for n in products if np.isin(numpy_helper.to_array(weights[n.input[1]]), (0.0, 1.0)).all()]
+    is_large = {n.name: np.prod(weights[n.input[1]].dims) >= LARGE for n in products}
+    for (bits, block), chosen in ((large, True), (small, False)):
+        config = DefaultWeightOnlyQuantConfig(block_size=block, is_symmetric=True, accuracy_level=4, bits=bits)
+        skip = exact + [n for n, big in is_large.items() if big != chosen]
+        quantizer = MatMulNBitsQuantizer(proto, algo_config=config, nodes_to_exclude=skip)
+        quantizer.process()
+        proto = quantizer.model.model
+    return proto
+
+
+def _nodes(graph):
+    """Every node of a graph and of its subgraphs."""
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            if attr.type == attr.GRAPH:
+                yield from _nodes(attr.g)
+
+
+
+
+# name: (bits, block) of the large matrices, then of the small ones; None: float32. How each
+# measured on the benchmark and in time: docs/experiments.md.
+WEIGHTS = {"float32": None, "int8": ((8, 128), (8, 128)), "mixed": ((4, 128), (8, 128)),
+           "int4": ((4, 32), (4, 32))}
+LARGE = 512 * 512  # entries from which a matrix counts as large
+
+
+def write(proto, path, metadata, weights="float32"):
+    """Write ``proto`` as one self-contained model file with ``metadata`` (strings) as its
+    metadata_props and its weights stored as ``weights`` (a key of WEIGHTS)."""
+    import onnx
+
+    if WEIGHTS[weights]:
+        proto = quantized(proto, *WEIGHTS[weights])
+    onnx.helper.set_model_props(proto, {str(k): str(v) for k, v in metadata.items()})
+    onnx.checker.check_model(proto, full_check=True)
+    onnx.save(proto, str(path))
+
+
+def metadata_of(path):
+    """A model file's metadata as a dict of strings (without loading its weights into a session)."""
+    import onnx
+
+    return {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}
+
+
+def agreement(module, path, inputs):
+    """The largest absolute difference between ``module(**inputs)`` in torch and the model file at
+    ``path`` run by onnxruntime on the same ``inputs`` (numpy arrays, by the graph's input names)."""
+    import onnxruntime
+    import torch
+
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    ours = session.run(None, inputs)[0]
+    with torch.no_grad():
+        theirs = module(**{k: torch.from_numpy(np.asarray(v)) for k, v in inputs.items()})
+    return float(np.abs(ours - theirs.numpy()).max())

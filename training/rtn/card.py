@@ -1,0 +1,88 @@
+"""The RTN model card's own sections: how the runtime uses the file, the benchmark scored both
+ways, and validation beside straight-line interpolation."""
+
+import json
+
+import torch
+
+from inference.dataset import load_motion_set
+from inference.errors import DataError
+from inference.features import Layout
+from inference.rtn.blends import BLEND, START_BLEND
+from ..loop import Normaliser
+from .family import VALIDATION_LENGTHS, validate
+from .sampler import Transitions
+
+
+def sections(family, state, metadata, path, bench_data=None, data=None, cache=None):
+    """{"use": lines, "measured": lines} of an RTN model file's card."""
+    gaps = json.loads(metadata["betwixt.gaps"])
+    past = state["config"]["past"]
+    use = ["## Skeleton and use",
+           f"- {len(state['meta']['skeleton']['names'])} joints, root `{state['meta']['skeleton']['names'][0]}`, "
+           f"{metadata['betwixt.fps']} fps, {past} frames of past context, gaps of 1 to {gaps['max']} frames "
+           f"(trained on {gaps['trained']})."
+           + (" The file carries the joints' left/right reflections its training mirrored the clips with, so "
+              "the runtime fills each gap as it is and as its mirror image, and averages the two."
+              if "betwixt.mirror" in metadata else "")
+           + (" Its last stretch of training also played windows backwards (`--reverse`), so where a gap has "
+              f"{past - 1} frames or more after its target key, the runtime also fills it "
+              "backwards, from those frames, and averages the two directions."
+              if metadata.get("betwixt.backward") == "true" else ""), ""]
+    measured = []
+    if bench_data:
+        measured += [""] + benchmark_section(path, bench_data)
+    if data:
+        measured += [""] + validation_section(family, state, data, cache)
+    return {"use": use, "measured": measured}
+
+
+def benchmark_section(path, bench_data):
+    """The benchmark of the model file at ``path``: as published methods are scored, and with the frames
+    after the target; each beside the baselines and as ratios to interpolation."""
+    from inference.benchmark import evaluate, format_table, load_benchmark, strict
+    from inference.modelfile import open_model
+    from inference.transition import BASELINES
+
+    model = open_model(path)
+    bench, _ = evaluate(load_benchmark(bench_data), {**BASELINES, "rtn": strict(model), "rtn+after": model})
+    methods = bench["methods"]
+    lines = ["## Benchmark (LaFAN1 protocol, `python -m inference bench`)", "",
+             f"{bench['test_windows']} test windows. `rtn` is scored as published methods are, from the 10 past "
+             "frames and the target key only; `rtn+after` is also given the frames after the target that an "
+             "animator's next keys give (only the target constrains it).", "", format_table(bench), "",
+             "Ratio to Interpolation (lower is better):", "",
+             "| method | metric | " + " | ".join(methods["rtn"]["L2Q"]) + " |", "|---|---|" + "---|" * 4]
+    for name in ("rtn", "rtn+after"):
+        for metric, values in methods[name].items():
+            lines.append(f"| {name} | {metric} | " + " | ".join(
+                f"{v / methods['interpolation'][metric][n]:.3f}" for n, v in values.items()) + " |")
+    return lines
+
+
+def validation_section(family, state, data, cache=None):
+    """The float32 network's and interpolation's errors on the held-out tenth of ``data``'s training clips."""
+    meta = state["meta"]
+    val_set = Transitions(load_motion_set(data, cache), "validation", meta["subjects"], mirrored=False,
+                          layout=Layout(**meta["layout"]))
+    if val_set.files != meta["data_files"]:
+        raise DataError(f"{data}: not the data set this checkpoint was trained on ({meta['data']})")
+    from ..export import loaded
+
+    _, model = loaded(state)
+    norm, device = Normaliser({k: v.numpy() for k, v in state["stats"].items()}), torch.device("cpu")
+    scores = validate(model, norm, val_set, device, blend=BLEND)
+    baseline = validate(model, norm, val_set, device, interpolate=True)
+    lines = ["## Validation (gaps in the held-out last tenth of every training clip)", "",
+             f"Root mean square error of the float32 network with the runtime's blends (start over "
+             f"{START_BLEND} frames, target over {BLEND}, end over the whole gap) over the same 256 windows per "
+             "length as straight-line interpolation from the last past frame to the target key. Each window's "
+             "missing frames and target lie in the held-out tenth; its past frames may precede it. Rotations in "
+             "quaternion components, positions in spreads of each joint coordinate (the training loss's units). "
+             "Lower is better.", "",
+             "| frames | rotations | interpolation | ratio | positions | interpolation | ratio |",
+             "|---|---|---|---|---|---|---|"]
+    for i, n in enumerate(VALIDATION_LENGTHS):
+        (r, p), (ri, pi) = scores[2 * i:2 * i + 2], baseline[2 * i:2 * i + 2]
+        lines.append(f"| {n} | {r:.3f} | {ri:.3f} | {r / ri:.3f} | {p:.3f} | {pi:.3f} | {p / pi:.3f} |")
+    return lines
