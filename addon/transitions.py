@@ -15,7 +15,7 @@ import numpy as np
 
 from ..inference import quat
 from ..inference.errors import BetwixtError
-from ..inference.inbetween import fill_gaps, frames_after
+from ..inference.inbetween import fill_gaps, fill_order
 
 SAME_RATE = 1e-6
 
@@ -84,9 +84,11 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, *
     step(0, len(gaps))
     if abs(ratio - 1.0) < SAME_RATE:   # one pass over the motion, not a copy of it per gap
         return fill_gaps(model, motion, [(a - first, b - first) for a, b in gaps], progress=step, **kwargs)
-    for i, ((a, b), after) in enumerate(zip(gaps, frames_after(gaps, margins(model, ratio)[1]))):
-        motion = _fill_resampled(model, motion, first, a, b, ratio, after, **kwargs)
-        step(i + 1, len(gaps))
+    # as fill_gaps does: gaps blind to the frames after their end key are filled again (fill_order)
+    order = fill_order(gaps, margins(model, ratio)[1])
+    for done, (i, after) in enumerate(order, 1):
+        motion = _fill_resampled(model, motion, first, *gaps[i], ratio, after, **kwargs)
+        step(done, len(order))
     return motion
 
 

@@ -36,19 +36,34 @@ def frames_after(gaps, most):
     return [next((k for k in range(most) if end + 1 + k in generated), most) for _, end in gaps]
 
 
-def fill_gaps(model, motion, gaps, progress=None, **kwargs):
+def fill_order(gaps, most, passes=2):
+    """``(gap index, frames after its end key to read)`` in the order gaps are filled: every gap,
+    reading the user's frames after its key (:func:`frames_after`, up to ``most``); then, with
+    ``passes=2``, again each gap that had fewer, reading ``most`` frames of the first pass."""
+    known = frames_after(gaps, most)
+    again = [(i, most) for i, after in enumerate(known) if after < most] if passes > 1 else []
+    return list(enumerate(known)) + again
+
+
+def fill_gaps(model, motion, gaps, progress=None, passes=2, **kwargs):
     """``motion`` with the frames strictly inside each ``(start, end)`` key pair generated, in order,
     each gap's past context taken from the frames generated before it (Harvey & Pal 2018, §7.4).
 
-    A gap reads the frames after its end key that are the user's (:func:`frames_after`).
-    ``progress(done, total)`` is called after each gap (it may raise to stop the work).
+    A gap reads the frames after its end key that are the user's (:func:`frames_after`). Where gaps
+    follow one another (Decompress), none are: the first pass fills each gap blind to how the motion
+    goes on through its end key, and a second pass (``passes=2``) fills those gaps again, reading
+    the first pass's frames after the key, so that the motion runs through the key rather than
+    snapping onto it. ``progress(done, total)`` is called after each gap filled (it may raise to
+    stop the work).
     """
     out = replace(motion, rotations=motion.rotations.copy(), positions=motion.positions.copy())
-    for i, ((start, end), after) in enumerate(zip(gaps, frames_after(gaps, model.past))):
+    order = fill_order(gaps, model.past, passes)
+    for done, (i, after) in enumerate(order, 1):
+        start, end = gaps[i]
         rot, pos = model.fill(gap_in(out, start, end, model.past, after), **kwargs)
         out.rotations[start + 1:end], out.positions[start + 1:end] = rot[0], pos[0]
         if progress is not None:
-            progress(i + 1, len(gaps))
+            progress(done, len(order))
     return replace(out, rotations=quat.unroll(out.rotations))
 
 

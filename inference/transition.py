@@ -45,6 +45,23 @@ class Gap:
         return None if self.after_rotations is None else (self.after_rotations[:, 0], self.after_positions[:, 0])
 
 
+def held(gap, height, degrees=0.5, share=1e-3):
+    """(B,) True where a gap is a hold: its target key, its past frames and the frames after it all
+    within ``degrees`` of the last key's rotations on every joint and ``share`` of ``height`` of
+    its translations. A learned fill of a hold drifts (it has seen few exact holds), and an animator
+    who keys the same pose twice with the character still around it means the pose to stay."""
+    key_r, key_p = gap.past_rotations[:, -1:], gap.past_positions[:, -1:]
+    rotations = [gap.past_rotations, gap.target_rotations[:, None]]
+    positions = [gap.past_positions, gap.target_positions[:, None]]
+    if gap.after_rotations is not None:
+        rotations.append(gap.after_rotations)
+        positions.append(gap.after_positions)
+    dot = np.abs(np.sum(np.concatenate(rotations, axis=1) * key_r, axis=-1))
+    turn = 2 * np.degrees(np.arccos(np.minimum(dot, 1.0))).max(axis=(1, 2))
+    move = np.linalg.norm(np.concatenate(positions, axis=1) - key_p, axis=-1).max(axis=(1, 2))
+    return (turn <= degrees) & (move <= share * height)
+
+
 def zero_velocity(gap):
     """The last key held still until the target: the floor every method must beat."""
     shape = (gap.batch, gap.length) + gap.past_rotations.shape[2:]

@@ -17,7 +17,7 @@ from ..features import Layout, canonical_frame, decode_features, frame_features,
 from ..mirror import mirror_map, reflect, reflection, world_reflection
 from ..modelfile import ModelError
 from ..motion import AXES
-from ..transition import Gap
+from ..transition import Gap, held
 from .blends import end_blend, end_ramp, start_blend, start_ramp, target_blend, target_ramp
 
 # Degrees by which two fills of a gap (mirror image, backwards) may differ (see _average): averaged
@@ -135,8 +135,12 @@ class RTNModel:
         views = self._views(gap)
         rotations, positions = (self._generate(_stacked([views[0][0]] * copies), noise, blend) if len(views) == 1
                                 else self._averaged(gap, views, copies, noise, blend))
-        # signs continuous with the caller's own last key (the network saw them oriented its way)
         last = np.concatenate([gap.past_rotations[:, -1:]] * copies)
+        if not variation:   # a plain fill of a hold holds (variants of it still vary)
+            hold = np.tile(held(gap, self.layout.height), copies)
+            rotations[hold] = last[hold]
+            positions[hold] = np.concatenate([gap.past_positions[:, -1:]] * copies)[hold]
+        # signs continuous with the caller's own last key (the network saw them oriented its way)
         return quat.unroll(np.concatenate([last, rotations], axis=1), axis=1)[:, 1:], positions
 
     def _views(self, gap):
@@ -247,12 +251,14 @@ def _stacked(gaps):
 
 def _backwards(gap):
     """``gap`` played backwards: its target key and the frames after it are the past, the last key
-    before it the target, and the frames before that key the frames after."""
+    before it the target, and the frames before that key the frames after (a key at the clip's
+    start, with none before it, held, as :meth:`RTNModel._context` holds it going forwards)."""
     after_rot, after_pos = gap.past_rotations[:, -2::-1], gap.past_positions[:, -2::-1]
+    if not after_rot.shape[1]:
+        after_rot, after_pos = gap.past_rotations[:, -1:], gap.past_positions[:, -1:]
     return Gap(gap.skeleton, np.concatenate([gap.after_rotations[:, ::-1], gap.target_rotations[:, None]], axis=1),
                np.concatenate([gap.after_positions[:, ::-1], gap.target_positions[:, None]], axis=1),
-               gap.past_rotations[:, -1], gap.past_positions[:, -1], gap.length,
-               *((after_rot, after_pos) if after_rot.shape[1] else (None, None)))
+               gap.past_rotations[:, -1], gap.past_positions[:, -1], gap.length, after_rot, after_pos)
 
 
 def _backward_share(n):
