@@ -13,10 +13,10 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from ..inference import quat
+from ..inference import guard, quat
 from ..inference.bvh import read_bvh, write_bvh
 from ..inference.errors import BetwixtError
-from ..inference.motion import Motion, Skeleton
+from ..inference.motion import AXES, Motion, Skeleton
 from . import mapping, transitions
 from .jobs import JobOperator
 from .pose_io import (Channels, KeyStyle, Snapshot, active_armature, key_frames, read_points, read_rig, sample,
@@ -193,6 +193,11 @@ class _Generate(JobOperator):
     def finish(self, context, plan, result):
         obj, channels = resolve(plan)
         keyed = write_plan(plan, channels, result, plan.gaps, self.step, self.breakdown)
+        height = plan.model.layout.height
+        findings = guard.check(result, [(a - plan.first, b - plan.first) for a, b in plan.gaps], height,
+                               AXES[plan.model.layout.up])
+        if findings:
+            self.report({"WARNING"}, "Betwixt: " + guard.summary(findings, height, lambda f: f + plan.first))
         return (f"Betwixt: filled {len(plan.gaps)} gap{'s' * (len(plan.gaps) != 1)} ({keyed} frames keyed) "
                 f"with model {plan.model.name}")
 

@@ -67,14 +67,20 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, **kwargs):
     return replace(out, rotations=quat.unroll(out.rotations))
 
 
+def sparse_keys(n_frames, every):
+    """The key frames Decompress keeps of ``n_frames``: every ``every`` frames, and the last frame."""
+    if every < 2:
+        raise ModelError(f"keys every {every} frames leave nothing to fill; use 2 or more")
+    keys = list(range(0, n_frames, every))
+    if n_frames - 1 - keys[-1] >= 2:   # a last frame right after a key has nothing to fill
+        keys.append(n_frames - 1)
+    return keys
+
+
 def superres(model, motion, every, **kwargs):
     """Dense motion from the keys every ``every`` frames of ``motion`` (and its last frame), read
     alone: the frames between them are the ones to generate."""
-    if every < 2:
-        raise ModelError(f"keys every {every} frames leave nothing to fill; use 2 or more")
-    keys = list(range(0, motion.n_frames, every))
-    if motion.n_frames - 1 - keys[-1] >= 2:   # a last frame right after a key has nothing to fill
-        keys.append(motion.n_frames - 1)
+    keys = sparse_keys(motion.n_frames, every)
     if len(keys) < 2:
         raise ModelError(f"{motion.name}: a single frame holds no gap to fill")
     return fill_gaps(model, motion, list(zip(keys[:-1], keys[1:])), **kwargs)

@@ -411,3 +411,34 @@ def test_variants_keep_their_spread_when_fills_are_averaged(model, clip):
     np.testing.assert_allclose(spread(averaged), spread(single), rtol=0.05)
     faint, _ = model.variants(gap, 2, variation=1e-6, seed=1)
     np.testing.assert_allclose(faint[0], model.fill(gap)[0], atol=1e-5)
+
+
+def test_the_guard_names_where_a_fill_moves_too_fast_or_goes_through_the_floor(clip):
+    """The capture itself raises nothing; the same motion with a foot pushed through the floor and a
+    hand thrown across the room on generated frames is reported there, in the caller's frames."""
+    from inference.guard import check, summary
+
+    _, motion = clip
+    parents, height = motion.skeleton.parents, 160.0
+    gaps = [(100, 131), (200, 231)]
+    assert check(motion, gaps, height) == []
+    names = list(motion.skeleton.names)
+    spoiled = replace(motion, positions=motion.positions.copy())
+    _, world = forward_kinematics(motion.rotations, motion.positions, parents)
+    floor = world[:, [names.index("LeftToe"), names.index("RightToe")], 1].min()
+    spoiled.positions[110:113, 0, 1] -= world[110:113, names.index("LeftToe"), 1] - floor + 10.0   # 10 below
+    spoiled.positions[215, names.index("LeftHand")] += [300.0, 0.0, 0.0]
+    found = check(spoiled, gaps, height)
+    assert {(f.what, f.first, f.last) for f in found if f.joint == "LeftToe"} == {("floor", 110, 112)}
+    fast = [f for f in found if f.what == "fast" and f.joint == "LeftHand"]
+    assert [(f.first, f.last) for f in fast] == [(214, 215)] and fast[0].value > 1.5
+    line = summary(found, height, frame=lambda f: f + 1)
+    assert "LeftHand" in line and "at frames 215-216" in line and "below the floor at frames 111-113" in line
+
+
+def test_the_command_line_warns_where_to_look(model, clip, tmp_path):
+    path, motion = clip
+    result = run("superres", str(path), "--every", "30", "-o", str(tmp_path / "dense.bvh"), "--model", str(model.path))
+    assert result.returncode == 0, result.stderr
+    # the test model is four steps old: its motion is poor, and the warning says where
+    assert "warning: look at" in result.stderr

@@ -1,0 +1,87 @@
+"""Where generated motion may be poor: joints faster than the animator's own motion, feet through the floor.
+
+After a fill the animator should know where to look. Two checks, on world joint positions of the
+filled motion:
+- speed: a generated frame where a joint moves faster than ``SPEED`` times the fastest joint of the
+  frames the animator gave, or of human motion (``FASTEST`` body heights a second) where theirs is
+  slower: a still context (or none, as in Decompress) says nothing of how fast the gap may move;
+- floor: a generated frame where a foot is lower than the lowest any foot reaches in those frames
+  (the floor found from the rig's feet, not assumed at zero height), by more than ``DEPTH`` of
+  the body's height.
+"""
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from .motion import AXES, forward_kinematics
+
+SPEED = 1.5     # times the animator's fastest joint
+FASTEST = 7.5   # body heights a second: the fastest joint of LaFAN1's test subject moves 7.3
+DEPTH = 0.01    # of the body's height
+FEET = re.compile(r"foot|toe|ankle|ball", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One check that failed on a run of generated frames: ``what`` is "fast" or "floor"."""
+
+    what: str
+    first: int      # frames of the motion, inclusive
+    last: int
+    joint: str
+    value: float    # "fast": times the reference speed; "floor": depth below it, in the motion's units
+
+
+def check(motion, gaps, height, up="Y"):
+    """Findings on the frames strictly inside the ``(start, end)`` key pairs of ``motion`` (filled),
+    judged against the frames outside them; ``height`` the body's height in the motion's units."""
+    _, world = forward_kinematics(motion.rotations, motion.positions, motion.skeleton.parents)
+    generated = np.zeros(motion.n_frames, dtype=bool)
+    for start, end in gaps:
+        generated[start + 1:end] = True
+    names = motion.skeleton.names
+    speed = np.linalg.norm(np.diff(world, axis=0), axis=-1)            # (F - 1, J): frame f to f + 1
+    given = ~generated[:-1] & ~generated[1:]
+    reference = max(speed[given].max(initial=0.0), FASTEST * height / motion.fps)
+    touched = generated[:-1] | generated[1:]
+    findings = _runs("fast", touched[:, None] & (speed > SPEED * reference), speed / max(reference, 1e-9), names)
+    feet = [j for j, name in enumerate(names) if FEET.search(name)]
+    if feet:
+        u = AXES.index(up)
+        floor = world[~generated][:, feet, u].min()
+        depth = floor - world[:, feet, u]
+        flagged = np.zeros(world.shape[:2], dtype=bool)
+        flagged[:, feet] = generated[:, None] & (depth[:, :] > DEPTH * height)
+        values = np.zeros(world.shape[:2])
+        values[:, feet] = depth
+        findings += _runs("floor", flagged, values, names)
+    return findings
+
+
+def _runs(what, flagged, values, names):
+    """One finding per joint and run of consecutive flagged frames, with the run's worst value."""
+    found = []
+    for j in np.flatnonzero(flagged.any(axis=0)):
+        frames = np.flatnonzero(flagged[:, j])
+        for run in np.split(frames, np.flatnonzero(np.diff(frames) > 1) + 1):
+            found.append(Finding(what, int(run[0]), int(run[-1]), names[j], float(values[run, j].max())))
+    return sorted(found, key=lambda f: (f.first, f.joint))
+
+
+def summary(findings, height, frame=lambda f: f, most=4):
+    """One line for the animator: where to look, worst first; ``frame`` maps the motion's frames to
+    the user's (scene frames), depths are given in hundredths of the body's ``height``."""
+    if not findings:
+        return ""
+    worst = sorted(findings, key=lambda f: -f.value if f.what == "fast" else -100 * f.value / height)[:most]
+
+    def where(f):
+        frames = f"frames {frame(f.first)}-{frame(f.last)}" if f.last > f.first else f"frame {frame(f.first)}"
+        what = (f"{f.value:.1f}x as fast as the motion around it" if f.what == "fast"
+                else f"{100 * f.value / height:.0f} % of the body's height below the floor")
+        return f"{f.joint} {what} at {frames}"
+
+    more = len(findings) - len(worst)
+    return "look at " + "; ".join(map(where, worst)) + (f" (and {more} more)" if more > 0 else "")
