@@ -105,6 +105,10 @@ class Retarget:
                                "character through the world, but it is connected to its parent and cannot "
                                "move; untick Connected in its Relations, or map a bone that is free")
         world = np.asarray(world, dtype=np.float64)
+        scale = np.linalg.norm(world[:3, :3], axis=0)
+        if scale.max() > 1.001 * scale.min():   # bones would bend as they turn: no rotation reads them
+            raise MappingError(f"the armature object's scale ({', '.join(f'{v:g}' for v in scale)}) is not the same "
+                               "on all three axes; apply it (Object > Apply > Scale) or make it uniform")
         axes = AXIS_CHANGE[int(up)]
         rest_world = world @ rig.rest
         rest_rot = axes.T @ rotation_part(rest_world)              # Cᵀ R_b^rest

@@ -281,6 +281,10 @@ def test_failures_change_nothing_and_say_what_to_do(addon, clip, tmp_path, monke
     fails("no such model file")
     prefs.rtn_file = model
 
+    obj.scale = (1.0, 2.0, 1.0)                         # bones that would bend as they turn
+    fails(r"object's scale \(1, 2, 1\) is not the same on all three axes; apply it")
+    obj.scale = (1.0, 1.0, 1.0)
+
     for fc in channels(obj).curves().values():          # a gap longer than the model fills
         for k in fc.keyframe_points:
             k.select_control_point = k.co[0] in (1, 250)
