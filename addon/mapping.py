@@ -3,7 +3,8 @@
 Names are read through the schemes rigs come with: a namespace (``mixamorig:``, ``Armature|``), a
 prefix (Rigify's ``DEF-``, 3ds Max's ``Bip01``), a side marker (``Left``/``Right`` words, ``_L``,
 ``.R``, ``l_``, as :mod:`..inference.mirror` reads them) and a body part under one of its common
-names (``UpLeg``/``UpperLeg``/``thigh``, ``ForeArm``/``LowerArm``, ``Toe``/``ToeBase``/``ball``, …).
+names (``UpLeg``/``UpperLeg``/``thigh``, ``ForeArm``/``LowerArm``, ``Toe``/``ToeBase``/``ball``, …);
+where a side has two shoulders, a collar above a shoulder (Biovision), the lower is the upper arm.
 Limbs map by part and side. The spine and neck map by structure: the chain from the hips to the bone
 that carries both shoulders, and from there to the head, matched end to end when the counts differ
 (LaFAN1's Spine, Spine1, Spine2 onto Bandai's Spine, Chest). What is left maps by equal names.
@@ -84,6 +85,10 @@ class _Body:
         for i, (side, role, index, _) in enumerate(described):
             if role is not None:
                 candidates.setdefault((role, side), []).append((index > 0, depth[i], index, i))
+        for side in "LR":   # Biovision: a Collar, then a Shoulder that is the upper arm
+            shoulders = candidates.get(("shoulder", side), [])
+            if ("upperarm", side) not in candidates and len(shoulders) > 1:
+                candidates[("upperarm", side)] = [shoulders.pop(shoulders.index(max(shoulders, key=lambda c: c[1])))]
         self.parts = {key: min(found)[3] for key, found in candidates.items()}
         self.chains = {}
         hips = self.parts.get(("hips", ""))

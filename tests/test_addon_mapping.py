@@ -141,7 +141,19 @@ def cmu():
                          lambda part, s: side_word(parts[part], s))
 
 
-@pytest.mark.parametrize("scheme", [mixamo, rigify, unreal, metarig, unity, bandai, cmu])
+def biovision():
+    """Biovision's BVH names: a Collar before the Shoulder, which is the upper arm; Hip, Knee, Ankle."""
+    pairs = [("Hips", None)] + chain("", ["Chest", "Neck", "Head"], "Hips")
+    for w in ("Left", "Right"):
+        pairs += chain("", [f"{w}Collar", f"{w}Shoulder", f"{w}Elbow", f"{w}Wrist"], "Chest")
+        pairs += chain("", [f"{w}Hip", f"{w}Knee", f"{w}Ankle"], "Hips")
+    parts = {"thigh": "Hip", "shin": "Knee", "foot": "Ankle", "shoulder": "Collar", "upperarm": "Shoulder",
+             "forearm": "Elbow", "hand": "Wrist"}
+    expected = expect([], "Neck", "Head", "Hips", lambda part, s: side_word(parts[part], s) if part in parts else None)
+    return pairs, {**{j: b for j, b in expected.items() if b is not None}, "Spine2": "Chest"}   # the bone below the neck
+
+
+@pytest.mark.parametrize("scheme", [mixamo, rigify, unreal, metarig, unity, bandai, cmu, biovision])
 def test_detect_maps_common_naming_schemes(betwixt_addon, scheme):
     from betwixt.addon.mapping import detect
     pairs, expected = scheme()
