@@ -19,6 +19,9 @@ model up to the rig's own bone lengths. A bone's roll about its own direction is
 rest positions, so between very different poses (a BVH "all bones along X" rest pose and a T-pose) a
 limb may keep a constant twist about its own axis; a natural reference pose removes it.
 
+Joints the rig lacks (toes, spine bones) take the reference pose's local rotations: a toe left at
+the rest pose's identity is a pose the model never saw, and it poisons the whole fill.
+
 Translations: the trajectory joint (and the model's root) follow the mapped bone's head, scaled by
 ``scale``, the rig's size over the model's (summed lengths of bones mapped at both ends). Other joints
 keep the model's rest offsets: the models move the trajectory joint only.
@@ -75,6 +78,7 @@ class Retarget:
     axes: np.ndarray            # (3, 3) C
     scale: float                # rig world units per model unit
     offsets: np.ndarray         # (K, 3, 3) O_b
+    missing: np.ndarray         # (J, 4) local rotations of the joints the rig lacks: the reference pose's
 
     @classmethod
     def build(cls, skeleton, rig, mapping, world, up=1, trajectory=0, reference=None):
@@ -130,7 +134,8 @@ class Retarget:
             fits.append((misfit, turns @ quat.to_matrix(grot[joints])))
         offsets = np.swapaxes(rest_rot[bones], -1, -2) @ min(fits, key=lambda f: f[0])[1]
         positional = tuple(sorted({0, int(trajectory)} & set(mapping)))
-        return cls(skeleton, rig, joints, bones, positional, world, axes, float(rig_len / model_len), offsets)
+        return cls(skeleton, rig, joints, bones, positional, world, axes, float(rig_len / model_len), offsets,
+                   poses[-1])
 
     @property
     def mapping(self):
@@ -151,7 +156,7 @@ class Retarget:
         for j, p in enumerate(sk.parents):
             k = mapped.get(j)
             parent_rot = grot_m[:, p] if p >= 0 else np.eye(3)
-            grot_m[:, j] = model_rot[:, k] if k is not None else parent_rot
+            grot_m[:, j] = model_rot[:, k] if k is not None else parent_rot @ quat.to_matrix(self.missing[j])
             local = np.swapaxes(parent_rot, -1, -2) @ grot_m[:, j] if p >= 0 else grot_m[:, j]
             rot[:, j] = matrix_to_quat(local)
             if k is not None and j in self.positional:
