@@ -288,6 +288,34 @@ class KeyStyle:
         self.easing = _enum("easing", "AUTO")
 
 
+def _outer_handles_kept(points, at, gaps, frames):
+    """``points`` (read_points) with each gap's end keys keeping the handle that faces away from the gap
+    where it was automatic: new keys beside a key move its automatic handles, and with them the curve
+    outside the gap. Both handles are freed (Blender realigns a free handle to an automatic one), the
+    inner one pointing the way the outer one does, a third of the way to the nearest new key."""
+    automatic = [_enum("handle_left_type", t) for t in ("AUTO", "AUTO_CLAMPED")]
+    free = _enum("handle_left_type", "FREE")
+    points = {k: v.copy() for k, v in points.items()}
+    co = points["co"].reshape(-1, 2)
+    for i in np.flatnonzero(np.isin(np.round(at), np.round([a for a, _ in gaps]))):
+        _free(points, co, i, "left", "right", frames[frames > at[i]], automatic, free)
+    for i in np.flatnonzero(np.isin(np.round(at), np.round([b for _, b in gaps]))):
+        _free(points, co, i, "right", "left", frames[frames < at[i]], automatic, free)
+    return points
+
+
+def _free(points, co, i, outer, inner, beside, automatic, free):
+    """Free key ``i``'s handles, keeping its ``outer`` one, its ``inner`` one opposite it (see above)."""
+    if points[f"handle_{outer}_type"][i] not in automatic or not len(beside):
+        return
+    keep = points[f"handle_{outer}"].reshape(-1, 2)[i] - co[i]
+    if abs(keep[0]) < 1e-6:   # a handle of no length: flat
+        keep = np.array([1.0 if outer == "right" else -1.0, 0.0])
+    reach = np.min(np.abs(beside - co[i, 0])) / 3
+    points[f"handle_{inner}"].reshape(-1, 2)[i] = co[i] - keep / abs(keep[0]) * reach
+    points[f"handle_{outer}_type"][i] = points[f"handle_{inner}_type"][i] = free
+
+
 def replace_keys(fc, gaps, frames, values, style, old=None):
     """Keys at ``frames`` with ``values`` instead of every key strictly inside the ``gaps`` (a, b).
 
@@ -300,6 +328,7 @@ def replace_keys(fc, gaps, frames, values, style, old=None):
         inside |= (at > a + 1e-4) & (at < b - 1e-4)
     clash = np.isin(np.round(at[~inside]), np.asarray(frames))
     keep = np.flatnonzero(~inside)[~clash]   # a frame we key anew (a curve's first gap end) replaces the old key
+    old = _outer_handles_kept(old, at, gaps, np.asarray(frames, np.float64))
     n = len(frames)
     co = np.stack([np.asarray(frames, np.float64), np.asarray(values, np.float64)], -1).reshape(-1)
     new = {"co": co, "handle_left": co, "handle_right": co,

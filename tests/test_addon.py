@@ -213,9 +213,21 @@ def test_fill_gaps_keys_the_hole_and_undo_restores_it(addon, clip):
         moved = key[0].endswith("rotation_euler") or key[0] == 'pose.bones["Hips"].location'
         assert np.array_equal(frames[inside], np.arange(a + 1, b)) if moved else not inside.any(), key
         old = before[key]
-        for name in ("co", "interpolation", "type", "handle_left_type"):   # outside the hole: as before
+        for name in ("co", "interpolation", "type"):   # outside the hole: as before
             width = 2 if name == "co" else 1
             assert np.array_equal(data[name].reshape(-1, width)[~inside], old[name].reshape(-1, width)), (key, name)
+        # and so is every handle facing away from it: the keys around the hole keep their outer handles
+        # (freed where they were automatic), so the curve outside does not bend to the new keys beside them
+        ends = frames[~inside]
+        for side, inner in (("left", b), ("right", a)):
+            handles = data[f"handle_{side}"].reshape(-1, 2)[~inside]
+            # (to float32 rounding where Blender recomputes an automatic handle from the same neighbours)
+            assert np.allclose(handles[ends != inner], old[f"handle_{side}"].reshape(-1, 2)[ends != inner],
+                               rtol=0, atol=1e-4), (key, side)
+            types, was = data[f"handle_{side}_type"][~inside], old[f"handle_{side}_type"]
+            around = np.isin(ends, (a, b))
+            assert np.array_equal(types[~around], was[~around]), (key, side)
+            assert np.all((types[around] == was[around]) | (types[around] == 0)), (key, side)   # or FREE
         assert np.all(data["type"][inside] == 0)   # KEYFRAME
     # what Blender now evaluates in the hole is the runtime's motion, joint for joint, in world space
     expected = runtime_fill(load_model(), motion, a - 1, b - 1)
