@@ -176,10 +176,11 @@ def mapping_for(obj, skeleton, rig):
 
 
 def status(obj, skeleton):
-    """``(mapped joints, stored)`` for the panel: how many of the model's joints play a bone."""
+    """``(unmapped joints, stored)`` for the panel: the model's joints that play no bone, in its order."""
     have = stored(obj.data)
     if have and set(skeleton.names) <= set(have):
-        return sum(1 for n in skeleton.names if have[n] in obj.data.bones), True
+        return [n for n in skeleton.names if have[n] not in obj.data.bones], True
     bones = [b.name for b in obj.data.bones]
     parents = [bones.index(b.parent.name) if b.parent else -1 for b in obj.data.bones]
-    return len(detect(skeleton.names, skeleton.parents, bones, parents)), False
+    found = detect(skeleton.names, skeleton.parents, bones, parents)
+    return [n for n in skeleton.names if n not in found], False

@@ -357,11 +357,11 @@ def test_an_edited_mapping_is_used_and_unmapped_bones_keep_their_keys(addon, cli
     path, _ = clip
     obj = import_bvh(path)
     skeleton = load_model().skeleton
-    assert mapping.status(obj, skeleton) == (22, False)            # detected, not yet stored
+    assert mapping.status(obj, skeleton) == ([], False)            # detected, not yet stored
     assert bpy.ops.betwixt.detect_mapping() == {"FINISHED"}
-    assert mapping.status(obj, skeleton) == (22, True)
+    assert mapping.status(obj, skeleton) == ([], True)
     next(i for i in obj.data.betwixt_joints if i.joint == "LeftHand").bone = ""
-    assert mapping.status(obj, skeleton) == (21, True)
+    assert mapping.status(obj, skeleton) == (["LeftHand"], True)   # the panel warns, naming it
     a, b = GAP
     cut(obj, a, b)
     hand = {k: v for k, v in snapshot(obj).items() if '"LeftHand"' in k[0]}
