@@ -56,7 +56,7 @@ def arrays(stored):
     return {k: v.numpy() for k, v in stored.items()}
 
 
-def _earlier(path):
+def earlier(path):
     """A checkpoint of an earlier version: numpy arrays and plain values in a pickle. Only numpy's
     own array types are let through the safe unpickler: still no arbitrary code."""
     allowed = [np.core.multiarray._reconstruct, np.ndarray, np.dtype, type(np.dtype(np.float32)),
@@ -77,11 +77,10 @@ def argv_of(args):
     return argv + ["--data", args["data"], "--out", args["out"]]
 
 
-def convert(path, output, family):
-    """Turn the earlier checkpoint at ``path`` into this version's form at ``output``: numpy arrays
-    become tensors, recorded arguments become the command line, and ``family`` (its Family)
-    converts its own parts (config, history)."""
-    old = _earlier(path)
+def convert(old, path, output, family):
+    """Turn ``old``, the earlier checkpoint read from ``path`` (see :func:`earlier`), into this
+    version's form at ``output``: numpy arrays become tensors, recorded arguments become the command
+    line, and ``family`` (its Family) converts its own parts (config, history)."""
     if old.get("format") == FORMAT:
         raise DataError(f"{path}: already a checkpoint of format {FORMAT}; nothing to convert")
     meta = dict(old["meta"])

@@ -81,8 +81,8 @@ def convert(path, output, bench_data=None):
     """A checkpoint (.pt) or model file (.onnx) of an earlier Betwixt, in this version's form."""
     if Path(path).suffix == ".onnx":
         return _convert_model(path, output, bench_data)
-    old = checkpoint._earlier(path)
-    return checkpoint.convert(path, output, family_called(old.get("family", "rtn")))
+    old = checkpoint.earlier(path)
+    return checkpoint.convert(old, path, output, family_called(old.get("family", "rtn")))
 
 
 # Model files of format 1 named their network's own keys rtn.*, and wrote a context length the
