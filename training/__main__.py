@@ -1,5 +1,5 @@
 """``python -m training``: fit a model family on a BVH data set, export a checkpoint to ONNX, or
-convert a checkpoint or model file of an earlier Betwixt."""
+convert a checkpoint or model file of an earlier Betwixt; label the dog data's actions for MANN."""
 
 import argparse
 import sys
@@ -10,6 +10,7 @@ from inference.errors import BetwixtError
 def main(argv=None):
     from . import export, loop
     from .family import FAMILIES, family
+    from .mann import labels
     from .rtn import speed
 
     argv = sys.argv[1:] if argv is None else argv
@@ -32,6 +33,10 @@ def main(argv=None):
     sp = commands.add_parser("speed", help="time an RTN in torch eager (for inference bench-speed)")
     speed.add_arguments(sp)
     sp.set_defaults(run=speed.run)
+
+    lab = commands.add_parser("labels", help="derive MANN's six actions from a dog data set: PNG timelines per clip")
+    labels.add_arguments(lab)
+    lab.set_defaults(run=labels.run)
 
     args = parser.parse_args(argv)
     try:

@@ -80,7 +80,8 @@ class Family:
         return state
 
 
-FAMILIES = {"rtn": ("rtn.family", "RTNFamily")}   # name -> module (in this package) and class
+FAMILIES = {"rtn": ("rtn.family", "RTNFamily"),   # name -> module (in this package) and class
+            "mann": ("mann.family", "MANNFamily")}
 
 
 def family(name):

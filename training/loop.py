@@ -29,7 +29,8 @@ from inference.errors import DataError
 from . import checkpoint
 
 LICENCES = {"lafan1": "CC BY-NC-ND 4.0 (Ubisoft La Forge LaFAN1): non-commercial use only",
-            "bandai": "CC BY-NC 4.0 (Bandai Namco Research Motion dataset): non-commercial use only"}
+            "bandai": "CC BY-NC 4.0 (Bandai Namco Research Motion dataset): non-commercial use only",
+            "dog": "research and education only, no redistribution (MANN dog data, Zhang, Starke et al. 2018)"}
 
 
 def add_arguments(parser, family):

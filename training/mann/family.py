@@ -1,0 +1,211 @@
+"""MANN as a family of the shared loop (training/loop.py): quadruped locomotion, one frame a step.
+
+The loss is the mean squared error of the z-scored outputs (the paper's). AdamW with warm restarts
+(SGDR): the rate follows a cosine from ``--lr`` down to zero over ``--restart-epochs`` epochs, then
+restarts over twice as many (``--restart-mult``), and so on; 10 + 20 + 40 + 80 = 150 epochs, the
+paper's training, end on the fourth cycle's floor. The loop has no scheduler, so the family sets each
+step's rate in :meth:`MANNFamily.batch`, from the step count of the optimiser's own state: a resumed
+run picks up the schedule where it stopped, and ``--init`` (a fresh optimiser) starts it again.
+
+    python -m training labels --data ../shared/mocap/dog-mann.zip --out runs/labels
+    python -m training mann --data ../shared/mocap/dog-mann.zip --out runs/mann --steps 739500   # 150 epochs
+    python -m training export runs/mann/checkpoint.pt -o mann-dog.onnx --weights int8
+"""
+
+import json
+import math
+import os
+import sys
+from dataclasses import asdict
+
+import numpy as np
+import torch
+
+from inference.dataset import load_motion_set
+from inference.errors import DataError
+from ..clips import speeds_of, subjects_of
+from ..family import Family
+from ..onnx_tools import agreement
+from . import labels as labelling
+from .data import CURRENT, OUT_SAMPLE_DIM, SAMPLES, TEST_CLIPS, parts
+from .network import INPUTS, MANN, MANNConfig, graph
+
+VALIDATION_FRAMES = 4096   # evenly spaced held-out frames that validation measures: the same every time
+
+
+class MANNFamily(Family):
+    name = "mann"
+    title = ("A Mode-Adaptive Neural Network (Zhang, Starke, Komura, Saito 2018) for quadruped motion: a "
+             "motion network whose weights a gating network blends per frame from several experts, stepping a "
+             "four-legged character one frame at a time along a desired trajectory, in one of six actions.")
+    normalisation = ("x_mean", "x_std", "y_mean", "y_std")
+
+    def add_arguments(self, parser):
+        parser.set_defaults(lr=1e-4)   # the paper's rate (the loop's default is the RTN's)
+        parser.add_argument("--experts", type=int, default=8, help="experts the gating network blends (paper: 4 or 8)")
+        parser.add_argument("--dropout", type=float, default=0.3)
+        parser.add_argument("--weight-decay", type=float, default=2.5e-3,
+                            help="AdamW's decoupled weight decay (torch's: multiplied by the rate)")
+        parser.add_argument("--restart-epochs", type=float, default=10.0,
+                            help="length of the first warm-restart cycle in epochs (0: a constant rate)")
+        parser.add_argument("--restart-mult", type=float, default=2.0, help="each cycle this many times the last")
+        parser.add_argument("--units-per-metre", type=float, default=100.0,
+                            help="the data's length unit, for the runtime's paths in metres (the dog data: cm)")
+
+    def data(self, args):
+        data = load_motion_set(args.data, args.cache)
+        train, validation = parts(data, subjects_of(args), not args.no_mirror, speeds_of(args), args.units_per_metre)
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        epoch = math.ceil(len(train.frames.samples) / (args.batch * world))
+        if int(os.environ.get("RANK", "0")) == 0:
+            print(f"mann: {len(train.frames.samples)} training frames, {len(validation.frames.samples)} held-out: an "
+                  f"epoch is {epoch} steps of {args.batch * world} (150 epochs: {150 * epoch} steps)", file=sys.stderr)
+        sk = data.skeleton
+        counts = np.bincount(train.frames.actions, minlength=len(labelling.ACTIONS))   # mirror images too
+        meta = {"data": str(args.data), "data_files": train.files, "subjects": subjects_of(args),
+                "fps": float(data.fps),
+                "skeleton": {"names": list(sk.names), "parents": [int(p) for p in sk.parents],
+                             "offsets": sk.offsets.tolist(),
+                             "end_sites": [[int(j), [float(v) for v in o]] for j, o in sk.end_sites]},
+                "layout": train.layout, "test_clips": list(TEST_CLIPS),
+                "reflections": None if train.reflections is None else train.reflections.tolist(),
+                "labels": {"thresholds": labelling.thresholds(),
+                           "frames": {a: int(n) for a, n in zip(labelling.ACTIONS, counts)}},
+                "epoch": epoch}
+        return train, validation, meta
+
+    def statistics(self, train, args, rng):
+        """Means and spreads of x and y over every training frame (a spread below 1e-5, a constant such as
+        the next trajectory's own sample at the origin, is taken as 1)."""
+        f = train.frames
+        sums = {k: 0.0 for k in ("x", "xx", "y", "yy")}
+        for chunk in np.array_split(f.samples, max(len(f.samples) // 16384, 1)):
+            x, y = f.x(chunk).astype(np.float64), f.y(chunk).astype(np.float64)
+            sums["x"] += x.sum(0)
+            sums["xx"] += (x * x).sum(0)
+            sums["y"] += y.sum(0)
+            sums["yy"] += (y * y).sum(0)
+        n = len(f.samples)
+        stats = {}
+        for k in ("x", "y"):
+            mean = sums[k] / n
+            std = np.sqrt(np.maximum(sums[k + k] / n - mean * mean, 0.0))
+            stats[f"{k}_mean"], stats[f"{k}_std"] = mean, np.where(std < 1e-5, 1.0, std)
+        return stats
+
+    def config(self, train, args):
+        lay = train.layout
+        return asdict(MANNConfig(input=lay["input"]["size"], output=lay["output"]["size"], gating=lay["gating"],
+                                 experts=args.experts, dropout=args.dropout))
+
+    def network(self, config, stats):
+        return MANN(MANNConfig(**config), stats["x_mean"], stats["x_std"], stats["y_mean"], stats["y_std"])
+
+    def check_init(self, source, train, path):
+        config, lay = source["config"], train.layout
+        if (config["input"], config["output"]) != (lay["input"]["size"], lay["output"]["size"]) \
+                or source["meta"]["layout"]["bones"] != lay["bones"]:
+            raise DataError(f"{path}: made for the bones {source['meta']['layout']['bones']}, the data has "
+                            f"{lay['bones']}; start from a checkpoint of this skeleton or without --init")
+
+    def optimiser(self, model, args):
+        self._optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+        return self._optimiser
+
+    def batch(self, train, args, rng, step_rng, device):
+        """(x, y) of ``args.batch`` random training frames, gathered on ``device``; sets this step's rate."""
+        if train.on_device is None or train.on_device[0] != str(device):   # once: the data is small
+            train.on_device = str(device), train.frames.to(device)
+        frames = train.on_device[1]
+        factor = self._restart(args, len(train.frames.samples))
+        t = frames.samples[torch.from_numpy(rng.integers(0, len(frames.samples), args.batch)).to(device)]
+        return frames.x(t), frames.y(t), factor
+
+    def _restart(self, args, frames):
+        """Set the warm-restart rate of the step the optimiser takes next; its factor of ``--lr``."""
+        optimiser = self._optimiser
+        first = optimiser.param_groups[0]["params"][0]
+        step = int(optimiser.state[first]["step"]) if "step" in optimiser.state.get(first, {}) else 0
+        factor = restart_factor(step * args.batch * int(os.environ.get("WORLD_SIZE", "1")) / frames,
+                                args.restart_epochs, args.restart_mult)
+        for group in optimiser.param_groups:
+            group["lr"] = args.lr * factor
+        return factor
+
+    def loss(self, net, norm, batch, args):
+        x, y, factor = batch
+        out, _ = net((x - norm.x_mean) / norm.x_std, raw=False)
+        error = (out.float() - (y - norm.y_mean) / norm.y_std).square()
+        return error.mean(), {**split(error.detach().mean(0)), "rate": factor}   # rate: of --lr
+
+    def validate(self, model, norm, validation, args, device):
+        return validate(model, norm, validation, device)
+
+    def graph(self, model):
+        return graph(model)
+
+    def metadata(self, state, model):
+        meta = state["meta"]
+        return {"graph": "step",
+                "layout": json.dumps(meta["layout"]),
+                "test_clips": json.dumps(meta["test_clips"]),
+                "labels": json.dumps(meta["labels"]),
+                **({"mirror": json.dumps({"reflections": meta["reflections"]})} if meta.get("reflections") else {})}
+
+    def check_export(self, model, path):
+        rng = np.random.default_rng(0)
+        x = model.x_mean.numpy() + model.x_std.numpy() * rng.standard_normal((4, model.config.input))
+        x = x.astype(np.float32)
+        return agreement(lambda x: model(x)[0], path, {INPUTS[0]: x})
+
+    def card(self, state, metadata, path, bench_data=None, data=None, cache=None):
+        from .card import sections
+
+        return sections(state, metadata)
+
+
+def restart_factor(epoch, first, mult):
+    """SGDR's factor of the rate at ``epoch`` (a real number): a cosine from 1 to 0 over each cycle, the
+    first ``first`` epochs long, each next one ``mult`` times the last (``first`` 0: always 1)."""
+    if first <= 0:
+        return 1.0
+    start, length = 0.0, float(first)
+    while epoch >= start + length:
+        start, length = start + length, length * mult
+    return 0.5 * (1.0 + math.cos(math.pi * (epoch - start) / length))
+
+
+def split(per_output):
+    """The mean of (363,) per-output errors over the trajectory, the bones and the root."""
+    a = (len(SAMPLES) - CURRENT) * OUT_SAMPLE_DIM
+    means = torch.stack([per_output[:a].mean(), per_output[a:-3].mean(), per_output[-3:].mean()]).tolist()
+    return dict(zip(("trajectory", "bones", "root"), means))
+
+
+@torch.no_grad()
+def validate(model, norm, validation, device, frames=VALIDATION_FRAMES):
+    """On evenly spaced held-out frames: the loss (``mse``, z-scored) and its parts, the bones' mean
+    position error in the data's units (``position``), and how the gating network uses the experts:
+    ``experts``, the perplexity of its mean blending weights (1 to K: how many it uses at all), and
+    ``per_frame``, the mean perplexity of each frame's (K: it blends them all alike, 1: one per frame)."""
+    model.eval()
+    f = validation.frames
+    t = f.samples[np.linspace(0, len(f.samples) - 1, min(frames, len(f.samples))).astype(np.int64)]
+    errors, distance, weights = [], [], []
+    lay = validation.layout["output"]["bones"]
+    for chunk in np.array_split(t, max(len(t) // 1024, 1)):
+        x, y = (torch.from_numpy(a).to(device) for a in (f.x(chunk), f.y(chunk)))
+        out, alpha = model(x)
+        errors.append((((out - y) / norm.y_std) ** 2).cpu())
+        miss = (out - y)[:, lay["start"]:lay["start"] + lay["count"] * lay["stride"]]
+        bones = miss.reshape(len(chunk), lay["count"], -1)
+        distance.append(bones[..., :3].norm(dim=-1).mean(-1).cpu())
+        weights.append(alpha.cpu())
+    error, alpha = torch.cat(errors), torch.cat(weights)
+    return {"mse": float(error.mean()), **split(error.mean(0)), "position": float(torch.cat(distance).mean()),
+            "experts": float(perplexity(alpha.mean(0))), "per_frame": float(perplexity(alpha).mean())}
+
+
+def perplexity(p):
+    """exp of the entropy of distributions ``p`` (..., K)."""
+    return torch.exp(-(p * p.clamp_min(1e-12).log()).sum(-1))
