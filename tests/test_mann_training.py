@@ -100,7 +100,7 @@ def test_labels_command_draws_a_timeline_per_clip(dog_zip, tmp_path):
 
 
 def test_features_have_the_documented_layout_and_no_test_clip(dog, split):
-    from training.mann.bones import bones_of, world
+    from inference.mann.features import bones_of, world
     from training.mann.data import HOLD_OUT
 
     train, validation = split
@@ -144,7 +144,7 @@ def test_features_have_the_documented_layout_and_no_test_clip(dog, split):
 
 
 def test_frames_on_a_box_or_platform_are_not_learned_from(dog):
-    from training.mann.bones import bones_of
+    from inference.mann.features import bones_of
     from training.mann.data import features
 
     name = "D1_ex03_KAN02_006"   # more than half of it on a platform 76 cm up
@@ -173,7 +173,7 @@ def test_a_few_steps_write_a_checkpoint(run, split):
     step, scores = history["validation"][-1]
     assert step == 4 and {"mse", "trajectory", "bones", "root", "position", "experts", "per_frame"} <= set(scores)
     assert 1.0 <= scores["experts"] <= 8.0 and 0 < scores["mse"] < 10
-    # the fourth step's rate came from the warm-restart schedule (set by the family each step)
+    # the fourth step's rate came from the warm-restart schedule (the loop asks the family each step)
     frames = len(split[0].frames.samples)
     rate = state["optimiser"]["param_groups"][0]["lr"]
     assert rate == pytest.approx(1e-4 * restart_factor(3 * 8 / frames, RESTART, 2.0), rel=1e-6) and rate < 0.9e-4

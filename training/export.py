@@ -44,7 +44,6 @@ def metadata(state, family, model, weights):
         "training": json.dumps({"steps": state["step"], "commit": source_commit(), "runs": state["history"]["runs"]}),
         "weights": weights,
         "config": json.dumps(state["config"], sort_keys=True),
-        "graph": "rollout",
     }
     return {f"betwixt.{k}": v for k, v in {**common, **family.metadata(state, model)}.items()}
 

@@ -13,6 +13,7 @@ class Family:
     name = None
     title = None           # the model card's first paragraph: what the model is
     normalisation = ()     # the statistics a model file carries for the runtime
+    clip = 1.0             # the gradient norm each step is clipped to (None: not clipped)
 
     def add_arguments(self, parser):
         """The family's own command-line options (the loop adds the common ones)."""
@@ -43,6 +44,11 @@ class Family:
         import torch
 
         return torch.optim.Adam(model.parameters(), lr=args.lr)
+
+    def rate(self, step, train, args):
+        """The learning rate of optimiser step ``step`` (counted over the whole run, resumes included)
+        as a factor of ``--lr``: a schedule's, or 1."""
+        return 1.0
 
     def batch(self, train, args, rng, step_rng, device):
         """One training batch: ``rng`` is this process's, ``step_rng`` the same on every process."""

@@ -139,8 +139,6 @@ def train(family, args, argv):
         model.load_state_dict(source.get("average", source["model"]))
         step, history = source["step"], source["history"]
         say(f"starting from the weights of {args.init} at step {step}")
-    for group in optimiser.param_groups:  # a resumed run may change the rate with the batch
-        group["lr"] = args.lr
     history.setdefault("train", [])
     history.setdefault("validation", [])
     history["runs"].append({"from_step": step, "argv": list(argv), "commit": source_commit()})
@@ -176,19 +174,23 @@ def train(family, args, argv):
     started = last_save = time.monotonic()
     window = []
     while step < args.steps:
+        factor = family.rate(step, train_set, args)
+        for group in optimiser.param_groups:
+            group["lr"] = args.lr * factor
         batch = family.batch(train_set, args, rng, step_rng, device)
         model.train()
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
             loss, parts = family.loss(net, norm, batch, args)
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        if family.clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), family.clip)
         optimiser.step()
         if average:
             average.update_parameters(model)
         step += 1
         bar.update(1)
-        window.append({"loss": loss.item(), **{k: float(v) for k, v in parts.items()}})
+        window.append({"loss": loss.item(), **{k: float(v) for k, v in parts.items()}, **({"rate": factor} if factor != 1.0 else {})})
         if step % 50 == 0 or step == args.steps:
             mean = {k: float(np.mean([w[k] for w in window])) for k in window[0]}
             history["train"].append([step, mean])
@@ -233,8 +235,8 @@ def plot_history(history, path):
     for ax, key, title in ((axes[0], "train", "training loss"),
                            (axes[1], "validation", "validation (held-out tenth of each clip)")):
         rows = history[key]
-        for name in (rows[0][1] if rows else {}):
-            ax.plot([s for s, _ in rows], [v[name] for _, v in rows], label=name)
+        for name in dict.fromkeys(k for _, v in rows for k in v):   # every curve, also one added on a resume
+            ax.plot([s for s, _ in rows], [v.get(name, np.nan) for _, v in rows], label=name)
         ax.set(title=title, xlabel="step", yscale="log")
         if rows:
             ax.legend(fontsize="small")

@@ -3,9 +3,9 @@
 The loss is the mean squared error of the z-scored outputs (the paper's). AdamW with warm restarts
 (SGDR): the rate follows a cosine from ``--lr`` down to zero over ``--restart-epochs`` epochs, then
 restarts over twice as many (``--restart-mult``), and so on; 10 + 20 + 40 + 80 = 150 epochs, the
-paper's training, end on the fourth cycle's floor. The loop has no scheduler, so the family sets each
-step's rate in :meth:`MANNFamily.batch`, from the step count of the optimiser's own state: a resumed
-run picks up the schedule where it stopped, and ``--init`` (a fresh optimiser) starts it again.
+paper's training, end on the fourth cycle's floor (:meth:`MANNFamily.rate`, which the loop asks every
+step, so a resumed run picks up the schedule where it stopped). Gradients are not clipped, as in the
+reference.
 
     python -m training labels --data ../shared/mocap/dog-mann.zip --out runs/labels
     python -m training mann --data ../shared/mocap/dog-mann.zip --out runs/mann --steps 739500   # 150 epochs
@@ -39,6 +39,7 @@ class MANNFamily(Family):
              "motion network whose weights a gating network blends per frame from several experts, stepping a "
              "four-legged character one frame at a time along a desired trajectory, in one of six actions.")
     normalisation = ("x_mean", "x_std", "y_mean", "y_std")
+    clip = None
 
     def add_arguments(self, parser):
         parser.set_defaults(lr=1e-4)   # the paper's rate (the loop's default is the RTN's)
@@ -109,34 +110,26 @@ class MANNFamily(Family):
                             f"{lay['bones']}; start from a checkpoint of this skeleton or without --init")
 
     def optimiser(self, model, args):
-        self._optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
-        return self._optimiser
+        return torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+
+    def rate(self, step, train, args):
+        """The warm restarts' factor of ``--lr`` at ``step``, from the epochs it has seen."""
+        epoch = step * args.batch * int(os.environ.get("WORLD_SIZE", "1")) / len(train.frames.samples)
+        return restart_factor(epoch, args.restart_epochs, args.restart_mult)
 
     def batch(self, train, args, rng, step_rng, device):
-        """(x, y) of ``args.batch`` random training frames, gathered on ``device``; sets this step's rate."""
+        """(x, y) of ``args.batch`` random training frames, gathered on ``device``."""
         if train.on_device is None or train.on_device[0] != str(device):   # once: the data is small
             train.on_device = str(device), train.frames.to(device)
         frames = train.on_device[1]
-        factor = self._restart(args, len(train.frames.samples))
         t = frames.samples[torch.from_numpy(rng.integers(0, len(frames.samples), args.batch)).to(device)]
-        return frames.x(t), frames.y(t), factor
-
-    def _restart(self, args, frames):
-        """Set the warm-restart rate of the step the optimiser takes next; its factor of ``--lr``."""
-        optimiser = self._optimiser
-        first = optimiser.param_groups[0]["params"][0]
-        step = int(optimiser.state[first]["step"]) if "step" in optimiser.state.get(first, {}) else 0
-        factor = restart_factor(step * args.batch * int(os.environ.get("WORLD_SIZE", "1")) / frames,
-                                args.restart_epochs, args.restart_mult)
-        for group in optimiser.param_groups:
-            group["lr"] = args.lr * factor
-        return factor
+        return frames.x(t), frames.y(t)
 
     def loss(self, net, norm, batch, args):
-        x, y, factor = batch
+        x, y = batch
         out, _ = net((x - norm.x_mean) / norm.x_std, raw=False)
         error = (out.float() - (y - norm.y_mean) / norm.y_std).square()
-        return error.mean(), {**split(error.detach().mean(0)), "rate": factor}   # rate: of --lr
+        return error.mean(), split(error.detach().mean(0))
 
     def validate(self, model, norm, validation, args, device):
         return validate(model, norm, validation, device)

@@ -112,6 +112,7 @@ class RTNFamily(Family):
     def metadata(self, state, model):
         meta, args = state["meta"], state["meta"]["args"]
         return {
+            "graph": "rollout",
             **({"mirror": json.dumps({"reflections": meta["reflections"]})} if meta.get("reflections") else {}),
             **({"backward": "true"} if args.get("reverse") else {}),
             "layout": json.dumps(meta["layout"]),
