@@ -84,6 +84,42 @@ WEIGHTS = {"float32": None, "int8": ((8, 128), (8, 128)), "mixed": ((4, 128), (8
 LARGE = 512 * 512  # entries from which a matrix counts as large
 
 
+OPSET = 17
+
+
+def traced(module, args, inputs, outputs):
+    """The ModelProto of ``module(*args)``, its batch axis dynamic, with every constant and weight an
+    initializer read directly by its nodes (the quantiser recognises no other weight). Traced with
+    torch's TorchScript exporter (``dynamo=False``: the dynamo exporter needs onnxscript, which this
+    project does not install)."""
+    import io
+    import warnings
+
+    import onnx
+    import torch
+
+    f = io.BytesIO()
+    with warnings.catch_warnings():  # the TorchScript exporter is deprecated, and chosen above
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.onnx.export(module, tuple(args), f, input_names=inputs, output_names=outputs, opset_version=OPSET,
+                          dynamo=False, dynamic_axes={name: {0: "batch"} for name in inputs + outputs})
+    proto = onnx.load_from_string(f.getvalue())
+    constants = [n for n in proto.graph.node if n.op_type == "Constant" and n.attribute[0].name == "value"]
+    for node in constants:
+        proto.graph.node.remove(node)
+        proto.graph.initializer.append(onnx.numpy_helper.from_array(
+            onnx.numpy_helper.to_array(node.attribute[0].t), node.output[0]))
+    # The exporter stores a weight once and names its other uses through Identity nodes
+    weights = {w.name for w in proto.graph.initializer}
+    alias = {n.output[0]: n.input[0] for n in proto.graph.node if n.op_type == "Identity" and n.input[0] in weights}
+    kept = [n for n in proto.graph.node if n.output[0] not in alias]
+    for node in kept:
+        node.input[:] = [alias.get(name, name) for name in node.input]
+    del proto.graph.node[:]
+    proto.graph.node.extend(kept)
+    return proto
+
+
 def write(proto, path, metadata, weights="float32"):
     """Write ``proto`` as one self-contained model file with ``metadata`` (strings) as its
     metadata_props and its weights stored as ``weights`` (a key of WEIGHTS)."""

@@ -14,15 +14,14 @@ The module takes and gives raw features (x and y in the data's units, :mod:`.dat
 normalisation and z-scores inside, so the ONNX step graph needs nothing around it.
 """
 
-import io
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 import torch.nn as nn
 
-OPSET = 17
+from ..onnx_tools import traced
+
 INPUTS, OUTPUTS = ["x"], ["y", "experts"]
 
 
@@ -97,29 +96,10 @@ class Step(nn.Module):
 
 def graph(model):
     """The ONNX ModelProto of one frame step: x (B, input) -> y (B, output), experts (B, K); the batch
-    is a dynamic axis. Traced with torch's TorchScript exporter (dynamo=False: the dynamo exporter needs
-    onnxscript, which this project does not install)."""
-    import onnx
-
+    is a dynamic axis."""
     was_training = model.training
     model.eval()
-    f = io.BytesIO()
     try:
-        with warnings.catch_warnings():   # the TorchScript exporter is deprecated, and chosen above
-            warnings.simplefilter("ignore", DeprecationWarning)
-            torch.onnx.export(Step(model), (torch.zeros(1, model.config.input, device=model.x_mean.device),), f,
-                              input_names=INPUTS, output_names=OUTPUTS, opset_version=OPSET, dynamo=False,
-                              dynamic_axes={name: {0: "batch"} for name in INPUTS + OUTPUTS})
+        return traced(Step(model), (torch.zeros(1, model.config.input, device=model.x_mean.device),), INPUTS, OUTPUTS)
     finally:
         model.train(was_training)
-    proto = onnx.load_from_string(f.getvalue())
-    # The quantizer recognises a weight only where a node reads it directly: the exporter names a
-    # weight's uses through Identity nodes, so its readers read the weight itself.
-    weights = {w.name for w in proto.graph.initializer}
-    alias = {n.output[0]: n.input[0] for n in proto.graph.node if n.op_type == "Identity" and n.input[0] in weights}
-    kept = [n for n in proto.graph.node if n.output[0] not in alias]
-    for node in kept:
-        node.input[:] = [alias.get(name, name) for name in node.input]
-    del proto.graph.node[:]
-    proto.graph.node.extend(kept)
-    return proto

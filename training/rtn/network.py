@@ -29,17 +29,14 @@ offset's and the recurrent state's in one product per step. At batch 1 the step 
 its weights, so every column of R that is not multiplied per step is time saved.
 """
 
-import io
-import json
 import math
-import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn as nn
 
-OPSET = 17
+from ..onnx_tools import traced
 
 
 @dataclass
@@ -315,8 +312,6 @@ GRAPHS = {  # name: (inputs, outputs)
 
 def _traced(model, graph):
     """ModelProto of the init or step graph, traced on example inputs of batch 1."""
-    import onnx
-
     cf = model.config
     inputs, outputs = GRAPHS[graph]
     device = model.R.weight.device
@@ -327,38 +322,15 @@ def _traced(model, graph):
         args = [past, target, torch.full((1,), 30, device=device), noise]
     else:
         args = [past[:, -1], state, state, target, torch.full((1,), 31, device=device), noise]
-    f = io.BytesIO()
     was_training = model.training
     model.eval()
-    # a table in the file, not a product per run
+    # a table in the file, not a product per run (stored once when both graphs have it, see _rollout)
     model.frozen_tta_gates = model._tta_gates(model._columns("E", "O", "h")).detach()
     try:
-        with warnings.catch_warnings():  # the TorchScript exporter is deprecated, and chosen above
-            warnings.simplefilter("ignore", DeprecationWarning)
-            torch.onnx.export(Graph(model, graph, inputs), tuple(args), f, input_names=inputs,
-                              output_names=outputs, opset_version=OPSET, dynamo=False,
-                              dynamic_axes={name: {0: "batch"} for name in inputs + outputs})
+        return traced(Graph(model, graph, inputs), args, inputs, outputs)
     finally:
         model.train(was_training)
         del model.frozen_tta_gates
-    proto = onnx.load_from_string(f.getvalue())
-    # Constant nodes become weights (initializers), which _rollout stores once when both graphs
-    # have them, like the time-to-target table.
-    constants = [n for n in proto.graph.node if n.op_type == "Constant" and n.attribute[0].name == "value"]
-    for node in constants:
-        proto.graph.node.remove(node)
-        proto.graph.initializer.append(onnx.numpy_helper.from_array(
-            onnx.numpy_helper.to_array(node.attribute[0].t), node.output[0]))
-    # The exporter stores a weight once and names its other uses through Identity nodes; the
-    # quantizer only recognises a weight read directly, so the uses read the weight itself.
-    weights = {w.name for w in proto.graph.initializer}
-    alias = {n.output[0]: n.input[0] for n in proto.graph.node if n.op_type == "Identity" and n.input[0] in weights}
-    kept = [n for n in proto.graph.node if n.output[0] not in alias]
-    for node in kept:
-        node.input[:] = [alias.get(name, name) for name in node.input]
-    del proto.graph.node[:]
-    proto.graph.node.extend(kept)
-    return proto
 
 
 def _rollout(model):
