@@ -1,4 +1,4 @@
-"""``python -m inference``: inspect BVH files and run the benchmark from a terminal.
+"""``python -m inference``: inspect BVH files, run the models and the benchmark from a terminal.
 
 Bad input ends with one line on stderr that says what is wrong and where, and exit code 2.
 """
@@ -69,6 +69,20 @@ def main(argv=None):
     _model_options(var, variation=1.0)
     var.set_defaults(run=_variants, serves="variants")
 
+    follow = commands.add_parser("follow-path", help="a four-legged character walking along a path (MANN)")
+    follow.add_argument("path", type=Path, help="a CSV with the header time,x,y[,action] (seconds; metres on the "
+                                                "ground in Blender's axes, Z up) or a BVH whose root track to follow")
+    follow.add_argument("-o", "--output", required=True, type=Path)
+    follow.add_argument("--model", type=Path, help="model file (default: the shipped one serving follow-path, for "
+                                                   "the skeleton of --start or of a BVH path)")
+    follow.add_argument("--tau", type=float, default=0.5,
+                        help="how much the network's own plan of the next second counts against the path's "
+                             "(0: the path alone; default 0.5)")
+    follow.add_argument("--start", type=_start, metavar="FILE.bvh:FRAME",
+                        help="start from this frame of a BVH file (0 is the first) with the second before it as the "
+                             "past (default: the model's skeleton standing still)")
+    follow.set_defaults(run=_follow_path, serves="follow-path")
+
     data = commands.add_parser("data", help="build or check the compact training cache of a data set")
     data.add_argument("--data", type=Path, required=True, help="folder or archive of BVH files")
     data.add_argument("--cache", type=Path, help="cache folder (default: $BETWIXT_CACHE or ~/.cache/betwixt)")
@@ -88,6 +102,14 @@ def _gap(text):
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not START:END, two frame numbers") from None
     return start, end
+
+
+def _start(text):
+    file, _, frame = text.rpartition(":")
+    try:
+        return Path(file), int(frame)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not FILE.bvh:FRAME, a BVH file and a frame number") from None
 
 
 def _model_options(parser, variation=0.0):
@@ -158,6 +180,27 @@ def _variants(args):
         path = args.output / f"{args.file.stem}-variant{i + 1:02d}.bvh"
         write_bvh(replace(motion, rotations=quat.unroll(r), positions=p), path)
     print(f"wrote {args.k} variants of frames {start + 1} to {end - 1} to {args.output}")
+
+
+def _follow_path(args):
+    from .mann.path import read_path
+    from .modelfile import find_model, open_model
+
+    start = (read_bvh(args.start[0]), args.start[1]) if args.start else None
+    if args.model:
+        model = open_model(args.model, kind="mann", tau=args.tau)
+    else:   # the skeleton to find a model for: the start's, a BVH path's, or any
+        given = start[0].skeleton if start else \
+            (read_bvh(args.path).skeleton if args.path.suffix.lower() == ".bvh" else None)
+        model = find_model(given, serves=args.serves, tau=args.tau)
+    if start:
+        model.check_skeleton(start[0].skeleton)
+    path = read_path(args.path, model.skeleton, model.units_per_metre, model.actions)
+    began = time.perf_counter()
+    out = model.follow([path], start)[0]
+    write_bvh(out, args.output)
+    print(f"wrote {args.output}: {out.n_frames} frames at {out.fps:g} fps ({out.duration:.2f} s) along {args.path} "
+          f"by {model.name} in {time.perf_counter() - began:.2f} s")
 
 
 def _bench_speed(args):

@@ -20,7 +20,7 @@ from .motion import Skeleton
 FORMAT = 2   # the metadata layout this version writes and reads
 MODELS = Path(__file__).parent / "models"
 # kind -> the module (relative to this package) and class of its runtime; a family plugs in here
-KINDS = {"rtn": ("rtn.runtime", "RTNModel")}
+KINDS = {"rtn": ("rtn.runtime", "RTNModel"), "mann": ("mann.runtime", "MANNModel")}
 COMMON = ("betwixt.kind", "betwixt.version", "betwixt.skeleton", "betwixt.fps", "betwixt.normalisation",
           "betwixt.data", "betwixt.licence")
 
@@ -144,16 +144,19 @@ def _kind_of(path):
 
 
 def find_model(skeleton, kind=None, serves=None, folder=None, **options):
-    """The shipped model trained on ``skeleton``, of ``kind`` or serving ``serves`` (say "fill"),
-    opened; or an error that says how to choose one."""
+    """The shipped model trained on ``skeleton`` (None: on any), of ``kind`` or serving ``serves`` (say
+    "fill"), opened; or an error that says how to choose one."""
     for path in shipped(folder=folder):
         file, ort = read(path)
-        if kind not in (None, file.kind) or not skeleton.same_hierarchy(file.skeleton) or file.kind not in KINDS:
+        if kind not in (None, file.kind) or file.kind not in KINDS \
+                or not (skeleton is None or skeleton.same_hierarchy(file.skeleton)):
             continue
         runtime = runtime_class(file.kind, path)
         if serves is None or serves in runtime.SERVES:
             return runtime(file, ort, **options)
     wanted = " ".join(w for w in (kind, f"model for {serves}" if serves else "model") if w)
+    if skeleton is None:
+        raise ModelError(f"no {wanted} is shipped; pass --model FILE")
     raise ModelError(f"no shipped {wanted} knows this skeleton ({len(skeleton)} joints, root "
                      f"{skeleton.names[0]!r}); pass --model FILE with a model trained on it")
 

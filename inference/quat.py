@@ -73,6 +73,28 @@ def to_matrix(q):
     ], axis=-2)
 
 
+def from_matrix(m):
+    """Unit quaternions ``w, x, y, z`` (…, 4) of rotation matrices (…, 3, 3), with ``w >= 0``."""
+    m = np.asarray(m, dtype=np.float64)
+    # Shepperd: four candidate formulas, each exact where its pivot is largest
+    t = np.stack([m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2],
+                  m[..., 0, 0] - m[..., 1, 1] - m[..., 2, 2],
+                  -m[..., 0, 0] + m[..., 1, 1] - m[..., 2, 2],
+                  -m[..., 0, 0] - m[..., 1, 1] + m[..., 2, 2]], axis=-1)
+    k = np.argmax(t, axis=-1)
+    s = np.sqrt(np.maximum(1.0 + np.take_along_axis(t, k[..., None], -1)[..., 0], 1e-300))
+    q = np.empty(m.shape[:-2] + (4,))
+    a, b, c = m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0], m[..., 1, 0] - m[..., 0, 1]
+    d, e, f = m[..., 1, 0] + m[..., 0, 1], m[..., 0, 2] + m[..., 2, 0], m[..., 2, 1] + m[..., 1, 2]
+    cases = [np.stack([s * s, a, b, c], -1), np.stack([a, s * s, d, e], -1),
+             np.stack([b, d, s * s, f], -1), np.stack([c, e, f, s * s], -1)]
+    for i, case in enumerate(cases):
+        q = np.where((k == i)[..., None], case, q)
+    q = q / (2.0 * s[..., None])
+    q = normalize(q)
+    return np.where(q[..., :1] < 0, -q, q)
+
+
 def to_euler(q, order):
     """Euler angles in radians such that ``from_euler(to_euler(q, order), order)`` is ``±q``.
 

@@ -62,7 +62,8 @@ def test_importing_inference_pulls_in_no_heavy_package():
     lazily), and not even onnxruntime until a model is opened."""
     modules = sorted(".".join(p.relative_to(ROOT).with_suffix("").parts) for p in (ROOT / "inference").rglob("*.py")
                      if p.name != "__main__.py")
-    assert {"inference.modelfile", "inference.inbetween", "inference.rtn.runtime", "inference.rtn.blends"} <= set(modules)
+    assert {"inference.modelfile", "inference.inbetween", "inference.rtn.runtime", "inference.rtn.blends",
+            "inference.mann.runtime", "inference.mann.features", "inference.mann.path"} <= set(modules)
     heavy = ("torch", "scipy", "bpy", "matplotlib", "tqdm", "onnxruntime", "onnx")
     code = (f"import importlib, sys\nfor m in {modules!r}: importlib.import_module(m)\n"
             f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
@@ -73,8 +74,9 @@ def test_importing_inference_pulls_in_no_heavy_package():
 
 def test_models_lists_every_shipped_model_and_one_of_another_kind_beside_them(trained_rtn, lafan1_zip, tmp_path,
                                                                              monkeypatch, capsys):
-    """A model file of a kind that is not for in-betweening (here "mann") dropped into a copy of the
-    models folder: the listing shows it with what it serves, and fill still finds the RTN model."""
+    """A model file of a kind that is not for in-betweening (here "mann", an RTN file relabelled) dropped
+    into a copy of the models folder: the listing shows it with what it serves, and fill still finds
+    the RTN model."""
     import shutil
 
     import onnx
@@ -100,7 +102,7 @@ def test_models_lists_every_shipped_model_and_one_of_another_kind_beside_them(tr
     assert lafan["kind"] == "rtn" and lafan["skeleton"] == {"joints": 22, "root": "Hips"} and lafan["fps"] == 30
     assert lafan["serves"] == ["fill", "decompress", "variants"] and "non-commercial" in lafan["licence"]
     assert lafan["bytes"] == (models / "rtn-lafan1.onnx").stat().st_size
-    assert listed["mann-dog"]["kind"] == "mann" and listed["mann-dog"]["serves"] == []
+    assert listed["mann-dog"]["kind"] == "mann" and listed["mann-dog"]["serves"] == ["follow-path"]
     assert main(["models"]) == 0
     assert "mann-dog: mann, 22 joints (root Hips)" in capsys.readouterr().out
 
@@ -116,7 +118,7 @@ def test_a_model_file_of_an_unknown_kind_or_newer_format_is_one_clear_error(trai
     from inference.modelfile import ModelError, open_model
 
     for changes, message in (({"betwixt.kind": "gan"}, "a model of kind 'gan', which this version of Betwixt does "
-                                                        "not know \\(it knows rtn\\); update Betwixt"),
+                                                        "not know \\(it knows mann, rtn\\); update Betwixt"),
                              ({"betwixt.version": "3"}, "a 'rtn' model in format version 3, and this Betwixt reads "
                                                         "version 2; update Betwixt")):
         proto = onnx.load(str(trained_rtn["model"]))

@@ -259,3 +259,10 @@ def test_unroll_along_another_axis(rng):
     assert np.array_equal(quat.unroll(q, axis=1), np.swapaxes(quat.unroll(np.swapaxes(q, 0, 1)), 0, 1))
     assert np.all(np.sum(quat.unroll(q, axis=1)[:, 1:] * quat.unroll(q, axis=1)[:, :-1], axis=-1) >= 0)
     assert quat.unroll(q[:, :1], axis=1).shape == (4, 1, 4)
+
+
+def test_from_matrix_inverts_to_matrix_with_w_not_negative(rng):
+    q = random_quats(rng, 20000)
+    q[:4] = [[0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1], [1, 0, 0, 0]]   # half turns: every pivot of Shepperd's
+    back = quat.from_matrix(quat.to_matrix(q))
+    assert same_rotation(back, q) < 1e-14 and np.all(back[:, 0] >= 0)

@@ -1,10 +1,7 @@
 """MANN's per-frame input and output vectors, as the paper's reference exporter writes them.
 
-Everything is measured in a *root* frame on the floor: its origin is the hips projected to the floor
-(y = 0), its +Z the facing (the horizontal direction from ``Hips`` to ``Neck``, steadier than the hips'
-own axes, which point at the floor when the dog sits), +Y up and +X = Y x Z. The trajectory holds
-twelve samples of the root from one second before to one second after a frame (the reference's: six
-past samples every 1/6 s, the frame itself, five future ones every 0.2 s).
+The root frame, the bones and the twelve trajectory samples are defined once, for training and the
+runtime, in :mod:`inference.mann.features`; this module lays them out as the network's vectors.
 
 For frame ``t`` (the network steps from t to t + 1):
 
@@ -34,33 +31,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inference import quat
 from inference.dataset import motion_set
 from inference.errors import DataError
+from inference.mann.features import (BONE_DIM, BONE_FIELDS, CURRENT, OUT_SAMPLE_DIM, OUT_SAMPLE_FIELDS, ROOT_FIELDS,
+                                     SAMPLE_DIM, SAMPLE_FIELDS, SAMPLES, SPEED_HORIZON, bones_of, leg_length, one_hot,
+                                     pose, root, sample_frames, trajectory, turn, world)
 from ..clips import HOLD_OUT, clips
 from . import labels as labelling
-from .bones import bones_of, leg_length, world
 
 # The test split: never trained or validated on, absent from the model card's file list.
 TEST_CLIPS = ("D1_008_KAN01_002", "D1_009_KAN01_002", "D1_010_KAN01_003", "D1_ex04_KAN02_003", "D1_058_KAN01_001")
 
-SAMPLES = tuple([-1 + i / 6 for i in range(6)] + [0.0] + [i / 5 for i in range(1, 6)])   # seconds
-CURRENT = 6          # the sample of the frame itself
-SPEED_HORIZON = 1.0  # s: the desired speed is the root's path over this, in five legs
-SAMPLE_FIELDS = {"position": (0, 2), "direction": (2, 4), "velocity": (4, 6), "speed": (6, 7), "actions": (7, 13)}
-OUT_SAMPLE_FIELDS = {"position": (0, 2), "direction": (2, 4), "velocity": (4, 6)}
-BONE_FIELDS = {"position": (0, 3), "forward": (3, 6), "up": (6, 9), "velocity": (9, 12)}
-ROOT_FIELDS = {"dx": (0, 1), "dz": (1, 2), "dtheta": (2, 3)}
-SAMPLE_DIM, OUT_SAMPLE_DIM, BONE_DIM = 13, 6, 12
 # Stretches where every paw stays this high (leg lengths) for this long are on a box or a platform,
 # not in a jump (jumps in the data are airborne at most 0.52 s, standing on something at least
 # 0.85 s): the runtime walks on flat ground, so they (and MARGIN around them) are not learned from.
 ELEVATED, ELEVATED_FOR, MARGIN = 0.2, 0.7, 0.25
-
-
-def sample_frames(fps):
-    """The trajectory samples' offsets in frames at ``fps`` (the dog's 60: -60, -50, ..., 0, 12, ..., 60)."""
-    return np.array([int(round(s * fps)) for s in SAMPLES])
 
 
 def layout(bones, fps, units_per_metre):
@@ -154,92 +139,23 @@ def _cat(parts):
     return torch.cat(parts, dim=1)
 
 
-def _turn(theta, v):
-    """Horizontal vectors (..., 2) as (x, z), or (..., 3), turned by -theta about +Y: into a root frame
-    facing theta (the facing is (sin theta, cos theta) in x, z)."""
-    c, s = np.cos(theta)[..., None], np.sin(theta)[..., None]
-    x, z = v[..., :1], v[..., -1:]
-    turned = [c * x - s * z, s * x + c * z]
-    return np.concatenate([turned[0], v[..., 1:2], turned[1]] if v.shape[-1] == 3 else turned, axis=-1)
-
-
-def _reflected(values, pad, point=False):
-    """(F + 2 pad, ...) ``values`` extended at both ends by reflection in the end frames; ``point``
-    reflects the values too (positions: the motion goes on with the same velocity)."""
-    n = len(values)
-    i = np.arange(-pad, n + pad)
-    mirror = np.clip(np.where(i < 0, -i, np.where(i > n - 1, 2 * (n - 1) - i, i)), 0, n - 1)
-    out = values[mirror]
-    if point:
-        end = np.where(i < 0, 0, n - 1)
-        outside = (i < 0) | (i > n - 1)
-        out[outside] = 2 * values[end[outside]] - out[outside]
-    return out
-
-
 def features(motion, bones, label=None):
     """The :class:`Frames` of one motion (samples are indices into it), with its labels (F,), derived
     from the motion when not given."""
     fps, n = motion.fps, motion.n_frames
     pos, rot = world(motion, bones)
-    root, theta, velocity = _root(pos, bones, fps)
+    ground, theta, velocity = root(pos, bones, fps)
     label = labelling.labels(motion, bones) if label is None else label
-    trajectory = _trajectory(root, theta, velocity, labelling.one_hot(label, fps), fps)
+    samples = trajectory(ground, theta, velocity, one_hot(label, fps, len(labelling.ACTIONS)), fps)
     motion_of_root = np.zeros((n, 3))
     if n > 1:
-        motion_of_root[:-1, :2] = _turn(theta[:-1], np.diff(root, axis=0)) * fps
+        motion_of_root[:-1, :2] = turn(theta[:-1], np.diff(ground, axis=0)) * fps
         motion_of_root[:-1, 2] = np.diff(theta) * fps
     flat = on_flat_ground(pos[:, bones.paws, 1], fps, leg_length(motion.skeleton, bones))
     t = np.arange(1, n - 1)
     t = t[flat[t - 1] & flat[t] & flat[t + 1]]
-    return Frames(trajectory.astype(np.float32), _pose(pos, rot, root, theta, fps).astype(np.float32),
+    return Frames(samples.astype(np.float32), pose(pos, rot, ground, theta, fps).astype(np.float32),
                   motion_of_root.astype(np.float32), t, np.asarray(label, dtype=np.int8))
-
-
-def _root(pos, bones, fps):
-    """The root of every frame: its position on the floor (F, 2) as (x, z), its facing angle (F,)
-    (continuous: the facing is (sin, cos) of it) and its horizontal velocity (F, 2), backwards as the
-    reference's (the first frame takes the second's)."""
-    hips, neck = pos[:, bones.index("Hips")], pos[:, bones.index("Neck")]
-    root = hips[:, [0, 2]]
-    facing = (neck - hips)[:, [0, 2]]
-    theta = np.unwrap(np.arctan2(facing[:, 0], facing[:, 1]))
-    velocity = np.diff(root, axis=0, prepend=root[:1]) * fps
-    velocity[0] = velocity[1] if len(root) > 1 else 0.0
-    return root, theta, velocity
-
-
-def _trajectory(root, theta, velocity, actions, fps):
-    """(F, 12, 13): every frame's trajectory samples in its root frame (see the module's docstring)."""
-    n = len(root)
-    offsets = sample_frames(fps)
-    leg = int(round(SPEED_HORIZON * fps / 5))
-    pad = int(np.abs(offsets).max()) + 5 * leg                      # the last sample's desired speed reads this far
-    g, th = _reflected(root, pad, point=True), _reflected(theta, pad)
-    v, act = _reflected(velocity, pad), _reflected(actions, pad)
-    path = np.linalg.norm(g[leg:] - g[:-leg], axis=-1)                # each leg's length, from each frame
-    speed = sum(path[k * leg:len(path) - (4 - k) * leg] for k in range(5)) / SPEED_HORIZON
-    speed = np.pad(speed, (0, len(g) - len(speed)), mode="edge")
-    at = pad + np.arange(n)[:, None] + offsets                        # (F, 12) into the padded arrays
-    turn = theta[:, None]
-    return np.concatenate([_turn(turn, g[at] - root[:, None]),
-                           _turn(turn, np.stack([np.sin(th[at]), np.cos(th[at])], axis=-1)),
-                           _turn(turn, v[at]), speed[at][..., None], act[at]], axis=-1)
-
-
-def _pose(pos, rot, root, theta, fps):
-    """(F, B, 12): every frame's bones in the previous frame's root frame (the first frame's in its
-    own): position, forward, up, velocity (backwards; the first frame takes the second's)."""
-    n = len(pos)
-    before = np.maximum(np.arange(n) - 1, 0)
-    origin = np.stack([root[before, 0], np.zeros(n), root[before, 1]], axis=-1)
-    velocity = np.diff(pos, axis=0, prepend=pos[:1]) * fps
-    velocity[0] = velocity[1] if n > 1 else 0.0
-    turn = theta[before, None]
-    return np.concatenate([_turn(turn, pos - origin[:, None]),
-                           _turn(turn, quat.rotate(rot, np.array([0.0, 0.0, 1.0]))),
-                           _turn(turn, quat.rotate(rot, np.array([0.0, 1.0, 0.0]))),
-                           _turn(turn, velocity)], axis=-1)
 
 
 def on_flat_ground(paw_heights, fps, leg):

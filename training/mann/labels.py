@@ -27,9 +27,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
-
-from .bones import bones_of, leg_length, world
+from inference.mann.features import bones_of, leg_length, rolling, world
 
 ACTIONS = ("idle", "move", "jump", "sit", "stand", "lie")
 IDLE, MOVE, JUMP, SIT, STAND, LIE = range(len(ACTIONS))
@@ -54,12 +52,6 @@ MAJORITY = 0.2        # s
 MIN_SEGMENT = 0.3     # s
 
 
-def _rolling(x, width, reduce):
-    """``reduce`` over a centred window of ``width`` frames (edges repeat)."""
-    half = max(int(width) // 2, 0)
-    return reduce(sliding_window_view(np.pad(x, (half, half), mode="edge"), 2 * half + 1), axis=-1)
-
-
 def signals(motion, bones=None):
     """What the labels are read from, per frame (F,), heights above the ground in the data's units:
     ``speed`` (units/s), ``hips``, ``neck``, ``front`` (the lower front paw), ``hind`` (the higher hind
@@ -68,7 +60,7 @@ def signals(motion, bones=None):
     pos, _ = world(motion, bones)
     fps, sk = motion.fps, motion.skeleton
     paws = pos[:, bones.paws, 1]
-    ground = _rolling(paws.min(axis=1), GROUND_WINDOW * fps, np.median)
+    ground = rolling(paws.min(axis=1), GROUND_WINDOW * fps, np.median)
     root = pos[:, bones.index("Hips"), :][:, [0, 2]]
     half = max(int(SPEED_WINDOW * fps / 2), 1)
     ahead = np.pad(root, ((0, half), (0, 0)), mode="edge")[half:]
@@ -135,7 +127,7 @@ def classify(sig, fps):
 def smooth(label, fps):
     """``label`` (F,) without flicker: a majority over MAJORITY seconds, then every stretch shorter
     than MIN_SEGMENT seconds merged into the longer of its neighbours (shortest first)."""
-    counts = np.stack([_rolling((label == a).astype(np.float32), MAJORITY * fps, np.sum) for a in range(len(ACTIONS))])
+    counts = np.stack([rolling((label == a).astype(np.float32), MAJORITY * fps, np.sum) for a in range(len(ACTIONS))])
     label = np.where(counts.max(axis=0) > counts[label, np.arange(len(label))], counts.argmax(axis=0), label)
     label = label.astype(np.int8)
     shortest = MIN_SEGMENT * fps
@@ -161,14 +153,6 @@ def segments_of(label):
 def labels(motion, bones=None):
     """The action of every frame of ``motion`` (F,) int8, an index into ACTIONS."""
     return smooth(classify(signals(motion, bones), motion.fps), motion.fps)
-
-
-def one_hot(label, fps, soften=0.25):
-    """Action values (F, 6): one-hots averaged over ``soften`` seconds, so that an action fades in
-    and out over a quarter of a second as the runtime's requests blend, rather than switching."""
-    hot = np.eye(len(ACTIONS), dtype=np.float32)[label]
-    width = int(round(soften * fps)) | 1
-    return np.stack([_rolling(hot[:, a], width, np.mean) for a in range(len(ACTIONS))], axis=1)
 
 
 def thresholds():

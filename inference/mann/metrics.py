@@ -1,0 +1,58 @@
+"""How well a quadruped motion walks and follows its path (``../shared/docs/metrics.md``): foot skating
+and angular update as in Zhang et al. 2018 (Tables 2 and 3), and path deviation (Table 4). Lengths in
+the motion's units (the dog's: cm)."""
+
+import numpy as np
+
+from .features import bones_of, root, world
+
+SKATE_HEIGHT = 2.5   # cm: H of the skating measure; a paw this much above its ground counts half
+# the legs' joints, trunk to paw: the front legs from the shoulder blade, the back legs from the hip
+LEGS = ("LeftShoulder", "LeftArm", "LeftForeArm", "LeftHand", "RightShoulder", "RightArm", "RightForeArm", "RightHand",
+        "LeftUpLeg", "LeftLeg", "LeftFoot", "RightUpLeg", "RightLeg", "RightFoot")
+
+
+def paws(motion):
+    """World positions (F, 4, 3) of the paws (the End Sites under the front and back feet)."""
+    bones = bones_of(motion.skeleton)
+    return world(motion, bones)[0][:, list(bones.paws)]
+
+
+def paw_ground(paw_positions):
+    """(4,) each paw's resting height: the 2nd percentile of its height over the clip."""
+    return np.percentile(paw_positions[..., 1], 2, axis=0)
+
+
+def foot_skating(paw_positions, ground, height=SKATE_HEIGHT):
+    """(4,) mean skating of each paw over consecutive frames: its horizontal displacement (units a
+    frame) times clamp(2 - 2^(h / H), 0, 1), h its height above ``ground`` (4,) over the two frames."""
+    step = np.linalg.norm(np.diff(paw_positions[..., [0, 2]], axis=0), axis=-1)
+    h = 0.5 * (paw_positions[1:, :, 1] + paw_positions[:-1, :, 1]) - ground
+    return (step * np.clip(2 - 2 ** (h / height), 0, 1)).mean(axis=0)
+
+
+def angular_update(motion, joints=LEGS):
+    """Mean angle (degrees a frame) by which the local rotations of ``joints`` turn between frames."""
+    index = [motion.skeleton.index(j) for j in joints]
+    q = motion.rotations[:, index]
+    dot = np.abs(np.sum(q[1:] * q[:-1], axis=-1))
+    return float(np.degrees(2 * np.arccos(np.minimum(dot, 1.0))).mean())
+
+
+def path_deviation(motion, points):
+    """The root's distance to a path (polyline ``points`` (N, 2) on the ground) and its facing's angle to
+    the path's direction there, each the mean over frames: (units, degrees)."""
+    bones = bones_of(motion.skeleton)
+    ground, theta, _ = root(world(motion, bones)[0], bones, motion.fps)
+    a, b = points[:-1], points[1:]
+    seg = b - a
+    length = np.maximum(np.sum(seg * seg, axis=-1), 1e-12)
+    u = np.clip(np.einsum("fsc,sc->fs", ground[:, None] - a, seg) / length, 0, 1)      # (F, S)
+    nearest = a + u[..., None] * seg
+    distance = np.linalg.norm(ground[:, None] - nearest, axis=-1)
+    which = np.argmin(np.where(length > 1e-12, distance, np.inf), axis=1)
+    along = seg[which]
+    facing = np.stack([np.sin(theta), np.cos(theta)], axis=-1)
+    cos = np.sum(facing * along, axis=-1) / np.linalg.norm(along, axis=-1)
+    angle = np.degrees(np.arccos(np.clip(cos, -1, 1)))
+    return float(distance[np.arange(len(ground)), which].mean()), float(angle.mean())
