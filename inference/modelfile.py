@@ -81,6 +81,42 @@ class ModelFile:
             raise ModelError(f"{self.path}: incomplete model metadata ({key}: {e}); export it again") from None
 
 
+class Model:
+    """A model file opened, of any kind: each kind's runtime class (``KINDS``) builds on this, reads its
+    own metadata, and says what it is (``TITLE``) and what it serves (``SERVES``)."""
+
+    TITLE = None
+    SERVES = ()
+
+    def __init__(self, file, session):
+        self.file, self.session = file, session
+        self.skeleton = file.skeleton
+
+    @property
+    def name(self):
+        return self.file.name
+
+    @property
+    def path(self):
+        return self.file.path
+
+    @property
+    def metadata(self):
+        return self.file.metadata
+
+    def check_skeleton(self, skeleton):
+        """Refuse a skeleton this model was not trained on, naming the joints that differ."""
+        if skeleton.same_hierarchy(self.skeleton):
+            return
+        missing = [n for n in self.skeleton.names if n not in skeleton.names]
+        extra = [n for n in skeleton.names if n not in self.skeleton.names]
+        detail = (f"missing joints {missing[:5]}" if missing else "") + \
+                 (f"{', ' if missing else ''}unknown joints {extra[:5]}" if extra else "")
+        raise ModelError(f"the skeleton ({len(skeleton)} joints, root {skeleton.names[0]!r}) does not match model "
+                         f"{self.name} ({detail or 'same joints, different hierarchy or order'}); "
+                         "choose a model trained on this skeleton or map the bones first")
+
+
 def read(path, threads=1):
     """``(ModelFile, session)`` for the file at ``path``: its common metadata checked, whatever its kind."""
     path = Path(path)

@@ -181,5 +181,5 @@ def test_a_bvh_of_another_skeleton_is_refused_as_path_or_start(model_path, mocap
     assert len(err) == 1 and f"{human}: a motion of another skeleton (31 joints, root 'Hips'" in err[0], err
     assert main(["follow-path", str(csv), "-o", str(out), "--model", str(model_path), "--start", f"{human}:0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "the skeleton (31 joints, root 'Hips') is not the one model" in err[0], err
+    assert len(err) == 1 and "the skeleton (31 joints, root 'Hips') does not match model" in err[0], err
     assert not out.exists()

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import quat
-from ..modelfile import ModelError
+from ..modelfile import Model, ModelError
 from ..motion import Motion, Skeleton
 from .features import (BONE_DIM, CURRENT, FORWARD, OUT_SAMPLE_DIM, SAMPLE_DIM, UP, bones_of, leg_length, one_hot,
                        reflected, root, sample_frames, speed_ahead, turn, world)
@@ -70,7 +70,7 @@ class _State:
                        pos=spin(self.pos - origin) + target, fwd=spin(self.fwd), up=spin(self.up), vel=spin(self.vel))
 
 
-class MANNModel:
+class MANNModel(Model):
     """A MANN model file, checked and ready (opened by :func:`..modelfile.open_model`)."""
 
     TITLE = "Locomotion (MANN)"
@@ -79,7 +79,7 @@ class MANNModel:
     def __init__(self, file, session, tau=0.5):
         """``file``: the :class:`..modelfile.ModelFile`; ``tau``: how much the network's own plan of the
         future counts against the path's (see the module's docstring; 0 follows the path alone)."""
-        self.file, self.session = file, session
+        super().__init__(file, session)
         if not 0 <= tau < np.inf:
             raise ModelError(f"tau must be 0 or more, not {tau}")
         self.tau = float(tau)
@@ -106,25 +106,6 @@ class MANNModel:
         self.move_speed = thresholds["MOVE_SPEED"] * leg_length(self.skeleton, self.bones)
         self.joint_bones = np.array([self.bones.index(n) for n in self.skeleton.names])
         self._dense = _interpolation(self.offsets[CURRENT:], self.ahead)
-
-    @property
-    def name(self):
-        return self.file.name
-
-    @property
-    def path(self):
-        return self.file.path
-
-    @property
-    def metadata(self):
-        return self.file.metadata
-
-    def check_skeleton(self, skeleton):
-        """Refuse a skeleton this model was not trained on."""
-        if not skeleton.same_hierarchy(self.skeleton):
-            raise ModelError(f"the skeleton ({len(skeleton)} joints, root {skeleton.names[0]!r}) is not the one model "
-                             f"{self.name} was trained on ({len(self.skeleton)} joints, root "
-                             f"{self.skeleton.names[0]!r}); choose a model trained on this skeleton")
 
     def follow(self, paths, start=None):
         """One :class:`~..motion.Motion` per :class:`~.path.Path` in ``paths``, the model's skeleton

@@ -15,7 +15,7 @@ import numpy as np
 from .. import quat
 from ..features import Layout, canonical_frame, decode_features, frame_features, move, orient, target_features, unmove
 from ..mirror import mirror_map, reflect, reflection, world_reflection
-from ..modelfile import ModelError
+from ..modelfile import Model, ModelError
 from ..motion import AXES
 from ..transition import Gap, held
 from .blends import end_blend, end_ramp, start_blend, start_ramp, target_blend, target_ramp
@@ -31,7 +31,7 @@ _GAP_ARRAYS = ("past_rotations", "past_positions", "target_rotations", "target_p
                "after_positions")
 
 
-class RTNModel:
+class RTNModel(Model):
     """An RTN model file, checked and ready (opened by :func:`..modelfile.open_model`): ``model(gap)``
     is a method for the benchmark."""
 
@@ -42,7 +42,7 @@ class RTNModel:
         """``file``: the :class:`..modelfile.ModelFile`; ``symmetric``: average each fill with its
         mirror image's where the file allows (see fill); ``both_ways``: with the gap filled
         backwards too, where the file allows. Each view adds one gap to the network's batch."""
-        self.file, self.session = file, session
+        super().__init__(file, session)
         norm = file.normalisation
         try:
             self.layout = Layout(**file.json("betwixt.layout"))
@@ -61,34 +61,6 @@ class RTNModel:
             reflections = np.asarray(file.json("betwixt.mirror")["reflections"], dtype=np.float64)
             self.mirror = reflection(self.skeleton.parents, mirror_map(self.skeleton.names),
                                      world_reflection(AXES[self.layout.up]), reflections)
-
-    @property
-    def name(self):
-        return self.file.name
-
-    @property
-    def path(self):
-        return self.file.path
-
-    @property
-    def skeleton(self):
-        return self.file.skeleton
-
-    @property
-    def metadata(self):
-        return self.file.metadata
-
-    def check_skeleton(self, skeleton):
-        """Refuse a skeleton this model was not trained on, naming the joints that differ."""
-        if skeleton.same_hierarchy(self.skeleton):
-            return
-        missing = [n for n in self.skeleton.names if n not in skeleton.names]
-        extra = [n for n in skeleton.names if n not in self.skeleton.names]
-        detail = (f"missing joints {missing[:5]}" if missing else "") + \
-                 (f"{', ' if missing else ''}unknown joints {extra[:5]}" if extra else "")
-        raise ModelError(f"the skeleton does not match model {self.name} "
-                         f"({detail or 'same joints, different hierarchy or order'}); "
-                         "choose a model trained on this skeleton or map the bones first")
 
     def __call__(self, gap):
         return self.fill(gap)
