@@ -2,14 +2,12 @@
 paths followed (several in one batch), the start pose, actions per segment, the BVH written, and bad
 paths refused with one clear error and nothing written.
 
-The model is the shipped one serving follow-path, or else the CPU-trained development model in
-``runs/mann`` (``training/mann/family.py`` says how to make it). The tolerances were measured with the
-latter after 21,719 and 54,205 steps on 2 CPU cores: a line at 1 m/s 0.6-0.7 cm from the path on
-average, a circle of 1.5 m at 1 m/s 1.2-2.3 cm; they are set at about twice the worse.
+The model is the shipped one serving follow-path. The tolerances were measured with CPU-trained
+models after 21,719 and 54,205 steps (and hold at the shipped 107,594): a line at 1 m/s 0.6-0.7 cm
+from the path on average, a circle of 1.5 m at 1 m/s 1.2-2.3 cm; they are set at about twice the worse.
 """
 
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,19 +19,15 @@ from inference.mann.features import bones_of, root, world
 from inference.mann.path import Path as GroundPath
 from inference.modelfile import MODELS, find_model, open_model
 
-ROOT = Path(__file__).resolve().parents[1]
 LINE_CM, CIRCLE_CM = 1.5, 5.0   # mean distance of the root to the path; measured up to 0.7 and 2.3
 
 
 @pytest.fixture(scope="module")
 def model_path():
-    try:
-        return find_model(None, serves="follow-path").path
-    except Exception:
-        path = ROOT / "runs" / "mann" / "mann-dog.onnx"
-        if not path.exists():
-            pytest.skip(f"no MANN model: none shipped in {MODELS} and no {path}")
-        return path
+    """The shipped model (a missing one is a failure, not a skip)."""
+    path = find_model(None, serves="follow-path").path
+    assert path == MODELS / "mann-dog.onnx"
+    return path
 
 
 @pytest.fixture(scope="module")
