@@ -295,7 +295,8 @@ def _outer_handles_kept(points, at, gaps, frames):
     inner one pointing the way the outer one does, a third of the way to the nearest new key."""
     automatic = [_enum("handle_left_type", t) for t in ("AUTO", "AUTO_CLAMPED")]
     free = _enum("handle_left_type", "FREE")
-    points = {k: v.copy() for k, v in points.items()}
+    points = {**points, **{k: points[k].copy() for k in ("handle_left", "handle_right", "handle_left_type",
+                                                           "handle_right_type")}}
     co = points["co"].reshape(-1, 2)
     for i in np.flatnonzero(np.isin(np.round(at), np.round([a for a, _ in gaps]))):
         _free(points, co, i, "left", "right", frames[frames > at[i]], automatic, free)

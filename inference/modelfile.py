@@ -172,11 +172,18 @@ def shipped(kind=None, folder=None):
             if kind is None or _kind_of(path) == kind]
 
 
+_kinds = {}   # (path, modified, size) -> kind: reading a file's metadata opens a session
+
+
 def _kind_of(path):
-    try:
-        return read(path)[0].kind
-    except ModelError:
-        return None
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    if key not in _kinds:
+        try:
+            _kinds[key] = read(path)[0].kind
+        except ModelError:
+            _kinds[key] = None
+    return _kinds[key]
 
 
 def find_model(skeleton, kind=None, serves=None, folder=None, **options):
