@@ -70,7 +70,7 @@ def validation_section(family, state, data, cache=None):
     from ..export import loaded
 
     _, model = loaded(state)
-    norm, device = Normaliser({k: v.numpy() for k, v in state["stats"].items()}), torch.device("cpu")
+    norm, device = Normaliser(state["stats"]), torch.device("cpu")
     scores = validate(model, norm, val_set, device, blend=BLEND)
     baseline = validate(model, norm, val_set, device, interpolate=True)
     lines = ["## Validation (gaps in the held-out last tenth of every training clip)", "",
