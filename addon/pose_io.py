@@ -154,8 +154,9 @@ def sample(obj, channels, rig, frames, bones=None):
     """Bone channels on ``frames``: location, rotation (quaternions), scale ``(frames, bones, …)`` and
     the rotation channels as keyed ``{bone: (frames, 3|4)}``.
 
-    Animated channels are their F-curves' values, the others the pose's current values. Only
-    ``bones`` and their ancestors are read (the rest stay at rest): nothing else moves them.
+    Animated channels are their F-curves' values, the others the pose's current values (all of them
+    with ``channels`` None: an armature without an action). Only ``bones`` and their ancestors are
+    read (the rest stay at rest): nothing else moves them.
     """
     frames = np.asarray(frames, dtype=np.float64).tolist()   # Python floats, made once for every curve
     n = len(frames)
@@ -188,7 +189,7 @@ def _channel(channels, bone, prop, count, current, frames):
     out = np.empty((len(frames), count))
     path = bone_path(bone, prop)
     for i in range(count):
-        fc = channels.find(path, i)
+        fc = channels.find(path, i) if channels is not None else None
         if fc is None:
             out[:, i] = current[i]
         else:   # one C call per frame: map over Python floats is the quickest way to make them
