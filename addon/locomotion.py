@@ -53,7 +53,7 @@ def selected_curve(context):
     curves = [o for o in context.selected_objects if o.type == "CURVE"]
     if len(curves) != 1:
         raise PathError("select the path, one curve object, then the armature last so that it is active"
-                        if not curves else f"{len(curves)} curves are selected ({', '.join(sorted(o.name for o in curves))}); "
+                        if not curves else f"{len(curves)} curves are selected ({', '.join(sorted(repr(o.name) for o in curves))}); "
                         "select only the one to follow")
     return curves[0]
 

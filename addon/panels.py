@@ -76,6 +76,7 @@ class _BetwixtPanel:
                 col.label(text=UNMAPPED_COST, icon="BLANK1")
         row = box.row(align=True)
         row.operator("betwixt.detect_mapping", text="Detect", icon="VIEWZOOM")
+        row.operator_menu_enum("betwixt.detect_mapping", "skeleton", text="", icon="DOWNARROW_HLT")
         row.operator("betwixt.clear_mapping", text="Clear", icon="X")
         row.prop(settings, "show_mapping", text="", icon="PREFERENCES")
         if settings.show_mapping and len(obj.data.betwixt_joints):

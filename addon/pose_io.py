@@ -290,18 +290,21 @@ class KeyStyle:
 
 
 def _outer_handles_kept(points, at, gaps, frames):
-    """``points`` (read_points) with each gap's end keys keeping the handle that faces away from the gap
-    where it was automatic: new keys beside a key move its automatic handles, and with them the curve
-    outside the gap. Both handles are freed (Blender realigns a free handle to an automatic one), the
-    inner one pointing the way the outer one does, a third of the way to the nearest new key."""
+    """``points`` (read_points) with the keys nearest each gap on either side (its end keys, where the
+    curve has them) keeping the handle that faces away from the gap where it was automatic: new keys
+    beside a key move its automatic handles, and with them the curve outside the gap. Both handles are
+    freed (Blender realigns a free handle to an automatic one), the inner one pointing the way the outer
+    one does, a third of the way to the nearest new key."""
     automatic = [_enum("handle_left_type", t) for t in ("AUTO", "AUTO_CLAMPED")]
     free = _enum("handle_left_type", "FREE")
     points = {**points, **{k: points[k].copy() for k in ("handle_left", "handle_right", "handle_left_type",
                                                            "handle_right_type")}}
     co = points["co"].reshape(-1, 2)
-    for i in np.flatnonzero(np.isin(np.round(at), np.round([a for a, _ in gaps]))):
+    before = [k[np.argmax(at[k])] for a, _ in gaps for k in [np.flatnonzero(at < a + 1e-4)] if len(k)]
+    after = [k[np.argmin(at[k])] for _, b in gaps for k in [np.flatnonzero(at > b - 1e-4)] if len(k)]
+    for i in sorted(set(before)):
         _free(points, co, i, "left", "right", frames[frames > at[i]], automatic, free)
-    for i in np.flatnonzero(np.isin(np.round(at), np.round([b for _, b in gaps]))):
+    for i in sorted(set(after)):
         _free(points, co, i, "right", "left", frames[frames < at[i]], automatic, free)
     return points
 

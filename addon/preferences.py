@@ -125,7 +125,7 @@ def model_for(context, obj, serves=None):
     what = DOES.get(serves, serves)
     raise ModelError(f"armature {obj.name!r} plays the skeleton of model {chosen.name} ({chosen.TITLE}), which "
                      f"does not {what}" + (f"; to {what}, map its bones to model {others[0].name}'s skeleton "
-                                           f"(Betwixt panel: Detect, Skeleton {others[0].TITLE})" if others else ""))
+                                           f"(Betwixt panel: the menu beside Detect, {others[0].TITLE})" if others else ""))
 
 
 def forget_models():
