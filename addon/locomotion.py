@@ -51,10 +51,11 @@ class Route:
 def selected_curve(context):
     """The one curve object selected besides the active armature."""
     curves = [o for o in context.selected_objects if o.type == "CURVE"]
-    if len(curves) != 1:
-        raise PathError("select the path, one curve object, then the armature last so that it is active"
-                        if not curves else f"{len(curves)} curves are selected ({', '.join(sorted(repr(o.name) for o in curves))}); "
-                        "select only the one to follow")
+    if not curves:
+        raise PathError("select the path, one curve object, then the armature last so that it is active")
+    if len(curves) > 1:
+        names = ", ".join(sorted(repr(o.name) for o in curves))
+        raise PathError(f"{len(curves)} curves are selected ({names}); select only the one to follow")
     return curves[0]
 
 
@@ -80,10 +81,12 @@ def curve_points(context, obj):
 
 
 def _chain(count, edges, name):
-    """The vertex order (N,) of ``count`` vertices joined by ``edges`` (E, 2) into one line, from its end
-    of the lowest index (vertex 0, a spline's first point, when it is closed), closed by its first."""
+    """The order (N,) of ``count`` vertices joined by ``edges`` (E, 2) into one line: from its end of the
+    lower index (a spline's first point), or, closed, from vertex 0 round to vertex 0 again."""
+    if count < 2:
+        return np.arange(count)
     degree = np.bincount(edges.reshape(-1), minlength=count)
-    if count and (degree.max(initial=0) > 2 or len(edges) > count):
+    if degree.max() > 2 or len(edges) > count:
         raise PathError(f"curve {name!r} branches; Follow Path follows one spline: separate the others "
                         "(Edit Mode > Separate) or delete them")
     ends = np.flatnonzero(degree == 1)

@@ -260,9 +260,10 @@ for _side, _s in (("Left", "L"), ("Right", "R")):
                                                       ("Leg", "shin"), ("Foot", "foot"))})
 
 
-def quadruped_rig(skeleton, rotations):
+def quadruped_rig(skeleton, rotations, tail=True):
     """An armature in Rigify's names (``pelvis``, ``upper_arm.L``, ``tail.001``), in metres, standing in
-    the pose ``rotations`` (joints, 4) of ``skeleton`` as its rest pose, each bone pointing at its child."""
+    the pose ``rotations`` (joints, 4) of ``skeleton`` as its rest pose, each bone pointing at its child;
+    with ``tail`` False, without the tail's bones."""
     from inference.motion import forward_kinematics
     offsets = skeleton.offsets.copy()
     offsets[0] = 0.0
@@ -273,6 +274,8 @@ def quadruped_rig(skeleton, rotations):
     bpy.context.view_layer.objects.active = obj
     bpy.ops.object.mode_set(mode="EDIT")
     for j, name in enumerate(skeleton.names):
+        if name.startswith("Tail") and not tail:
+            continue
         bone = arm.edit_bones.new(RIGIFY[name])
         below = [heads[c] - heads[j] for c in skeleton.children(j) if np.linalg.norm(heads[c] - heads[j]) > 1e-3]
         below += [heads[j] - heads[skeleton.parents[j]]] if j else [[0.0, 0.1, 0.0]]
@@ -310,6 +313,22 @@ def test_a_renamed_quadruped_rig_without_an_action_is_detected_and_follows(scene
     assert bpy.ops.ed.undo() == {"FINISHED"}
     obj = bpy.data.objects["Dog"]
     assert obj.animation_data is None and "DogAction" not in bpy.data.actions
+
+
+def test_a_quadruped_rig_without_a_tail_is_mapped_to_the_dog_from_the_menu(scene, dog):
+    """Its names fit the human skeleton as well as the dog's: Follow Path says what to do, and does it."""
+    from betwixt.addon import mapping
+    from inference.bvh import read_bvh
+    obj = quadruped_rig(open_model(MANN).skeleton, read_bvh(dog).rotations[0], tail=False)
+    follow_with(obj, bezier([(0.0, 0.0, 0.0), (2.0, 0.0, 0.0)], "VECTOR"))
+    with pytest.raises(RuntimeError, match="map its bones to model mann-dog's skeleton \\(Betwixt panel: the menu "
+                                           "beside Detect, Locomotion \\(MANN\\)\\)"):
+        bpy.ops.betwixt.follow_path(frame_start=1, frame_end=60)
+    assert bpy.ops.betwixt.detect_mapping(skeleton="mann") == {"FINISHED"}
+    assert mapping.stored(obj.data) == {**{j: b for j, b in RIGIFY.items() if b[:4] != "tail"}, "Tail": "", "Tail1": ""}
+    assert bpy.ops.betwixt.follow_path(frame_start=1, frame_end=60) == {"FINISHED"}
+    end = hips_track(obj, [60], "pelvis")[0]
+    assert 1.5 < end[0] < 2.1 and abs(end[1]) < 0.2, end                     # along the 2 m line in a second
 
 
 @pytest.mark.skipif("fill" not in MANNModel.SERVES, reason="MANNModel does not fill gaps yet (issue 22's quadruped "
