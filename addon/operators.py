@@ -457,7 +457,8 @@ class BETWIXT_OT_detect_mapping(bpy.types.Operator):
         name="Skeleton", description="Whose skeleton to map the rig to: the model's whose joints its bones "
         "fit best, or a kind's (a four-legged rig without a tail fits the human skeleton as well)",
         items=[("AUTO", "Best Fit", "The skeleton the bone names fit best, or the one already mapped")]
-        + [(kind, runtime_class(kind).TITLE, f"The skeleton of the active {kind} model") for kind in KINDS])
+        + [(kind, runtime_class(kind).TITLE, f"The skeleton of the active {kind} model") for kind in KINDS],
+        options={"SKIP_SAVE"})   # a plain Detect after the menu's is a plain one again
 
     def execute(self, context):
         try:
