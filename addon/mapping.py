@@ -7,7 +7,8 @@ names (``UpLeg``/``UpperLeg``/``thigh``, ``ForeArm``/``LowerArm``, ``Toe``/``Toe
 where a side has two shoulders, a collar above a shoulder (Biovision), the lower is the upper arm.
 Limbs map by part and side. The spine and neck map by structure: the chain from the hips to the bone
 that carries both shoulders, and from there to the head, matched end to end when the counts differ
-(LaFAN1's Spine, Spine1, Spine2 onto Bandai's Spine, Chest). What is left maps by equal names.
+(LaFAN1's Spine, Spine1, Spine2 onto Bandai's Spine, Chest). What is left maps by equal names, up to
+case, separators and an index's zeros (the dog's ``Tail1`` is a rig's ``tail.001``).
 """
 
 import re
@@ -34,14 +35,15 @@ SIDED = {"shoulder": "shoulder", "clavicle": "shoulder", "collar": "shoulder", "
 
 
 def describe(name):
-    """``(side, role or None, index, core)`` of a joint or bone name."""
+    """``(side, role or None, index, core)`` of a joint or bone name; ``core`` is the name without its
+    namespace and prefix, as (side, base, index), so that ``Tail1`` and ``tail.001`` are one."""
     core = _PREFIX.sub("", _NAMESPACE.sub("", name))
     side, rest = unsided(core)
     token = re.sub(r"[^a-z0-9]", "", rest.lower())
     base, digits = _INDEX.match(token).groups()
     index = int(digits) if digits else -1
     role = (SIDED if side else CENTRE).get(base)
-    return side, role, index, core.lower()
+    return side, role, index, (side, base, index)
 
 
 def detect(joints, joint_parents, bones, bone_parents):
@@ -173,6 +175,20 @@ def mapping_for(obj, skeleton, rig):
         return {j: bones[have[n]] for j, n in enumerate(skeleton.names) if have[n] in bones}, None
     found = detect(skeleton.names, skeleton.parents, rig.names, rig.parents)
     return {skeleton.names.index(j): bones[b] for j, b in found.items()}, found
+
+
+def played(obj, skeletons):
+    """The index in ``skeletons`` of the skeleton the armature ``obj`` plays: the one its stored mapping
+    is for, else the one whose joints detection maps most of; the first of equals (the in-betweening
+    model's: the dog's names are a human skeleton's and a tail, so a quadruped rig without a tail
+    maps as many human joints as dog joints, and is mapped to the dog by Detect's Skeleton option)."""
+    counts = []
+    for i, skeleton in enumerate(skeletons):
+        unmapped, is_stored = status(obj, skeleton)
+        if is_stored:
+            return i
+        counts.append(len(skeleton) - len(unmapped))
+    return counts.index(max(counts))
 
 
 def status(obj, skeleton):

@@ -16,12 +16,13 @@ import numpy as np
 from ..inference import guard, quat
 from ..inference.bvh import read_bvh, write_bvh
 from ..inference.errors import BetwixtError
+from ..inference.modelfile import KINDS, runtime_class
 from ..inference.motion import AXES, Motion, Skeleton
 from . import mapping, transitions
 from .jobs import JobOperator
 from .pose_io import (Channels, KeyStyle, Snapshot, active_armature, key_frames, read_points, read_rig, sample,
                       world_matrix, write_bone_keys, write_points)
-from .preferences import load_model
+from .preferences import load_model, model_for
 from .retarget import AXIS_CHANGE, Retarget
 from .rig import matrix_to_quat, quat_to_channels
 
@@ -58,11 +59,12 @@ def scene_fps(scene):
     return scene.render.fps / scene.render.fps_base
 
 
-def read_plan(context, keys_from):
-    """Read the active armature for the gaps that ``keys_from(channels, bone names)`` chooses."""
+def read_plan(context, keys_from, serves="fill"):
+    """Read the active armature for the gaps that ``keys_from(channels, bone names)`` chooses, with the
+    model for its skeleton that ``serves`` them (see :func:`.preferences.model_for`)."""
     obj = active_armature(context)
     channels = Channels(obj)
-    model = load_model(context)
+    model = model_for(context, obj, serves)
     rig = read_rig(obj)
     joints, detected = mapping.mapping_for(obj, model.skeleton, rig)
     retarget = Retarget.build(model.skeleton, rig, joints, world_matrix(obj), up=model.layout.up,
@@ -180,9 +182,11 @@ class _Generate(JobOperator):
     seed: bpy.props.IntProperty(name="Seed", description="Which variation (with Variation above 0)",
                                 default=0, min=0)
 
+    serves = "fill"   # what the model must serve (see preferences.model_for)
+
     def read(self, context, keys_from):
         """The plan, with this operator's options copied in: the worker thread never touches ``self``."""
-        plan = read_plan(context, keys_from)
+        plan = read_plan(context, keys_from, self.serves)
         plan.options = {"variation": self.variation, "seed": self.seed, "blend": self.blend}
         return plan
 
@@ -255,6 +259,7 @@ class BETWIXT_OT_variants(_Generate, bpy.types.Operator):
     bl_label = "Variants"
     bl_options = {"REGISTER", "UNDO"}
     verb = "Making variants"
+    serves = "variants"
 
     count: bpy.props.IntProperty(name="Variants", description="How many transitions to make", default=4,
                                  min=2, max=16)
@@ -448,10 +453,18 @@ class BETWIXT_OT_detect_mapping(bpy.types.Operator):
     bl_label = "Detect Bone Mapping"
     bl_options = {"REGISTER", "UNDO"}
 
+    skeleton: bpy.props.EnumProperty(
+        name="Skeleton", description="Whose skeleton to map the rig to: the model's whose joints its bones "
+        "fit best, or a kind's (a four-legged rig without a tail fits the human skeleton as well)",
+        items=[("AUTO", "Best Fit", "The skeleton the bone names fit best, or the one already mapped")]
+        + [(kind, runtime_class(kind).TITLE, f"The skeleton of the active {kind} model") for kind in KINDS],
+        options={"SKIP_SAVE"})   # a plain Detect after the menu's is a plain one again
+
     def execute(self, context):
         try:
             obj = active_armature(context)
-            skeleton = load_model(context).skeleton
+            model = model_for(context, obj) if self.skeleton == "AUTO" else load_model(context, self.skeleton)
+            skeleton = model.skeleton
             bones = [b.name for b in obj.data.bones]
             parents = [bones.index(b.parent.name) if b.parent else -1 for b in obj.data.bones]
             found = mapping.detect(skeleton.names, skeleton.parents, bones, parents)
@@ -461,7 +474,7 @@ class BETWIXT_OT_detect_mapping(bpy.types.Operator):
         mapping.store(obj.data, skeleton.names, found)
         missing = [j for j in skeleton.names if j not in found]
         level = {"INFO"} if not missing else {"WARNING"}
-        self.report(level, f"Betwixt: mapped {len(found)} of {len(skeleton)} joints" +
+        self.report(level, f"Betwixt: mapped {len(found)} of {len(skeleton)} joints of model {model.name}" +
                     (f"; not found: {', '.join(missing[:6])}{' …' if len(missing) > 6 else ''} "
                      "(pick their bones in the list or leave them unmapped)" if missing else ""))
         return {"FINISHED"}

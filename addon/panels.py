@@ -3,6 +3,7 @@
 import bpy
 
 from . import mapping
+from .locomotion import SPEEDS
 from .operators import original_of, variants_of
 from .preferences import draw_model
 
@@ -26,6 +27,8 @@ class BETWIXT_PG_settings(bpy.types.PropertyGroup):
     count: bpy.props.IntProperty(name="Variants", description="How many variants to make", default=4,
                                  min=2, max=16)
     show_mapping: bpy.props.BoolProperty(name="Show Bone Mapping", default=False)
+    gait: bpy.props.EnumProperty(name="Speed", description="How fast Follow Path moves the character along "
+                                 "the curve", items=SPEEDS)
 
 
 class BETWIXT_UL_joints(bpy.types.UIList):
@@ -53,11 +56,12 @@ class _BetwixtPanel:
     def draw(self, context):
         layout = self.layout
         settings = context.scene.betwixt
-        model = draw_model(layout.box(), context)
         obj = context.active_object
         if obj is None or obj.type != "ARMATURE":
+            draw_model(layout.box(), context)
             layout.label(text="Select an armature", icon="INFO")
             return
+        model = draw_model(layout.box(), context, obj=obj)
         box = layout.box()
         if model is not None:
             unmapped, is_stored = mapping.status(obj, model.skeleton)
@@ -72,6 +76,7 @@ class _BetwixtPanel:
                 col.label(text=UNMAPPED_COST, icon="BLANK1")
         row = box.row(align=True)
         row.operator("betwixt.detect_mapping", text="Detect", icon="VIEWZOOM")
+        row.operator_menu_enum("betwixt.detect_mapping", "skeleton", text="", icon="DOWNARROW_HLT")
         row.operator("betwixt.clear_mapping", text="Clear", icon="X")
         row.prop(settings, "show_mapping", text="", icon="PREFERENCES")
         if settings.show_mapping and len(obj.data.betwixt_joints):
@@ -105,6 +110,11 @@ class _BetwixtPanel:
                 if action != original:
                     row.operator("betwixt.apply_variant", text="", icon="CHECKMARK").action = action.name
             box.operator("betwixt.discard_variants", icon="TRASH")
+
+        box = layout.box()
+        row = box.row(align=True)
+        row.prop(settings, "gait", text="")
+        row.operator("betwixt.follow_path", icon="CURVE_PATH").gait = settings.gait
 
         layout.operator("betwixt.export_training_data", icon="EXPORT")
 

@@ -154,8 +154,9 @@ def sample(obj, channels, rig, frames, bones=None):
     """Bone channels on ``frames``: location, rotation (quaternions), scale ``(frames, bones, …)`` and
     the rotation channels as keyed ``{bone: (frames, 3|4)}``.
 
-    Animated channels are their F-curves' values, the others the pose's current values. Only
-    ``bones`` and their ancestors are read (the rest stay at rest): nothing else moves them.
+    Animated channels are their F-curves' values, the others the pose's current values (all of them
+    with ``channels`` None: an armature without an action). Only ``bones`` and their ancestors are
+    read (the rest stay at rest): nothing else moves them.
     """
     frames = np.asarray(frames, dtype=np.float64).tolist()   # Python floats, made once for every curve
     n = len(frames)
@@ -188,7 +189,7 @@ def _channel(channels, bone, prop, count, current, frames):
     out = np.empty((len(frames), count))
     path = bone_path(bone, prop)
     for i in range(count):
-        fc = channels.find(path, i)
+        fc = channels.find(path, i) if channels is not None else None
         if fc is None:
             out[:, i] = current[i]
         else:   # one C call per frame: map over Python floats is the quickest way to make them
@@ -289,18 +290,21 @@ class KeyStyle:
 
 
 def _outer_handles_kept(points, at, gaps, frames):
-    """``points`` (read_points) with each gap's end keys keeping the handle that faces away from the gap
-    where it was automatic: new keys beside a key move its automatic handles, and with them the curve
-    outside the gap. Both handles are freed (Blender realigns a free handle to an automatic one), the
-    inner one pointing the way the outer one does, a third of the way to the nearest new key."""
+    """``points`` (read_points) with the keys nearest each gap on either side (its end keys, where the
+    curve has them) keeping the handle that faces away from the gap where it was automatic: new keys
+    beside a key move its automatic handles, and with them the curve outside the gap. Both handles are
+    freed (Blender realigns a free handle to an automatic one), the inner one pointing the way the outer
+    one does, a third of the way to the nearest new key."""
     automatic = [_enum("handle_left_type", t) for t in ("AUTO", "AUTO_CLAMPED")]
     free = _enum("handle_left_type", "FREE")
     points = {**points, **{k: points[k].copy() for k in ("handle_left", "handle_right", "handle_left_type",
                                                            "handle_right_type")}}
     co = points["co"].reshape(-1, 2)
-    for i in np.flatnonzero(np.isin(np.round(at), np.round([a for a, _ in gaps]))):
+    before = [k[np.argmax(at[k])] for a, _ in gaps for k in [np.flatnonzero(at < a + 1e-4)] if len(k)]
+    after = [k[np.argmin(at[k])] for _, b in gaps for k in [np.flatnonzero(at > b - 1e-4)] if len(k)]
+    for i in sorted(set(before)):
         _free(points, co, i, "left", "right", frames[frames > at[i]], automatic, free)
-    for i in np.flatnonzero(np.isin(np.round(at), np.round([b for _, b in gaps]))):
+    for i in sorted(set(after)):
         _free(points, co, i, "right", "left", frames[frames < at[i]], automatic, free)
     return points
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import bpy
 
 from ..inference.modelfile import KINDS, ModelError, open_model, runtime_class, shipped
+from . import mapping
 
 ROOT = __package__.rpartition(".")[0]   # "betwixt", or "bl_ext.<repository>.betwixt" as an extension
 DEFAULTS = {"rtn": "rtn-lafan1"}        # the shipped model each kind starts with
@@ -101,15 +102,42 @@ def load_model(context=None, kind="rtn"):
     return cached[1]
 
 
+DOES = {"fill": "fill gaps", "variants": "make variants", "follow-path": "follow paths"}
+
+
+def model_for(context, obj, serves=None):
+    """The active model of the kind whose skeleton the armature ``obj`` plays (:func:`.mapping.played`:
+    a rig mapped to the dog's skeleton gets the locomotion model, a human rig the in-betweening one),
+    or :class:`ModelError`. With ``serves`` ("fill", "variants", "follow-path"), that model must serve
+    it. A model that cannot be loaded is an error, unless its kind does not serve ``serves`` (a broken
+    in-betweening model does not stop Follow Path)."""
+    models = []
+    for kind in KINDS:
+        try:
+            models.append(load_model(context, kind))
+        except ModelError:
+            if serves is None or serves in runtime_class(kind).SERVES:
+                raise
+    chosen = models[mapping.played(obj, [m.skeleton for m in models])]
+    if serves is None or serves in chosen.SERVES:
+        return chosen
+    others = [m for m in models if serves in m.SERVES]
+    what = DOES.get(serves, serves)
+    raise ModelError(f"armature {obj.name!r} plays the skeleton of model {chosen.name} ({chosen.TITLE}), which "
+                     f"does not {what}" + (f"; to {what}, map its bones to model {others[0].name}'s skeleton "
+                                           f"(Betwixt panel: the menu beside Detect, {others[0].TITLE})" if others else ""))
+
+
 def forget_models():
     _loaded.clear()
     _items.clear()
 
 
-def draw_model(layout, context, kind="rtn"):
-    """The active model of ``kind`` in a few lines, or why there is none."""
+def draw_model(layout, context, kind="rtn", obj=None):
+    """The active model of ``kind`` (of the armature ``obj``'s skeleton, when given) in a few lines, or
+    why there is none."""
     try:
-        model = load_model(context, kind)
+        model = load_model(context, kind) if obj is None else model_for(context, obj)
     except ModelError as e:
         col = layout.column(align=True)
         col.alert = True

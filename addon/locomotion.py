@@ -1,0 +1,254 @@
+"""Follow Path: a four-legged armature walks along a curve over a frame range, by the MANN controller.
+
+``prepare`` (main thread) reads the curve's evaluated geometry in world space (one spline: Bezier,
+poly or NURBS, its modifiers applied), lays it on the ground and times it (:func:`ground_path`),
+and reads the armature as Fill Gaps does; ``compute`` (worker thread) runs the model's controller
+along the path and samples its motion, at the model's frame rate, on the scene's frames; ``finish``
+keys the mapped bones on every frame of the range, as Fill Gaps keys a gap running from the frame
+before the range to the frame after it, so that keys outside the range stay as they were.
+"""
+
+import copy
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+
+from ..inference.errors import BetwixtError
+from ..inference.mann.path import Path
+from ..inference.mann.runtime import SETTLE
+from . import mapping, transitions
+from .jobs import JobOperator
+from .operators import Plan, resolve, scene_fps, write_plan
+from .pose_io import Channels, active_armature, read_rig, sample, world_matrix
+from .preferences import model_for
+from .retarget import Retarget
+
+# m/s: the dog capture's walk, trot and canter (the speeds tools/mann_follow.py measures paths at)
+GAITS = {"WALK": 1.0, "TROT": 1.8, "CANTER": 3.0}
+SPEEDS = [("RANGE", "Fit the Range", "Cover the whole curve over the frame range")] + [
+    (gait, gait.title(), f"At a {gait.lower()} ({speed:g} m/s), stopping where the curve ends")
+    for gait, speed in GAITS.items()]
+UP, HIPS = 1, 0   # MANN's skeleton is Y up, and its root, the hips, carries the dog through the world
+
+
+class PathError(BetwixtError):
+    """A curve that cannot be followed."""
+
+
+@dataclass
+class Route:
+    """What ``compute`` and ``finish`` need: the armature read as Fill Gaps reads it (``keys``, its one
+    gap from the frame before the range to the frame after it) and the path on the ground."""
+
+    keys: Plan
+    path: Path
+    start: int
+    end: int
+    curve: str
+
+
+def selected_curve(context):
+    """The one curve object selected besides the active armature."""
+    curves = [o for o in context.selected_objects if o.type == "CURVE"]
+    if not curves:
+        raise PathError("select the path, one curve object, then the armature last so that it is active")
+    if len(curves) > 1:
+        names = ", ".join(sorted(repr(o.name) for o in curves))
+        raise PathError(f"{len(curves)} curves are selected ({names}); select only the one to follow")
+    return curves[0]
+
+
+def curve_points(context, obj):
+    """World positions (N, 3) along the curve object ``obj`` as Blender evaluates it, in the spline's
+    direction; a closed spline ends with its first point again."""
+    evaluated = obj.evaluated_get(context.evaluated_depsgraph_get())
+    mesh = evaluated.to_mesh()
+    try:
+        co = np.empty(3 * len(mesh.vertices))
+        mesh.vertices.foreach_get("co", co)
+        edges = np.empty(2 * len(mesh.edges), dtype=np.int64)
+        mesh.edges.foreach_get("vertices", edges)
+        faces = len(mesh.polygons)
+    finally:
+        evaluated.to_mesh_clear()
+    if faces:
+        raise PathError(f"curve {obj.name!r} makes faces (a bevel, an extrusion or a 2D fill); Follow Path reads "
+                        "a line: set its Geometry > Extrude and Bevel Depth to 0 (and Fill Mode to None)")
+    order = _chain(len(co) // 3, edges.reshape(-1, 2), obj.name)
+    world = np.array(obj.matrix_world, dtype=np.float64)
+    return co.reshape(-1, 3)[order] @ world[:3, :3].T + world[:3, 3]
+
+
+def _chain(count, edges, name):
+    """The order (N,) of ``count`` vertices joined by ``edges`` (E, 2) into one line: from its end of the
+    lower index (a spline's first point), or, closed, from vertex 0 round to vertex 0 again."""
+    if count < 2:
+        return np.arange(count)
+    degree = np.bincount(edges.reshape(-1), minlength=count)
+    if degree.max() > 2 or len(edges) > count:
+        raise PathError(f"curve {name!r} branches; Follow Path follows one spline: separate the others "
+                        "(Edit Mode > Separate) or delete them")
+    ends = np.flatnonzero(degree == 1)
+    at = int(ends[0]) if len(ends) else 0
+    neighbours = [[] for _ in range(count)]
+    for a, b in edges.tolist():
+        neighbours[a].append(b)
+        neighbours[b].append(a)
+    order, seen = [at], {at}
+    while True:
+        nxt = [v for v in neighbours[order[-1]] if v not in seen]
+        if not nxt:
+            break
+        order.append(nxt[0])
+        seen.add(nxt[0])
+    if len(order) < count:
+        raise PathError(f"curve {name!r} has {count - len(order)} points apart from the spline it starts "
+                        "with; Follow Path follows one spline: separate the others (Edit Mode > Separate) or "
+                        "delete them")
+    closed = not len(ends) and count > 2
+    return np.array(order + order[:1] if closed else order)
+
+
+def ground_path(points, scale, seconds, speed=None, source="curve"):
+    """The :class:`~..inference.mann.path.Path` the controller follows along world ``points`` (N, 3).
+
+    Blender's ground (x, y) is the model's (x, -z), in model units (``scale``: world units per model
+    unit, the rig's size over the model's). The path is timed at a constant ``speed`` (model units a
+    second), by default the one that covers it in ``seconds``; one that ends sooner is held at its end
+    (the dog stops there), one that ends later is cut at ``seconds``.
+    """
+    ground = np.stack([points[:, 0], -points[:, 1]], axis=-1) / scale
+    step = np.linalg.norm(np.diff(ground, axis=0), axis=-1)
+    moves = step > 1e-9 * step.sum()
+    ground = np.concatenate([ground[:1], ground[1:][moves]])
+    length = np.concatenate([[0.0], np.cumsum(step[moves])])
+    times = length / (speed or length[-1] / seconds)
+    if times[-1] < seconds - 1e-9:
+        times, ground = np.append(times, seconds), np.concatenate([ground, ground[-1:]])
+    elif times[-1] > seconds:
+        inside = times < seconds
+        end = [np.interp(seconds, times, ground[:, k]) for k in range(2)]
+        times, ground = np.append(times[inside], seconds), np.concatenate([ground[inside], [end]])
+    return Path(times, ground, source=source)
+
+
+class _Counted:
+    """A model's onnxruntime session that reports its runs: the MANN controller runs it once a frame
+    (the second of its standing start first), so the runs are a path's progress, and between two of
+    them is where Esc stops it."""
+
+    def __init__(self, session, total, progress, cancelled):
+        self._session, self._total, self._progress, self._cancelled = session, total, progress, cancelled
+        self._done = 0
+
+    def run(self, *args, **kwargs):
+        if self._cancelled():
+            raise transitions.Cancelled()
+        self._done += 1
+        self._progress(min(self._done, self._total), self._total)
+        return self._session.run(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._session, name)
+
+
+def read_route(context, start, end, gait="RANGE"):
+    """The :class:`Route` for keying scene frames ``start`` to ``end`` of the active armature along the
+    selected curve, at ``gait`` (a key of ``GAITS``, or "RANGE": the whole curve over the range)."""
+    if end - start < 1:
+        raise BetwixtError(f"the frame range {start}-{end} has {max(end - start + 1, 0)} frames; Follow Path "
+                           "needs at least two: set its Start and End (the scene's range by default)")
+    obj = active_armature(context)
+    curve = selected_curve(context)
+    model = model_for(context, obj, "follow-path")
+    anim = obj.animation_data
+    channels = Channels(obj) if anim is not None and anim.action is not None else None   # None: keyed afresh
+    rig = read_rig(obj)
+    joints, detected = mapping.mapping_for(obj, model.skeleton, rig)
+    retarget = Retarget.build(model.skeleton, rig, joints, world_matrix(obj), up=UP, trajectory=HIPS)
+    points = curve_points(context, curve)
+    if len(points) < 2 or np.linalg.norm(np.diff(points[:, :2], axis=0), axis=-1).sum() < 1e-6:
+        raise PathError(f"curve {curve.name!r} has no length on the ground (seen from above, its points are "
+                        "one); draw the path across the floor, in the X-Y plane")
+    fps = scene_fps(context.scene)
+    speed = GAITS[gait] * model.units_per_metre if gait in GAITS else None
+    path = ground_path(points, retarget.scale, (end - start) / fps, speed, source=f"curve {curve.name!r}")
+    location, rotation, scale, raw = sample(obj, channels, rig, np.arange(start - 1, end + 2), retarget.bones)
+    keys = Plan(obj.name, channels and channels.action.name, channels and channels.slot_identifier, model, rig,
+                retarget, start - 1, [(start - 1, end + 1)], fps, None, location, rotation, scale, raw, detected)
+    return Route(keys, path, start, end, curve.name)
+
+
+def follow(route, progress=None, cancelled=None):
+    """The model's motion along the route's path, one frame per scene frame from the frame before the
+    range to the frame after it (a :class:`~..inference.motion.Motion` of the model's skeleton).
+    ``progress(done, total)`` after each frame; ``cancelled()`` before each, :class:`.transitions.Cancelled`
+    when true. Numpy and the model only: it runs in the worker thread."""
+    model = copy.copy(route.keys.model)   # with its own counted session; the cached model keeps the plain one
+    frames = int(route.path.duration * model.fps) + 1
+    model.session = _Counted(model.session, int(round(SETTLE * model.fps)) + frames - 1,
+                             progress or (lambda done, total: None), cancelled or (lambda: False))
+    [motion] = model.follow([route.path])
+    at = (np.arange(route.start - 1, route.end + 2) - route.start) * model.fps / route.keys.fps
+    return transitions.sample(motion, at)
+
+
+class BETWIXT_OT_follow_path(JobOperator, bpy.types.Operator):
+    """Make the active four-legged armature walk along the selected curve over a frame range, with the
+    locomotion model"""
+
+    bl_idname = "betwixt.follow_path"
+    bl_label = "Follow Path"
+    bl_options = {"REGISTER", "UNDO"}
+    verb = "Following the path"
+
+    frame_start: bpy.props.IntProperty(name="Start", description="First frame to key (the scene's start by "
+                                       "default)", options={"SKIP_SAVE"})
+    frame_end: bpy.props.IntProperty(name="End", description="Last frame to key (the scene's end by default)",
+                                     options={"SKIP_SAVE"})
+    gait: bpy.props.EnumProperty(name="Speed", description="How fast the character moves along the curve",
+                                 items=SPEEDS)
+
+    def prepare(self, context):
+        for prop, default in (("frame_start", context.scene.frame_start), ("frame_end", context.scene.frame_end)):
+            if not self.properties.is_property_set(prop):
+                setattr(self, prop, default)
+        return read_route(context, self.frame_start, self.frame_end, self.gait)
+
+    def compute(self, route, progress, cancelled):
+        return follow(route, progress, cancelled)
+
+    def finish(self, context, route, motion):
+        plan = route.keys
+        obj, channels, undo = _target(plan)
+        try:
+            keyed = write_plan(plan, channels, motion, plan.gaps, 1, False)
+        except BaseException:
+            if undo is not None:
+                undo()
+            raise
+        return (f"Betwixt: {obj.name} follows curve {route.curve!r} over frames {route.start}-{route.end} "
+                f"({keyed} frames keyed) with model {plan.model.name}")
+
+
+def _target(plan):
+    """``(armature, channels, undo)``: the plan's armature and action as read (:func:`.operators.resolve`),
+    or, for an armature that had no action, a new one, which ``undo()`` takes away again (else None)."""
+    if plan.action_name is not None:
+        return (*resolve(plan), None)
+    obj = bpy.data.objects.get(plan.object_name)
+    anim = obj.animation_data if obj is not None else None
+    if obj is None or anim is not None and anim.action is not None:
+        raise BetwixtError(f"armature {plan.object_name!r} changed while Betwixt was working; nothing was written, "
+                           "run it again")
+    action = bpy.data.actions.new(f"{obj.name}Action")
+    (anim or obj.animation_data_create()).action = action
+
+    def undo():
+        if anim is None:
+            obj.animation_data_clear()
+        else:
+            anim.action = None
+        bpy.data.actions.remove(action)
+    return obj, Channels(obj), undo
