@@ -26,11 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from inference.contacts import plant  # noqa: E402  (after the path is set)
 from inference.dataset import read_motions, subject_of  # noqa: E402
 from inference.inbetween import gap_in  # noqa: E402
+from inference.mann.metrics import foot_skating  # noqa: E402
 from inference.modelfile import find_model, open_model  # noqa: E402
 from inference.transition import Gap  # noqa: E402
 
 FEET = ("LeftToe", "RightToe", "LeftFoot", "RightFoot")
-SKATE_H = 2.5   # cm
 GAPS = (15, 30, 60)
 
 
@@ -55,13 +55,6 @@ def filled(model, motion, gaps):
     return motion.__class__(motion.skeleton, out_r, out_p, motion.fps, motion.up, motion.name)
 
 
-def skating(world, steps, ground):
-    """(steps, feet) metrics.md foot skating of world foot positions (F, feet, 3), Y up."""
-    v = np.linalg.norm(world[steps][..., [0, 2]] - world[steps - 1][..., [0, 2]], axis=-1)
-    h = 0.5 * (world[steps, :, 1] + world[steps - 1, :, 1]) - ground
-    return v * np.clip(2.0 - 2.0 ** (h / SKATE_H), 0.0, 1.0)
-
-
 def measure(model, motions, n):
     """Pooled numbers for gaps of ``n`` frames over ``motions``."""
     pooled = {"skating": {"fill": [], "contacts": [], "capture": []}, "error": {"fill": [], "contacts": []}}
@@ -71,7 +64,6 @@ def measure(model, motions, n):
         made = np.zeros(motion.n_frames, dtype=bool)
         for s, e in gaps:
             made[s + 1:e] = True
-        steps = np.flatnonzero(made[1:] | made[:-1]) + 1
         fill = filled(model, motion, gaps)
         planted = plant(fill, gaps, model.layout.height)
         feet = [motion.skeleton.index(f) for f in FEET]
@@ -79,7 +71,7 @@ def measure(model, motions, n):
         ground = np.percentile(truth[:, feet, 1], 2, axis=0)
         for name, m in (("fill", fill), ("contacts", planted), ("capture", motion)):
             world = m.global_transforms()[1]
-            pooled["skating"][name].append(skating(world[:, feet], steps, ground).ravel())
+            pooled["skating"][name] += [foot_skating(world[s:e + 1, feet], ground) for s, e in gaps]   # gaps of one length
             if name != "capture":
                 pooled["error"][name].append(np.linalg.norm(world[made] - truth[made], axis=-1).ravel())
         for s, e in gaps[:20]:   # one gap with its context, as the add-on hands it over
