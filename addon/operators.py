@@ -7,13 +7,13 @@ undo step. Unmapped bones, and channels the model does not drive, keep their key
 """
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import bpy
 import numpy as np
 
-from ..inference import guard, quat
+from ..inference import contacts, guard, quat
 from ..inference.bvh import read_bvh, write_bvh
 from ..inference.errors import BetwixtError
 from ..inference.modelfile import KINDS, runtime_class
@@ -53,6 +53,7 @@ class Plan:
     detected: dict             # a mapping found now, stored on success; None when it was stored
     options: dict = None       # for the model: variation, seed, blend (read on the main thread)
     count: int = 1             # transitions per gap (variants)
+    plant: bool = True         # feet planted after the model (inference/contacts.py)
 
 
 def scene_fps(scene):
@@ -160,6 +161,15 @@ def rotation_channels(plan, rotation, bones, starts, counts):
     return out
 
 
+def planted(plan, motion):
+    """``motion`` with its feet planted in the plan's gaps (inference/contacts.py) where the plan asks for it;
+    speeds are judged at the scene's frame rate, one frame of ``motion`` per scene frame."""
+    if not plan.plant:
+        return motion
+    gaps = [(a - plan.first, b - plan.first) for a, b in plan.gaps]
+    return replace(contacts.plant(replace(motion, fps=plan.fps), gaps, plan.model.layout.height), fps=motion.fps)
+
+
 def write_plan(plan, channels, motion, gaps, step, breakdown):
     """Key the generated frames; the number of frames keyed."""
     edits = bone_edits(plan, motion, gaps, step)
@@ -181,6 +191,8 @@ class _Generate(JobOperator):
                                        soft_max=2.0)
     seed: bpy.props.IntProperty(name="Seed", description="Which variation (with Variation above 0)",
                                 default=0, min=0)
+    plant_feet: bpy.props.BoolProperty(name="Plant Feet", description="Hold feet that touch the ground where "
+                                       "they stand (foot IK after the model)", default=True)
 
     serves = "fill"   # what the model must serve (see preferences.model_for)
 
@@ -188,11 +200,12 @@ class _Generate(JobOperator):
         """The plan, with this operator's options copied in: the worker thread never touches ``self``."""
         plan = read_plan(context, keys_from, self.serves)
         plan.options = {"variation": self.variation, "seed": self.seed, "blend": self.blend}
+        plan.plant = self.plant_feet
         return plan
 
     def compute(self, plan, progress, cancelled):
-        return transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps, progress, cancelled,
-                                **plan.options)
+        return planted(plan, transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps, progress,
+                                              cancelled, **plan.options))
 
     def finish(self, context, plan, result):
         obj, channels = resolve(plan)
@@ -202,8 +215,9 @@ class _Generate(JobOperator):
                                AXES[plan.model.layout.up])
         if findings:
             self.report({"WARNING"}, "Betwixt: " + guard.summary(findings, height, lambda f: f + plan.first))
+        unplanted = plan.plant and not contacts.legs(plan.model.skeleton)
         return (f"Betwixt: filled {len(plan.gaps)} gap{'s' * (len(plan.gaps) != 1)} ({keyed} frames keyed) "
-                f"with model {plan.model.name}")
+                f"with model {plan.model.name}" + ("; feet not planted: the model's joints have no legs" * unplanted))
 
 
 class BETWIXT_OT_fill_gaps(_Generate, bpy.types.Operator):
@@ -289,8 +303,8 @@ class BETWIXT_OT_variants(_Generate, bpy.types.Operator):
         out = []
         for i in range(plan.count):
             options = dict(plan.options, seed=plan.options["seed"] + i)
-            out.append(transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps, None, cancelled,
-                                        **options))
+            out.append(planted(plan, transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps, None,
+                                                      cancelled, **options)))
             progress(i + 1, plan.count)
         return out
 

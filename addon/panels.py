@@ -26,6 +26,8 @@ class BETWIXT_PG_settings(bpy.types.PropertyGroup):
     seed: bpy.props.IntProperty(name="Seed", default=0, min=0)
     count: bpy.props.IntProperty(name="Variants", description="How many variants to make", default=4,
                                  min=2, max=16)
+    plant_feet: bpy.props.BoolProperty(name="Plant Feet", description="Hold feet that touch the ground where "
+                                       "they stand (foot IK after the model)", default=True)
     show_mapping: bpy.props.BoolProperty(name="Show Bone Mapping", default=False)
     gait: bpy.props.EnumProperty(name="Speed", description="How fast Follow Path moves the character along "
                                  "the curve", items=SPEEDS)
@@ -43,6 +45,7 @@ def _options(op, settings, generate=True):
     op.breakdown = settings.breakdown
     op.blend = settings.blend
     op.seed = settings.seed
+    op.plant_feet = settings.plant_feet
     if generate:
         op.variation = settings.variation
     return op
@@ -89,6 +92,7 @@ class _BetwixtPanel:
         col.prop(settings, "variation")
         col.prop(settings, "seed")
         col.prop(settings, "breakdown")
+        col.prop(settings, "plant_feet")
         col = layout.column(align=True)
         _options(col.operator("betwixt.fill_gaps", icon="IPO_EASE_IN_OUT"), settings)
         _options(col.operator("betwixt.decompress", icon="IPO_BEZIER"), settings)

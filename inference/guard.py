@@ -47,17 +47,28 @@ def check(motion, gaps, height, up="Y"):
     reference = max(speed[given].max(initial=0.0), FASTEST * height / motion.fps)
     touched = generated[:-1] | generated[1:]
     findings = _runs("fast", touched[:, None] & (speed > SPEED * reference), speed / max(reference, 1e-9), names)
-    feet = [j for j, name in enumerate(names) if FEET.search(name)]
-    if feet:
-        u = AXES.index(up)
-        floor = world[~generated][:, feet, u].min()
-        depth = floor - world[:, feet, u]
+    joints = feet(names)
+    if joints:
+        floor = ground(world, ~generated, joints, up).min()
+        depth = floor - world[:, joints, AXES.index(up)]
         flagged = np.zeros(world.shape[:2], dtype=bool)
-        flagged[:, feet] = generated[:, None] & (depth[:, :] > DEPTH * height)
+        flagged[:, joints] = generated[:, None] & (depth[:, :] > DEPTH * height)
         values = np.zeros(world.shape[:2])
-        values[:, feet] = depth
+        values[:, joints] = depth
         findings += _runs("floor", flagged, values, names)
     return findings
+
+
+def feet(names):
+    """Indices of the joints named as feet, toes or ankles."""
+    return [j for j, name in enumerate(names) if FEET.search(name)]
+
+
+def ground(world, given, joints, up="Y", percentile=0.0):
+    """(len(joints),) how low each of ``joints`` reaches along ``up`` in the ``given`` frames (a bool
+    mask) of world positions ``world`` (F, J, 3), the lowest or the ``percentile``: where the rig's own
+    feet find the floor."""
+    return np.percentile(world[given][:, joints, AXES.index(up)], percentile, axis=0)
 
 
 def _runs(what, flagged, values, names):

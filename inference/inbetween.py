@@ -6,8 +6,12 @@ A model here is anything with ``past`` (the frames of context it reads before a 
 
 from dataclasses import replace
 
+import numpy as np
+
 from . import quat
+from .guard import feet, ground
 from .modelfile import ModelError
+from .motion import AXES, forward_kinematics
 from .transition import Gap
 
 
@@ -55,8 +59,15 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, **kwargs):
     the first pass's frames after the key, so that the motion runs through the key rather than
     snapping onto it. ``progress(done, total)`` is called after each gap filled (it may raise to
     stop the work).
+
+    The model reads the motion standing on its own floor at zero height: the floor of ``motion`` is
+    found from its feet (:func:`floor`), so a rig standing higher or lower (an armature object
+    raised, a capture whose floor is not at zero) gets the same fill, moved with it.
     """
+    up = AXES.index(motion.up)
+    level = floor(motion, gaps, motion.up)
     out = replace(motion, rotations=motion.rotations.copy(), positions=motion.positions.copy())
+    out.positions[:, 0, up] -= level
     order = fill_order(gaps, model.past, passes)
     for done, (i, after) in enumerate(order, 1):
         start, end = gaps[i]
@@ -64,7 +75,25 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, **kwargs):
         out.rotations[start + 1:end], out.positions[start + 1:end] = rot[0], pos[0]
         if progress is not None:
             progress(done, len(order))
-    return replace(out, rotations=quat.unroll(out.rotations))
+    positions = motion.positions.copy()   # the user's frames as they were, bit for bit
+    for start, end in gaps:
+        positions[start + 1:end] = out.positions[start + 1:end]
+        positions[start + 1:end, 0, up] += level
+    return replace(out, rotations=quat.unroll(out.rotations), positions=positions)
+
+
+def floor(motion, gaps, up="Y"):
+    """The height of the floor under ``motion``: the lowest its feet (:func:`.guard.feet`) reach in the
+    frames outside the ``(start, end)`` gaps (keys and context), or 0 for a skeleton without feet.
+    Models learned motion standing on a floor at zero height, the training data's convention."""
+    joints = feet(motion.skeleton.names)
+    given = np.ones(motion.n_frames, dtype=bool)
+    for start, end in gaps:
+        given[start + 1:end] = False
+    if not joints or not given.any():
+        return 0.0
+    world = forward_kinematics(motion.rotations[given], motion.positions[given], motion.skeleton.parents)[1]
+    return float(ground(world, slice(None), joints, up).min())
 
 
 def sparse_keys(n_frames, every):

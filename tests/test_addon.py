@@ -125,14 +125,23 @@ def evaluated(obj, frames):
     return np.array(obj.matrix_world) @ pose
 
 
-def runtime_fill(model, motion, a, b):
-    """The runtime's fill of the gap between frames a and b of ``motion``, read as the add-on reads."""
+def runtime_fill(model, motion, a, b, plant=True):
+    """The runtime's fill of the gap between frames a and b of ``motion``, read as the add-on reads: the
+    frames of its plan (a past context's worth on either side), each joint's quaternion in the
+    hemisphere ``w >= 0`` on key a and the key b nearest that; feet planted unless ``plant`` is False."""
+    from betwixt.inference.contacts import plant as planted
     from betwixt.inference.inbetween import fill_gaps
     r = quat.unroll(motion.rotations)
     r = np.where(r[a:a + 1, :, :1] < 0, -r, r)
     flip = np.sum(r[b] * r[a], axis=-1) < 0
     r[b:, flip] *= -1
-    return fill_gaps(model, replace(motion, rotations=r), [(a, b)])
+    first, last = a - model.past, b + model.past + 1
+    gap = [(a - first, b - first)]
+    out = fill_gaps(model, replace(motion, rotations=r).frames(first, last), gap)
+    out = planted(out, gap, model.layout.height) if plant else out
+    rotations, positions = r.copy(), motion.positions.copy()
+    rotations[first:last], positions[first:last] = out.rotations, out.positions
+    return replace(motion, rotations=rotations, positions=positions)
 
 
 def test_registers_operators_panels_menus_and_preferences(addon):
@@ -244,6 +253,46 @@ def test_fill_gaps_keys_the_hole_and_undo_restores_it(addon, clip):
     assert len(obj.data.betwixt_joints) == 0
     assert bpy.ops.ed.redo() == {"FINISHED"}
     assert same_keys(snapshot(bpy.data.objects[name]), after)
+
+
+def test_plant_feet_off_keys_the_model_s_own_fill_and_on_plants_them(addon, clip):
+    from betwixt.addon.preferences import load_model
+    path, motion = clip
+    a, b = GAP
+    model = load_model()
+    for plant in (False, True):
+        obj = import_bvh(path)
+        cut(obj, a, b)
+        assert bpy.ops.betwixt.fill_gaps(plant_feet=plant) == {"FINISHED"}
+        heads = evaluated(obj, np.arange(a + 1, b))[..., :3, 3]
+        for version in (False, True):
+            expected = runtime_fill(model, motion, a - 1, b - 1, plant=version)
+            world = forward_kinematics(expected.rotations, expected.positions, motion.skeleton.parents)[1]
+            miss = np.abs(heads - world[a:b - 1] @ C.T).max()
+            assert miss < 2e-3 if version == plant else miss > 0.1, (plant, version, miss)   # cm
+        bpy.data.objects.remove(obj)
+    assert bpy.context.scene.betwixt.plant_feet   # the panel's default
+
+
+def test_a_rig_standing_half_a_metre_higher_gets_the_same_fill(addon, clip):
+    """The floor is where the rig's feet are: the whole armature object raised by half a metre of the
+    rig's own size (50 units: the BVH's centimetres) keys the same values in the gap."""
+    path, _ = clip
+    a, b = GAP
+    keys = []
+    for z in (0.0, 50.0):
+        obj = import_bvh(path)
+        obj.location.z = z
+        bpy.context.view_layer.update()
+        cut(obj, a, b)
+        assert bpy.ops.betwixt.fill_gaps() == {"FINISHED"}
+        keys.append({k: data["co"].reshape(-1, 2) for k, data in snapshot(obj).items()})
+        bpy.data.objects.remove(obj)
+    low, high = keys
+    assert low.keys() == high.keys()
+    for key in low:
+        scale = 1.0 + np.abs(low[key][:, 1]).max()
+        assert np.abs(low[key] - high[key]).max() < 1e-5 * scale, key   # float32 keys
 
 
 def test_fill_options_every_nth_breakdowns_and_variation(addon, clip):

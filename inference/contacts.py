@@ -1,0 +1,218 @@
+"""Feet that stay planted: contacts found in a fill and held by foot IK, after any model's fill.
+
+A learned fill smears contacts: a foot that should stand still on the ground creeps along it, or
+dips below it, since the network averages where feet land. So after the model, and outside it (any
+family's fill gets it), each foot joint (ankle and toe) of each leg goes through four steps, on
+the generated frames only (keys and the frames outside gaps are never changed):
+
+1. its ground: the lowest it reaches in the frames the user gave (keys and context), so the floor
+   is found from the rig's feet, not assumed at zero height (:func:`.guard.ground`);
+2. contacts: a joint within ``LOW`` of its ground and slower than ``SLOW`` enters a contact, which
+   lasts while it stays within ``LOW_RELEASE`` and below ``SLOW_RELEASE`` (hysteresis, so contacts
+   do not flicker); contacts are found on the whole motion, so one that begins on a key or in the
+   context carries on into the gap;
+3. each contact is locked where it touches the user's frames (on both sides of a gap: moving
+   straight from one to the other), else at its mean position; the offset from the joint's own path
+   to its lock fades out over ``FADE`` frames on either side (never past a user frame, where it is
+   zero), and no joint goes below its ground;
+4. two-bone IK (hip, knee, ankle) puts the ankle on its target, the knee turning in the plane of the
+   leg; the foot keeps its world rotation but turns so that its toe reaches the toe's target.
+
+Legs are found by name (see :func:`legs`); a skeleton without them is left alone.
+"""
+
+import re
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from . import quat
+from .guard import FEET, ground
+from .mirror import unsided
+from .motion import AXES, forward_kinematics
+
+LOW, LOW_RELEASE = 0.025, 0.035   # of the body's height above a joint's ground
+SLOW, SLOW_RELEASE = 0.35, 0.5    # body heights a second, horizontally
+GROUND = 2.0                      # percentile of a joint's height in the user's frames: its ground
+FADE = 6                          # frames over which a lock's offset fades in and out
+TOES = re.compile(r"toe|ball", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Leg:
+    """Joint indices of one leg: ``toe`` is -1 where the skeleton has none."""
+
+    hip: int
+    knee: int
+    foot: int
+    toe: int
+
+
+def legs(skeleton):
+    """The legs of ``skeleton``: each joint named as a foot or ankle (not a toe) on one side, with a
+    parent and grandparent below the root (knee and hip) and, where it has one, a child named as a toe."""
+    names, parents = skeleton.names, skeleton.parents
+    out = []
+    for j, name in enumerate(names):
+        if not FEET.search(name) or TOES.search(name) or not unsided(name)[0]:
+            continue
+        knee = int(parents[j])
+        hip = int(parents[knee]) if knee > 0 else -1
+        if hip <= 0:
+            continue
+        toes = [c for c in skeleton.children(j) if TOES.search(names[c])]
+        out.append(Leg(hip, knee, j, toes[0] if toes else -1))
+    return tuple(out)
+
+
+def plant(motion, gaps, height):
+    """``motion`` with feet planted on the frames strictly inside each ``(start, end)`` key pair;
+    ``height`` the body's height in the motion's units. Unchanged where no leg is found."""
+    found = legs(motion.skeleton)
+    if not found or not gaps:
+        return motion
+    generated = np.zeros(motion.n_frames, dtype=bool)
+    for start, end in gaps:
+        generated[start + 1:end] = True
+    parents = motion.skeleton.parents
+    grot, gpos = forward_kinematics(motion.rotations, motion.positions, parents)
+    u = AXES.index(motion.up)
+    feet = [leg.foot for leg in found]
+    toes = [leg.toe for leg in found if leg.toe >= 0]
+    floor = dict(zip(feet + toes, ground(gpos, ~generated, feet + toes, motion.up, GROUND)))
+    targets = {}
+    for joints, carried in ((feet, None), (toes, [leg.foot for leg in found if leg.toe >= 0])):
+        path = gpos[:, joints]
+        if carried:   # a toe moves with its foot's target where it has no contact of its own
+            path = path + np.stack([targets[j] for j in carried], axis=1) - gpos[:, carried]
+        lowest = np.array([floor[j] for j in joints])
+        on = contacts(path, lowest, u, height, motion.fps)
+        held = path + offsets(path, on, generated)
+        held[..., u] = np.maximum(held[..., u], lowest)
+        targets.update(zip(joints, np.moveaxis(held, 1, 0)))
+    rows = np.flatnonzero(generated)
+    rotations = motion.rotations.copy()
+    for leg in found:
+        toe = targets[leg.toe][rows] if leg.toe >= 0 else None
+        rotations[rows] = solve_leg(rotations[rows], grot[rows], gpos[rows], parents, leg, targets[leg.foot][rows], toe, u)
+    return replace(motion, rotations=rotations)
+
+
+def contacts(feet, floor, up, height, fps):
+    """(F, K) bool: frames where each of the K joints ``feet`` (F, K, 3) is in contact with its ground
+    ``floor`` (K,): low and slow to enter (``LOW``, ``SLOW``), within the looser release thresholds to stay."""
+    h = (feet[..., up] - floor) / height
+    flat = np.delete(feet, up, axis=-1)
+    step = np.linalg.norm(np.diff(flat, axis=0), axis=-1) * fps / height    # (F - 1, K)
+    speed = np.concatenate([step[:1], 0.5 * (step[1:] + step[:-1]), step[-1:]]) if len(step) else np.zeros_like(h)
+    enter = (h < LOW) & (speed < SLOW)
+    stay = (h < LOW_RELEASE) & (speed < SLOW_RELEASE)
+    frame = np.arange(len(h))[:, None]
+    # in contact: staying, and entered since the last frame that did not stay
+    last_enter = np.maximum.accumulate(np.where(enter, frame, -1), axis=0)
+    last_break = np.maximum.accumulate(np.where(stay, -1, frame), axis=0)
+    return stay & (last_enter > last_break)
+
+
+def offsets(feet, contact, generated):
+    """(F, K, 3) what to add to each joint's path ``feet`` (F, K, 3): on a contact's generated frames,
+    the way to its lock (see :func:`locks`); elsewhere fading linearly to zero over ``FADE`` frames
+    and zero on every frame that is not ``generated``."""
+    frames = len(feet)
+    out = np.zeros_like(feet)
+    lock = locks(feet, contact, generated)
+    index = np.arange(frames)
+    for k in range(feet.shape[1]):
+        on = contact[:, k] & generated
+        edges = np.concatenate([np.flatnonzero(on[1:] & ~on[:-1]) - FADE,       # FADE + 1 before a start
+                                np.flatnonzero(on[:-1] & ~on[1:]) + FADE + 1])  # and after an end
+        anchor = on | ~generated
+        anchor[edges[(edges >= 0) & (edges < frames)]] = True
+        at = np.flatnonzero(anchor)
+        value = np.where(on[at, None], lock[at, k] - feet[at, k], 0.0)
+        for c in range(3):
+            out[:, k, c] = np.interp(index, at, value[:, c])
+    return out
+
+
+def locks(feet, contact, generated):
+    """(F, K, 3) where each joint is held on the frames of its contacts: the user's positions where a
+    contact holds user frames (between two of them, moving straight from one to the next), else the
+    contact's mean position."""
+    frames, joints = contact.shape
+    index = np.arange(frames)[:, None]
+    start = contact & ~np.vstack([np.zeros((1, joints), bool), contact[:-1]])
+    run = np.where(contact, np.cumsum(start, axis=0), 0)                   # contact number, per joint
+    user = contact & ~generated[:, None]
+    before = np.maximum.accumulate(np.where(user, index, -1), axis=0)
+    after = np.minimum.accumulate(np.where(user, index, frames)[::-1], axis=0)[::-1]
+    k = np.broadcast_to(np.arange(joints), contact.shape)
+    has_before = (before >= 0) & (run[np.maximum(before, 0), k] == run)
+    has_after = (after < frames) & (run[np.minimum(after, frames - 1), k] == run)
+    p0 = feet[np.maximum(before, 0), k]
+    p1 = feet[np.minimum(after, frames - 1), k]
+    span = np.maximum(after - before, 1)
+    t = ((index - before) / span)[..., None]
+    out = np.where((has_before & has_after)[..., None], p0 + t * (p1 - p0),
+                   np.where(has_before[..., None], p0, p1))
+    free = contact & ~has_before & ~has_after
+    key = run * joints + k                                                 # one label per joint's contact
+    count = np.bincount(key[free], minlength=run.max(initial=0) * joints + joints)
+    for c in range(3):
+        total = np.bincount(key[free], weights=feet[..., c][free], minlength=len(count))
+        out[..., c] = np.where(free, (total / np.maximum(count, 1))[key], out[..., c])
+    return out
+
+
+def solve_leg(rotations, grot, gpos, parents, leg, target, toe_target=None, up=1):
+    """Local rotations (F, J, 4) with ``leg``'s hip, knee and foot turned so that its ankle reaches
+    ``target`` (F, 3) (as near as the leg's length allows) and its toe points at ``toe_target``, its
+    tip no lower than that target (axis ``up``);
+    ``grot``, ``gpos``: the world rotations and positions of ``rotations``.
+
+    The knee bends in the plane of hip, knee and ankle (its normal, or the knee's hinge axis seen
+    from the thigh where the leg is straight), then the whole leg swings about the hip by the
+    smallest turn onto the target. The foot keeps its world rotation, turned by the smallest turn
+    that aims it at the toe's target.
+    """
+    a, b, c = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.foot]
+    thigh, shin = np.linalg.norm(b - a, axis=-1), np.linalg.norm(c - b, axis=-1)
+    normal = np.cross(a - b, c - b)
+    hinge = quat.rotate(quat.inv(grot[:, leg.hip]), normal).sum(axis=0)       # the knee's axis, in the thigh's frame
+    hinge /= max(np.linalg.norm(hinge), 1e-12)
+    normal = normal + 1e-3 * (thigh * shin)[:, None] * quat.rotate(grot[:, leg.hip], hinge)
+    normal /= np.maximum(np.linalg.norm(normal, axis=-1, keepdims=True), 1e-12)
+    reach = np.clip(np.linalg.norm(target - a, axis=-1), np.abs(thigh - shin) * 1.0001, (thigh + shin) * 0.9999)
+    now = _angle(a - b, c - b)
+    wanted = np.arccos(np.clip((thigh ** 2 + shin ** 2 - reach ** 2) / (2 * thigh * shin), -1.0, 1.0))
+    bend = quat.from_angle_axis(wanted - now, normal)
+    bent = b + quat.rotate(bend, c - b)
+    swing = quat.normalize(quat.between(bent - a, target - a))
+    hip_world = quat.mul(swing, grot[:, leg.hip])
+    knee_world = quat.mul(hip_world, quat.mul(quat.inv(grot[:, leg.hip]), quat.mul(bend, grot[:, leg.knee])))
+    foot_world = grot[:, leg.foot]
+    if toe_target is not None:   # aimed at its target, but never lower than the target's height
+        ankle = a + quat.rotate(swing, bent - a)
+        toe = gpos[:, leg.toe] - c
+        aim = toe_target - ankle
+        aim /= np.maximum(np.linalg.norm(aim, axis=-1, keepdims=True), 1e-12)
+        rise = np.clip((toe_target[:, up] - ankle[:, up]) / np.linalg.norm(toe, axis=-1), -1.0, 1.0)
+        level = np.delete(aim, up, axis=-1)
+        spread = np.sqrt(np.maximum(1.0 - np.maximum(aim[:, up], rise) ** 2, 0.0)) / np.maximum(
+            np.linalg.norm(level, axis=-1), 1e-12)
+        aim = np.insert(level * spread[:, None], up, np.maximum(aim[:, up], rise), axis=-1)
+        foot_world = quat.mul(quat.normalize(quat.between(toe, aim)), foot_world)
+    out = rotations.copy()
+    parent = grot[:, parents[leg.hip]]
+    out[:, leg.hip] = quat.mul(quat.inv(parent), hip_world)
+    out[:, leg.knee] = quat.mul(quat.inv(hip_world), knee_world)
+    out[:, leg.foot] = quat.mul(quat.inv(knee_world), foot_world)
+    joints = [leg.hip, leg.knee, leg.foot]   # the sign each had, so the motion's signs stay continuous
+    flip = np.sum(out[:, joints] * rotations[:, joints], axis=-1, keepdims=True) < 0
+    out[:, joints] = np.where(flip, -out[:, joints], out[:, joints])
+    return out
+
+
+def _angle(u, v):
+    """(F,) the angle between vectors ``u`` and ``v`` (F, 3)."""
+    return np.arctan2(np.linalg.norm(np.cross(u, v), axis=-1), np.sum(u * v, axis=-1))

@@ -1,0 +1,116 @@
+"""Planted feet (inference/contacts.py) and the floor found from the feet, on real fills: the shipped
+rtn-lafan1 filling gaps of LaFAN1's test subject, which it never saw."""
+
+import zipfile
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from inference.bvh import parse_bvh
+from inference.contacts import GROUND, contacts, legs, plant
+from inference.guard import ground
+from inference.inbetween import fill_gaps
+from inference.mann.metrics import foot_skating, paw_ground
+from inference.modelfile import MODELS, open_model
+from inference.motion import Motion, Skeleton
+
+FEET = ("LeftToe", "RightToe", "LeftFoot", "RightFoot")
+N = 30   # frames a gap
+
+
+@pytest.fixture(scope="module")
+def model():
+    return open_model(MODELS / "rtn-lafan1.onnx")
+
+
+@pytest.fixture(scope="module")
+def filled(lafan1_zip, model):
+    """20 s of a test-subject clip with ten 30-frame gaps, each with its own context, filled by the model."""
+    with zipfile.ZipFile(lafan1_zip) as z:
+        motion = parse_bvh(z.read("obstacles1_subject5.bvh"), "obstacles1_subject5").frames(1000, 1600)
+    gaps = [(s, s + N + 1) for s in range(model.past, motion.n_frames - N - model.past - 1, N + 2 * model.past + 1)]
+    fill = fill_gaps(model, motion, gaps)
+    return motion, gaps, fill, plant(fill, gaps, model.layout.height)
+
+
+def feet_of(motion):
+    return motion.global_transforms()[1][:, [motion.skeleton.index(f) for f in FEET]]
+
+
+def test_planted_feet_skate_less_than_the_model_s_and_miss_the_capture_no_more(filled):
+    motion, gaps, fill, planted = filled
+    truth = feet_of(motion)
+    floor = paw_ground(truth)   # the capture's ground for every version (metrics.md)
+
+    def skating(m):
+        world = feet_of(m)
+        return np.mean([foot_skating(world[s:e + 1], floor).mean() for s, e in gaps])
+
+    def error(m):
+        made = np.concatenate([np.arange(s + 1, e) for s, e in gaps])
+        return np.linalg.norm(m.global_transforms()[1][made] - motion.global_transforms()[1][made], axis=-1).mean()
+
+    assert skating(planted) < 0.8 * skating(fill), (skating(planted), skating(fill), skating(motion))
+    assert error(planted) < error(fill) + 0.05, (error(planted), error(fill))   # cm
+
+
+def test_a_foot_planted_on_a_key_stays_where_the_key_has_it(filled, model):
+    """Every contact of an ankle that runs from a key into the gap in the fill (the foot low and slow
+    there) and ends inside it holds the ankle on the key's spot, where the model let it creep, as far
+    as the leg reaches (where the body has moved on, the straightened leg lifts the heel)."""
+    motion, gaps, fill, planted = filled
+    given = np.ones(motion.n_frames, dtype=bool)
+    for s, e in gaps:
+        given[s + 1:e] = False
+    world, after = feet_of(fill)[:, 2:], feet_of(planted)[:, 2:]
+    sk = motion.skeleton
+    hips = planted.global_transforms()[1][:, [sk.index("LeftUpLeg"), sk.index("RightUpLeg")]]
+    reach = [np.linalg.norm(sk.offsets[sk.index(f"{side}Leg")]) + np.linalg.norm(sk.offsets[sk.index(f"{side}Foot")])
+             for side in ("Left", "Right")]
+    on = contacts(world, ground(world, given, slice(None), percentile=GROUND), 1, model.layout.height, motion.fps)
+    held, crept, runs = [], [], 0
+    for s, e in gaps:
+        for k in range(2):
+            run = s + np.argmin(on[s:, k]) if on[s, k] else s
+            if 4 <= run - s < e - s:   # the key and at least three generated frames
+                runs += 1
+                level = [0, 2]
+                within = np.linalg.norm(hips[s:run, k] - after[s, k], axis=-1) < 0.999 * reach[k]
+                held.append(np.linalg.norm(after[s:run, k][within][:, level] - after[s, k, level], axis=-1))
+                crept.append(np.linalg.norm(world[s:run, k][:, level] - world[s, k, level], axis=-1).max())
+    assert runs >= 3, runs
+    assert np.concatenate(held).max() < 0.01, held     # cm: wherever the leg reaches the key's spot, it is on it
+    assert max(crept) > 1.0, crept                     # where the model's own foot crept away
+
+
+def test_only_the_generated_frames_change(filled):
+    motion, gaps, fill, planted = filled
+    made = np.zeros(motion.n_frames, dtype=bool)
+    for s, e in gaps:
+        made[s + 1:e] = True
+    assert np.array_equal(planted.rotations[~made], fill.rotations[~made])
+    assert np.array_equal(planted.positions, fill.positions)   # IK turns joints, moves none
+    assert np.array_equal(fill.positions[~made], motion.positions[~made])
+    assert not np.allclose(planted.rotations[made], fill.rotations[made])
+
+
+def test_a_skeleton_without_feet_is_left_alone(filled, model):
+    motion, gaps, fill, _ = filled
+    sk = fill.skeleton
+    names = [n.replace("Foot", "Paw").replace("Toe", "Claw") for n in sk.names]
+    pawed = Motion(Skeleton(names, sk.parents, sk.offsets), fill.rotations, fill.positions, fill.fps)
+    assert legs(sk) and not legs(pawed.skeleton)
+    out = plant(pawed, gaps, model.layout.height)
+    assert np.array_equal(out.rotations, fill.rotations) and np.array_equal(out.positions, fill.positions)
+
+
+def test_a_motion_on_a_higher_floor_gets_the_same_fill_moved_with_it(filled, model):
+    motion, gaps, fill, planted = filled
+    raised = replace(motion, positions=motion.positions.copy())
+    raised.positions[:, 0, 1] += 50.0   # half a metre
+    higher = fill_gaps(model, raised, gaps)
+    assert np.abs(higher.positions[:, 0, 1] - 50.0 - fill.positions[:, 0, 1]).max() < 1e-9
+    assert np.abs(higher.rotations - fill.rotations).max() < 1e-9
+    higher_planted = plant(higher, gaps, model.layout.height)
+    assert np.abs(higher_planted.rotations - planted.rotations).max() < 1e-9
