@@ -576,7 +576,7 @@ def test_bandai_rig_is_mapped_and_its_bones_point_where_the_model_s_do(addon, mo
         if not moved:
             assert all(np.array_equal(data[n], before[key][n]) for n in data), key
 
-    result = transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps)
+    result = operators.planted(plan, transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps))
     _, world = forward_kinematics(result.rotations, result.positions, plan.model.skeleton.parents)
     inside = np.arange(a + 1, b)
     heads = evaluated(obj, inside)[..., :3, 3]
