@@ -161,9 +161,13 @@ def _warn(model, motion, gaps):
     from .guard import check, summary
     from .motion import AXES
 
-    findings = check(motion, gaps, model.layout.height, AXES[model.layout.up])
+    if hasattr(model, "layout"):
+        tall, up = model.layout.height, AXES[model.layout.up]
+    else:   # a quadruped's model has no human layout: the motion's own height, Y up as its features
+        tall, up = height(motion.global_transforms()[1], "Y"), "Y"
+    findings = check(motion, gaps, tall, up)
     if findings:
-        print(f"warning: {summary(findings, model.layout.height)}", file=sys.stderr)
+        print(f"warning: {summary(findings, tall)}", file=sys.stderr)
 
 
 def _variants(args):
