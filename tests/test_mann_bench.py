@@ -15,7 +15,7 @@ from inference.bvh import read_bvh
 from inference.cli import main
 from inference.modelfile import MODELS, find_model, open_model
 
-TROT = "D1_009_KAN01_002"   # a test clip: lying for four seconds, getting up, then trotting
+TROT = "D1_009_KAN01_002"   # a test clip: sitting for about four seconds, getting up, then trotting
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def test_bench_mann_measures_the_test_split_paths_gaps_and_speed(mocap, tmp_path
     assert r["model"] == "mann-dog" and r["test_clips"] == ["D1_008_KAN01_002"] and r["experts_output"]
     follow = r["follow_capture"]["all"]
     assert follow["frames"] == 241
-    # the controller's paws slide more than the capture's (measured 1.96x) and its legs turn less (30 %)
+    # the controller's paws slide more than the capture's (measured 2.00x) and its legs turn less (30 %)
     assert 1.0 < follow["skating"] / follow["skating_capture"] < 6
     assert 0.1 < follow["angular"] / follow["angular_capture"] < 1.2
     assert follow["deviation"] < 5                                     # measured 0.1 cm from the clip's track
@@ -50,7 +50,9 @@ def test_bench_mann_measures_the_test_split_paths_gaps_and_speed(mocap, tmp_path
     for length in ("0.5 s", "1 s", "2 s"):
         g = r["gaps"][length]
         assert g["gaps"] > 0 and np.isfinite([g["model"]["error"], g["model"]["skating"]]).all()
-        assert 0 < g["interpolation"]["error"] < g["model"]["error"] < 20   # this clip's start: a dog lying
+        # this clip's first seconds: a dog walking, then sitting down and sitting, where interpolation is hard to beat
+        # (measured 1.9 / 3.7 / 8.9 cm against 0.8 / 1.7 / 4.3)
+        assert 0 < g["interpolation"]["error"] < g["model"]["error"] < 15
     assert 0 < r["speed"]["ms_per_frame"] < 20 and r["speed"]["bytes"] == (MODELS / "mann-dog.onnx").stat().st_size
     assert "circle walk" in printed and "paper" in printed and "ms a frame" in printed
     assert sorted(p.name for p in plots.glob("*.png")) == sorted(
@@ -66,8 +68,8 @@ def test_find_model_fills_a_dog_with_mann_and_a_human_with_an_rtn():
 
 
 def test_a_dog_gap_is_filled_onto_its_keys_and_nothing_else_changes(trot, tmp_path):
-    """A one-second gap where the dog gets up and sets off at a trot (frames 200 to 260): measured a mean
-    joint error of 7.7 cm against interpolation's 16.7 (which slides the lying dog up and forward)."""
+    """A one-second gap where the dog gets up from sitting and sets off at a trot (frames 200 to 260): a mean
+    joint error measured 9.6 cm against interpolation's 16.7 (which slides the sitting dog up and forward)."""
     out = tmp_path / "filled.bvh"
     assert main(["fill", str(trot), "--gap", "200:260", "-o", str(out)]) == 0
     given, filled = read_bvh(trot), read_bvh(out)
@@ -76,7 +78,7 @@ def test_a_dog_gap_is_filled_onto_its_keys_and_nothing_else_changes(trot, tmp_pa
     _, world = filled.global_transforms()
     assert np.abs(world[outside] - truth[outside]).max() < 0.01          # the BVH's printed precision
     error = np.linalg.norm(world - truth, axis=-1)[201:260].mean()
-    assert 2 < error < 10, error
+    assert 2 < error < 13, error
     # on both keys: no step from a key into the fill larger than the capture's largest around the gap
     steps = np.linalg.norm(np.diff(world[199:262], axis=0), axis=-1).max(axis=-1)
     captured = np.linalg.norm(np.diff(truth[190:270], axis=0), axis=-1).max()

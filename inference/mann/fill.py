@@ -15,30 +15,36 @@ import numpy as np
 from .. import quat
 from ..motion import Motion
 from ..rtn.blends import start_blend, start_ramp, target_blend, target_ramp
+from .actions import ACTIONS, labels
 from .features import root, world
 from .path import Path
 
+SPEED_DECIDES = ("move", "idle")   # actions a path's speed decides
 SMOOTH = 0.2   # s: the root's velocity at a key is its mean over this much (a gait sways the hips)
 
 
-def plan(gap, bones, fps, beyond):
+def plan(gap, bones, fps, beyond, known):
     """``(paths, floors)``: one :class:`~.path.Path` per gap of the batch ``gap`` at ``fps``, a point and a
     facing angle a frame from the key before the gap (frame 0) to the key after it (frame
     ``gap.length + 1``), then ``beyond`` frames more going on at the root's velocity on that key; and the
     floor's height under each of the two keys (B, 2), the lowest any paw is in the frames given around
-    it (the controller walks on a floor at height 0: a dog on a box stands on a higher one)."""
+    it (the controller walks on a floor at height 0: a dog on a box stands on a higher one).
+
+    The path's action is each key's (:mod:`.actions`) over the half of the gap nearer it where that is
+    a resting one or a jump among ``known`` (the model's actions); moving or idling is left to the
+    path's speed, as along any path."""
     n = gap.length + 1
     duration = n / fps
     s = np.arange(n + 1)[:, None] / n
     basis = np.concatenate([2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s, 3 * s**2 - 2 * s**3, s**3 - s**2], axis=1)
     paths, floors = [], []
     for b in range(gap.batch):
-        ground, theta, floor = _track(gap.skeleton, gap.past_rotations[b], gap.past_positions[b], bones, fps)
+        ground, theta, floor, action = _track(gap.skeleton, gap.past_rotations[b], gap.past_positions[b], bones, fps)
         ahead = [gap.target_rotations[b, None]], [gap.target_positions[b, None]]
         if gap.after_rotations is not None:
             ahead = ahead[0] + [gap.after_rotations[b]], ahead[1] + [gap.after_positions[b]]
-        ground_after, theta_after, floor_after = _track(gap.skeleton, np.concatenate(ahead[0]),
-                                                        np.concatenate(ahead[1]), bones, fps)
+        ground_after, theta_after, floor_after, action_after = _track(gap.skeleton, np.concatenate(ahead[0]),
+                                                                      np.concatenate(ahead[1]), bones, fps)
         theta_after += 2 * np.pi * np.round((theta[-1] - theta_after[0]) / (2 * np.pi))   # the nearer way round
         start = np.concatenate([ground[-1], theta[-1:]])
         end = np.concatenate([ground_after[0], theta_after[:1]])
@@ -48,7 +54,10 @@ def plan(gap, bones, fps, beyond):
         curve = basis @ np.stack([start, rate0 * duration, end, rate1 * duration])
         on = end + np.arange(1, beyond + 1)[:, None] / fps * np.concatenate([rate1[:2], [0.0]])
         track = np.concatenate([curve, on])
-        paths.append(Path(np.arange(len(track)) / fps, track[:, :2], None, track[:, 2], source="the gap's plan"))
+        named = [a if a in known and a not in SPEED_DECIDES else None for a in (action[-1], action_after[0])]
+        actions = tuple(named[0] if k <= n // 2 else named[1] for k in range(len(track)))
+        paths.append(Path(np.arange(len(track)) / fps, track[:, :2], actions if any(actions) else None, track[:, 2],
+                          source="the gap's plan"))
         floors.append((floor, floor_after))
     return paths, np.array(floors)
 
@@ -78,10 +87,11 @@ def onto_keys(rotations, hips, gap, floors, blend=None):
 
 def _track(skeleton, rotations, positions, bones, fps):
     """The root's ground positions (F, 2) and facing angles (F,) of local rotations (F, J, 4) and
-    translations (F, J, 3), and the lowest height any paw reaches."""
-    pos = world(Motion(skeleton, rotations, positions, fps), bones)[0]
+    translations (F, J, 3), the lowest height any paw reaches, and the action names (F,)."""
+    motion = Motion(skeleton, rotations, positions, fps)
+    pos = world(motion, bones)[0]
     ground, theta, _ = root(pos, bones, fps)
-    return ground, theta, float(pos[:, list(bones.paws), 1].min())
+    return ground, theta, float(pos[:, list(bones.paws), 1].min()), [ACTIONS[k] for k in labels(motion, bones)]
 
 
 def _rate(values, fps):

@@ -29,6 +29,7 @@ from ..modelfile import Model, ModelError
 from ..motion import Motion, Skeleton
 from .features import (BONE_DIM, CURRENT, FORWARD, OUT_SAMPLE_DIM, SAMPLE_DIM, SPEED_HORIZON, UP, bones_of, leg_length,
                        one_hot, reflected, root, sample_frames, speed_ahead, turn, world)
+from .actions import ACTIONS, labels
 from .fill import onto_keys, plan
 from .path import Desired, check, desired
 
@@ -173,7 +174,7 @@ class MANNModel(Model):
         if not all(np.isfinite(a).all() for a in arrays + [gap.after_rotations, gap.after_positions] if a is not None):
             raise ModelError("the keys around the gap contain NaN or infinite values; fix those keys first")
         horizon = int(round(SPEED_HORIZON * self.fps))
-        paths, floors = plan(gap, self.bones, self.fps, self.ahead + horizon)
+        paths, floors = plan(gap, self.bones, self.fps, self.ahead + horizon, self.actions)
         wants = [replace(desired(p, self.fps, self.ahead, self.actions, self.move_speed), frames=n + 2) for p in paths]
         lowered = gap.past_positions.copy()
         lowered[..., 0, 1] -= floors[:, :1]       # onto the controller's floor (the root joint is the hips)
@@ -216,7 +217,7 @@ class MANNModel(Model):
         pad = self.history + 5 * int(round(self.fps / 5)) + 1
         g = reflected(ground, pad, point=True)
         speed = speed_ahead(g, self.fps)
-        label = np.where(speed >= self.move_speed, self.actions.index("move"), self.actions.index("idle"))
+        label = reflected(self._labels(motion), pad)
         actions = one_hot(label, self.fps, len(self.actions)).astype(np.float64)
         past = slice(pad + frame - self.history, pad + frame + 1)
         if motion.n_frames > 1:   # backwards, as in training (the first frame takes the second's)
@@ -227,6 +228,12 @@ class MANNModel(Model):
         return _State(one(g[past]), one(reflected(theta, pad)[past]), one(reflected(velocity, pad)[past]),
                       one(speed[past]), one(actions[past]), np.zeros((1, self.ahead, 6)), one(pos[frame]),
                       one(quat.rotate(rot[frame], FORWARD)), one(quat.rotate(rot[frame], UP)), one(bone_velocity))
+
+    def _labels(self, motion):
+        """The action of every frame of ``motion`` (F,), an index into the model's actions (idle for one
+        it does not know), by the rules its training data was labelled with (:mod:`.actions`)."""
+        known = np.array([self.actions.index(a) if a in self.actions else self.actions.index("idle") for a in ACTIONS])
+        return known[labels(motion, self.bones)]
 
     def _settled(self):
         """One character of the model's own skeleton standing still at the origin facing +Z: the training
