@@ -27,9 +27,9 @@ import numpy as np
 from .. import quat
 from ..modelfile import Model, ModelError
 from ..motion import Motion, Skeleton
+from .actions import ACTIONS, labels
 from .features import (BONE_DIM, CURRENT, FORWARD, OUT_SAMPLE_DIM, SAMPLE_DIM, SPEED_HORIZON, UP, bones_of, leg_length,
                        one_hot, reflected, root, sample_frames, speed_ahead, turn, world)
-from .actions import ACTIONS, labels
 from .fill import onto_keys, plan
 from .path import Desired, check, desired
 
