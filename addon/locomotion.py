@@ -15,7 +15,7 @@ import bpy
 import numpy as np
 
 from ..inference.errors import BetwixtError
-from ..inference.mann.path import Path
+from ..inference.mann.path import GAITS, Path
 from ..inference.mann.runtime import SETTLE
 from . import mapping, transitions
 from .jobs import JobOperator
@@ -24,10 +24,8 @@ from .pose_io import Channels, active_armature, read_rig, sample, world_matrix
 from .preferences import model_for
 from .retarget import Retarget
 
-# m/s: the dog capture's walk, trot and canter (the speeds tools/mann_follow.py measures paths at)
-GAITS = {"WALK": 1.0, "TROT": 1.8, "CANTER": 3.0}
 SPEEDS = [("RANGE", "Fit the Range", "Cover the whole curve over the frame range")] + [
-    (gait, gait.title(), f"At a {gait.lower()} ({speed:g} m/s), stopping where the curve ends")
+    (gait.upper(), gait.title(), f"At a {gait} ({speed:g} m/s), stopping where the curve ends")
     for gait, speed in GAITS.items()]
 UP, HIPS = 1, 0   # MANN's skeleton is Y up, and its root, the hips, carries the dog through the world
 
@@ -155,7 +153,7 @@ class _Counted:
 
 def read_route(context, start, end, gait="RANGE"):
     """The :class:`Route` for keying scene frames ``start`` to ``end`` of the active armature along the
-    selected curve, at ``gait`` (a key of ``GAITS``, or "RANGE": the whole curve over the range)."""
+    selected curve, at ``gait`` (WALK, TROT or CANTER: ``GAITS``, or "RANGE": the whole curve over the range)."""
     if end - start < 1:
         raise BetwixtError(f"the frame range {start}-{end} has {max(end - start + 1, 0)} frames; Follow Path "
                            "needs at least two: set its Start and End (the scene's range by default)")
@@ -172,7 +170,7 @@ def read_route(context, start, end, gait="RANGE"):
         raise PathError(f"curve {curve.name!r} has no length on the ground (seen from above, its points are "
                         "one); draw the path across the floor, in the X-Y plane")
     fps = scene_fps(context.scene)
-    speed = GAITS[gait] * model.units_per_metre if gait in GAITS else None
+    speed = GAITS[gait.lower()] * model.units_per_metre if gait != "RANGE" else None
     path = ground_path(points, retarget.scale, (end - start) / fps, speed, source=f"curve {curve.name!r}")
     location, rotation, scale, raw = sample(obj, channels, rig, np.arange(start - 1, end + 2), retarget.bones)
     keys = Plan(obj.name, channels and channels.action.name, channels and channels.slot_identifier, model, rig,

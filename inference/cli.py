@@ -83,6 +83,17 @@ def main(argv=None):
                              "past (default: the model's skeleton standing still)")
     follow.set_defaults(run=_follow_path, serves="follow-path")
 
+    mann = commands.add_parser("bench-mann", help="the MANN measurements on the dog data's test split")
+    mann.add_argument("--data", type=Path, required=True, help="the dog data (folder or archive) the model was "
+                                                               "trained on; its test split is measured")
+    mann.add_argument("--model", type=Path, help="model file (default: the shipped MANN model)")
+    mann.add_argument("--json", type=Path, help="write the results here")
+    mann.add_argument("--plots", type=Path, help="write PNG plots of the paths followed and of the experts here")
+    mann.add_argument("--clips", type=int, help="measure only the first N test clips")
+    mann.add_argument("--seconds", type=float, help="measure only the first S seconds of each clip and path")
+    mann.add_argument("--cache", type=Path, help="data set cache folder")
+    mann.set_defaults(run=_bench_mann)
+
     data = commands.add_parser("data", help="build or check the compact training cache of a data set")
     data.add_argument("--data", type=Path, required=True, help="folder or archive of BVH files")
     data.add_argument("--cache", type=Path, help="cache folder (default: $BETWIXT_CACHE or ~/.cache/betwixt)")
@@ -178,9 +189,13 @@ def _warn(model, motion, gaps):
     from .guard import check, summary
     from .motion import AXES
 
-    findings = check(motion, gaps, model.layout.height, AXES[model.layout.up])
+    if hasattr(model, "layout"):
+        tall, up = model.layout.height, AXES[model.layout.up]
+    else:   # a quadruped's model has no human layout: the motion's own height, Y up as its features
+        tall, up = height(motion.global_transforms()[1], "Y"), "Y"
+    findings = check(motion, gaps, tall, up)
     if findings:
-        print(f"warning: {summary(findings, model.layout.height)}", file=sys.stderr)
+        print(f"warning: {summary(findings, tall)}", file=sys.stderr)
 
 
 def _variants(args):
@@ -310,6 +325,29 @@ def _bench(args):
         from .plots import plot_errors
 
         for path in plot_errors(curves, args.plots):
+            print(f"wrote {path}", file=sys.stderr)
+
+
+def _bench_mann(args):
+    from .dataset import load_motion_set
+    from .mann.bench import measure, table
+    from .modelfile import find_model, open_model
+
+    model = open_model(args.model, kind="mann") if args.model else find_model(None, kind="mann")
+    data = load_motion_set(args.data, args.cache)
+    start = time.perf_counter()
+    results, plots = measure(model, data, args.clips, args.seconds)
+    print(table(results))
+    print(f"bench-mann: {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    if args.plots:
+        from .plots import plot_experts, plot_paths
+
+        written = plot_paths(plots, model.units_per_metre, args.plots)
+        written += plot_experts(plots, model.fps, args.plots) if model.experts else []
+        for path in written:
             print(f"wrote {path}", file=sys.stderr)
 
 

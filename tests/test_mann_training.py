@@ -61,14 +61,14 @@ def run(dog_zip, cache, tmp_path_factory):
 
 
 def fractions(dog, name):
-    from training.mann.labels import ACTIONS, labels
+    from inference.mann.actions import ACTIONS, labels
 
     label = labels(dog.clip(dog.names.index(name)))
     return dict(zip(ACTIONS, np.bincount(label, minlength=len(ACTIONS)) / len(label))), label
 
 
 def test_labels_follow_what_the_dog_does(dog):
-    from training.mann.labels import ACTIONS, MIN_SEGMENT, segments_of
+    from inference.mann.actions import ACTIONS, MIN_SEGMENT, segments_of
 
     assert fractions(dog, "D1_053_KAN01_001")[0]["move"] > 0.7        # walking and trotting about
     assert fractions(dog, "D1_003_KAN01_001")[0]["sit"] > 0.95        # sits the whole clip

@@ -42,17 +42,44 @@ def angular_update(motion, joints=LEGS):
 def path_deviation(motion, points):
     """The root's distance to a path (polyline ``points`` (N, 2) on the ground) and its facing's angle to
     the path's direction there, each the mean over frames: (units, degrees)."""
+    ground, theta = _root_track(motion)
+    which, _, distance = _nearest(ground, points)
+    along = np.diff(points, axis=0)[which]
+    facing = np.stack([np.sin(theta), np.cos(theta)], axis=-1)
+    cos = np.sum(facing * along, axis=-1) / np.linalg.norm(along, axis=-1)
+    angle = np.degrees(np.arccos(np.clip(cos, -1, 1)))
+    return float(distance.mean()), float(angle.mean())
+
+
+def path_progress(motion, points):
+    """How much of a path (polyline ``points`` (N, 2)) the root covers from its first frame to its last:
+    the distance along the path between the nearest points, over the path's length (1: all of it).
+    Progress counts round a closed path (a lap ending where it began is 1, not 0)."""
+    ground, _ = _root_track(motion)
+    which, u, _ = _nearest(ground, points)
+    legs = np.linalg.norm(np.diff(points, axis=0), axis=-1)
+    length = legs.sum()
+    along = np.concatenate([[0.0], np.cumsum(legs)])[which] + u * legs[which]
+    if np.linalg.norm(points[-1] - points[0]) < 1e-6 * length:   # closed: the end is the start, a lap on
+        along = np.unwrap(along, period=length)
+    return float((along[-1] - along[0]) / length)
+
+
+def _root_track(motion):
+    """The root's ground positions (F, 2) and facing angles (F,)."""
     bones = bones_of(motion.skeleton)
     ground, theta, _ = root(world(motion, bones)[0], bones, motion.fps)
+    return ground, theta
+
+
+def _nearest(ground, points):
+    """For ground positions (F, 2) and a polyline ``points`` (N, 2): the segment (F,) holding each
+    one's nearest point, where along it (F,) from 0 to 1, and the distance to it (F,)."""
     a, b = points[:-1], points[1:]
     seg = b - a
     length = np.maximum(np.sum(seg * seg, axis=-1), 1e-12)
     u = np.clip(np.einsum("fsc,sc->fs", ground[:, None] - a, seg) / length, 0, 1)      # (F, S)
-    nearest = a + u[..., None] * seg
-    distance = np.linalg.norm(ground[:, None] - nearest, axis=-1)
+    distance = np.linalg.norm(ground[:, None] - (a + u[..., None] * seg), axis=-1)
     which = np.argmin(np.where(length > 1e-12, distance, np.inf), axis=1)
-    along = seg[which]
-    facing = np.stack([np.sin(theta), np.cos(theta)], axis=-1)
-    cos = np.sum(facing * along, axis=-1) / np.linalg.norm(along, axis=-1)
-    angle = np.degrees(np.arccos(np.clip(cos, -1, 1)))
-    return float(distance[np.arange(len(ground)), which].mean()), float(angle.mean())
+    rows = np.arange(len(ground))
+    return which, u[rows, which], distance[rows, which]

@@ -20,6 +20,8 @@ from ..bvh import read_bvh
 from ..errors import BetwixtError
 from .features import SPEED_HORIZON, bones_of, one_hot, root, speed_ahead, world
 
+GAITS = {"walk": 1.0, "trot": 1.8, "canter": 3.0}   # m/s: the dog capture's walk, trot and canter
+
 STILL = 1e-6   # units a frame: slower than this the path has no direction of its own
 
 

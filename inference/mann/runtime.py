@@ -27,14 +27,17 @@ import numpy as np
 from .. import quat
 from ..modelfile import Model, ModelError
 from ..motion import Motion, Skeleton
-from .features import (BONE_DIM, CURRENT, FORWARD, OUT_SAMPLE_DIM, SAMPLE_DIM, UP, bones_of, leg_length, one_hot,
-                       reflected, root, sample_frames, speed_ahead, turn, world)
+from .actions import ACTIONS, labels
+from .features import (BONE_DIM, CURRENT, FORWARD, OUT_SAMPLE_DIM, SAMPLE_DIM, SPEED_HORIZON, UP, bones_of, leg_length,
+                       one_hot, reflected, root, sample_frames, speed_ahead, turn, world)
+from .fill import onto_keys, plan
 from .path import Desired, check, desired
 
 SETTLE = 1.0        # s: without a start motion, the network stands the dog up from its mean pose this long
 POSITION_BLEND = 0.5   # the reference's: a bone halfway between its prediction and its integrated velocity
 FUTURE_BLEND = 0.5     # ... and the future trajectory halfway between this step's prediction and the last
 RESTING = ("sit", "stand", "lie")
+MAX_GAP = 4.0          # s: the longest gap it fills, one planned curve between the keys
 
 
 @dataclass
@@ -74,7 +77,7 @@ class MANNModel(Model):
     """A MANN model file, checked and ready (opened by :func:`..modelfile.open_model`)."""
 
     TITLE = "Locomotion (MANN)"
-    SERVES = ("follow-path",)
+    SERVES = ("follow-path", "fill", "decompress")
 
     def __init__(self, file, session, tau=0.5):
         """``file``: the :class:`..modelfile.ModelFile`; ``tau``: how much the network's own plan of the
@@ -105,6 +108,9 @@ class MANNModel(Model):
         self.history, self.ahead = -int(self.offsets[0]), int(self.offsets[-1])
         self.move_speed = thresholds["MOVE_SPEED"] * leg_length(self.skeleton, self.bones)
         self.joint_bones = np.array([self.bones.index(n) for n in self.skeleton.names])
+        self.experts = [o.name for o in session.get_outputs()][1:] == ["experts"]
+        self.past = self.history + 1                      # a fill starts from the key and the second before it
+        self.max_gap = int(round(MAX_GAP * self.fps))
         self._dense = _interpolation(self.offsets[CURRENT:], self.ahead)
 
     def follow(self, paths, start=None):
@@ -113,26 +119,68 @@ class MANNModel(Model):
         says), for as long as the path lasts. ``start``: ``(motion, frame)``, or a list of one per path,
         the pose to start from with the second before it as the past (placed at the path's start);
         None: the model's own skeleton standing still."""
+        return self.rollout(paths, start)[0]
+
+    def rollout(self, paths, start=None):
+        """``(motions, experts)``: :meth:`follow`'s motions and, per path, the gating network's blending
+        weights at every step (F - 1, K) (the paper's Fig. 9), or None where the model's graph does not
+        output them (a file exported before it did)."""
         if not paths:
-            return []
+            return [], []
         for path in paths:
             check(path, self.actions)
         wants = [desired(p, self.fps, self.ahead, self.actions, self.move_speed) for p in paths]
         starts = start if isinstance(start, list) else [start] * len(paths)
         if len(starts) != len(paths):
             raise ModelError(f"{len(starts)} start poses for {len(paths)} paths; give one, or one per path")
-        state = self._start(starts, wants)
+        rotations, hips, experts = self._run(self._start(starts, wants), wants)
+        skeletons = [self.skeleton if s is None else s[0].skeleton for s in starts]
+        motions = [self._motion(rotations[b, :w.frames], hips[b, :w.frames], sk, p)
+                   for b, (w, sk, p) in enumerate(zip(wants, skeletons, paths))]
+        return motions, [None if experts is None else experts[b, :w.frames - 1] for b, w in enumerate(wants)]
+
+    def _run(self, state, wants):
+        """The joints' world rotations (B, F, J, 4), the hips' positions (B, F, 3) and the experts'
+        blending weights (B, F - 1, K) (or None) of the characters in ``state`` stepped along the desired
+        paths ``wants`` for the longest one's frames (F), the first frame the state itself."""
         steps = max(w.frames for w in wants) - 1
         want = _stacked(wants, steps + self.ahead + 1)
-        rotations, hips = [self._rotations(state)], [state.pos[:, 0].copy()]
+        rotations, hips, experts = [self._rotations(state)], [state.pos[:, 0].copy()], []
         for t in range(steps):
-            state = self._step(state, want, t)
+            state, alpha = self._step(state, want, t)
             rotations.append(self._rotations(state))
             hips.append(state.pos[:, 0].copy())
-        rotations, hips = np.stack(rotations, axis=1), np.stack(hips, axis=1)
-        skeletons = [self.skeleton if s is None else s[0].skeleton for s in starts]
-        return [self._motion(rotations[b, :w.frames], hips[b, :w.frames], sk, p)
-                for b, (w, sk, p) in enumerate(zip(wants, skeletons, paths))]
+            experts.append(alpha)
+        weights = np.stack(experts, axis=1) if self.experts and steps else None
+        return np.stack(rotations, axis=1), np.stack(hips, axis=1), weights
+
+    def fill(self, gap, blend=None, variation=0.0, seed=None):
+        """The ``gap.length`` in-between frames of every gap of ``gap`` (a :class:`~..transition.Gap` at the
+        model's frame rate): local rotations (B, n, J, 4) and translations (B, n, J, 3), as an RTN's fill.
+
+        The controller starts from the key before the gap with the second before it as its past, follows
+        a ground trajectory planned between the keys (:func:`.fill.plan`), and its frames are put onto
+        the key after the gap by the target blend over ``blend`` frames (default: the whole gap).
+        ``variation`` and ``seed`` are the fill's common options: the controller is deterministic, so
+        there is no variation to draw and ``seed`` has nothing to seed."""
+        self.check_skeleton(gap.skeleton)
+        n = int(gap.length)
+        if variation:
+            raise ModelError(f"model {self.name} fills a gap one way only; set the variation to 0")
+        if not 1 <= n <= self.max_gap:
+            raise ModelError(f"a gap of {n} frames is outside what model {self.name} fills (1 to {self.max_gap}); "
+                             "add a key inside the gap")
+        arrays = [gap.past_rotations, gap.past_positions, gap.target_rotations, gap.target_positions]
+        if not all(np.isfinite(a).all() for a in arrays + [gap.after_rotations, gap.after_positions] if a is not None):
+            raise ModelError("the keys around the gap contain NaN or infinite values; fix those keys first")
+        horizon = int(round(SPEED_HORIZON * self.fps))
+        paths, floors = plan(gap, self.bones, self.fps, self.ahead + horizon, self.actions)
+        wants = [replace(desired(p, self.fps, self.ahead, self.actions, self.move_speed), frames=n + 2) for p in paths]
+        lowered = gap.past_positions.copy()
+        lowered[..., 0, 1] -= floors[:, :1]       # onto the controller's floor (the root joint is the hips)
+        starts = [(Motion(gap.skeleton, r, p, self.fps), -1) for r, p in zip(gap.past_rotations, lowered)]
+        rotations, hips, _ = self._run(self._start(starts, wants), wants)
+        return onto_keys(self._local(rotations[:, 1:], gap.skeleton.parents), hips[:, 1:], gap, floors, blend)
 
     def _start(self, starts, wants):
         """The state of every path's start (see follow), placed at its first point."""
@@ -169,7 +217,7 @@ class MANNModel(Model):
         pad = self.history + 5 * int(round(self.fps / 5)) + 1
         g = reflected(ground, pad, point=True)
         speed = speed_ahead(g, self.fps)
-        label = np.where(speed >= self.move_speed, self.actions.index("move"), self.actions.index("idle"))
+        label = reflected(self._labels(motion), pad)
         actions = one_hot(label, self.fps, len(self.actions)).astype(np.float64)
         past = slice(pad + frame - self.history, pad + frame + 1)
         if motion.n_frames > 1:   # backwards, as in training (the first frame takes the second's)
@@ -180,6 +228,12 @@ class MANNModel(Model):
         return _State(one(g[past]), one(reflected(theta, pad)[past]), one(reflected(velocity, pad)[past]),
                       one(speed[past]), one(actions[past]), np.zeros((1, self.ahead, 6)), one(pos[frame]),
                       one(quat.rotate(rot[frame], FORWARD)), one(quat.rotate(rot[frame], UP)), one(bone_velocity))
+
+    def _labels(self, motion):
+        """The action of every frame of ``motion`` (F,), an index into the model's actions (idle for one
+        it does not know), by the rules its training data was labelled with (:mod:`.actions`)."""
+        known = np.array([self.actions.index(a) if a in self.actions else self.actions.index("idle") for a in ACTIONS])
+        return known[labels(motion, self.bones)]
 
     def _settled(self):
         """One character of the model's own skeleton standing still at the origin facing +Z: the training
@@ -196,18 +250,19 @@ class MANNModel(Model):
                         np.zeros(length), np.tile(idle, (length, 1)))
         want = _stacked([still], length)
         for t in range(frames):
-            state = self._step(state, want, t)
+            state, _ = self._step(state, want, t)
         return state
 
     def _step(self, s, want, t):
-        """The state one frame on from ``s`` at frame ``t`` of the desired paths ``want``."""
+        """The state one frame on from ``s`` at frame ``t`` of the desired paths ``want``, and the experts'
+        blending weights (B, K) of the step (None where the graph does not output them)."""
         ahead = slice(t + 1, t + self.ahead + 1)
         weight = (np.arange(1, self.ahead + 1) / self.ahead) ** self.tau
         s.future = s.future + weight[None, :, None] * (want["future"][:, ahead] - s.future)
         s.future[..., 2:4] = _unit(s.future[..., 2:4])
         s.speed[:, -1], s.actions[:, -1] = want["speed"][:, t], want["actions"][:, t]
-        y, _ = self.session.run(None, {"x": self._input(s, want, t).astype(np.float32)})
-        return self._advance(s, y.astype(np.float64))
+        y, *alpha = self.session.run(None, {"x": self._input(s, want, t).astype(np.float32)})
+        return self._advance(s, y.astype(np.float64)), (alpha[0] if alpha else None)
 
     def _input(self, s, want, t):
         """x (B, 480): the trajectory samples in the root frame of now, the bones in the last frame's."""
@@ -271,13 +326,18 @@ class MANNModel(Model):
 
     def _motion(self, world_rotations, hips, skeleton, path):
         """A Motion of ``skeleton`` from joint world rotations (F, J, 4) and the hips' positions (F, 3)."""
-        parents = skeleton.parents
-        local = world_rotations.copy()
-        local[:, 1:] = quat.mul(quat.inv(world_rotations[:, parents[1:]]), world_rotations[:, 1:])
         positions = np.repeat(skeleton.offsets[None], len(hips), axis=0)
         positions[:, 0] = hips
         name = f"{self.name} following {path.source}"
-        return Motion(skeleton, quat.unroll(local), positions, self.fps, name=name)
+        return Motion(skeleton, quat.unroll(self._local(world_rotations, skeleton.parents)), positions, self.fps,
+                      name=name)
+
+    @staticmethod
+    def _local(world_rotations, parents):
+        """Local rotations (..., J, 4) of joint world rotations (..., J, 4)."""
+        local = world_rotations.copy()
+        local[..., 1:, :] = quat.mul(quat.inv(world_rotations[..., parents[1:], :]), world_rotations[..., 1:, :])
+        return local
 
 
 def _unit(v, eps=1e-9):

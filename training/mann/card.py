@@ -3,7 +3,7 @@ the test split, the licence, and the last validation."""
 
 import json
 
-from . import labels as labelling
+from inference.mann import actions as labelling
 
 
 def sections(state, metadata):
@@ -29,7 +29,7 @@ def sections(state, metadata):
            f"the action values; dropout {config['dropout']} in training.", "",
            "## Actions",
            f"The data has no labels; every frame's action ({', '.join(labelling.ACTIONS)}) was derived from the "
-           "motion by `training/mann/labels.py` (`python -m training labels` draws a timeline per clip to check "
+           "motion by `inference/mann/actions.py` (`python -m training labels` draws a timeline per clip to check "
            "them): jump where all paws leave the ground high enough for long enough, stand where the front paws "
            "are up and the hips are not, sit and lie where the hips are low (lie with the neck low too), move "
            "where the root's speed exceeds a threshold (with hysteresis), idle otherwise; then a majority filter "

@@ -33,11 +33,11 @@ import numpy as np
 
 from inference.dataset import motion_set
 from inference.errors import DataError
+from inference.mann import actions as labelling
 from inference.mann.features import (BONE_DIM, BONE_FIELDS, CURRENT, OUT_SAMPLE_DIM, OUT_SAMPLE_FIELDS, ROOT_FIELDS,
                                      SAMPLE_DIM, SAMPLE_FIELDS, SAMPLES, SPEED_HORIZON, bones_of, leg_length, one_hot,
                                      pose, root, sample_frames, trajectory, turn, world)
 from ..clips import HOLD_OUT, clips
-from . import labels as labelling
 
 # The test split: never trained or validated on, absent from the model card's file list.
 TEST_CLIPS = ("D1_008_KAN01_002", "D1_009_KAN01_002", "D1_010_KAN01_003", "D1_ex04_KAN02_003", "D1_058_KAN01_001")

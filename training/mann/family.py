@@ -23,10 +23,10 @@ import torch
 
 from inference.dataset import load_motion_set
 from inference.errors import DataError
+from inference.mann import actions as labelling
 from ..clips import speeds_of, subjects_of
 from ..family import Family
 from ..onnx_tools import agreement
-from . import labels as labelling
 from .data import CURRENT, OUT_SAMPLE_DIM, SAMPLES, TEST_CLIPS, parts
 from .network import INPUTS, MANN, MANNConfig, graph
 
