@@ -81,6 +81,17 @@ class ModelFile:
             raise ModelError(f"{self.path}: incomplete model metadata ({key}: {e}); export it again") from None
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where a model's skeleton stands, as whatever moves motion into and out of the model's space (the
+    add-on's retargeting, feet planting) reads it; the RTN's feature ``Layout`` has these fields too."""
+
+    trajectory: int        # the joint whose translation carries the character through the world
+    up: int                # world up axis (0, 1, 2)
+    height: float          # the body's scale in the model's units
+    fps: float
+
+
 class Model:
     """A model file opened, of any kind: each kind's runtime class (``KINDS``) builds on this, reads its
     own metadata, and says what it is (``TITLE``) and what it serves (``SERVES``)."""

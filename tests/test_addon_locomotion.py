@@ -110,6 +110,15 @@ def hips_track(obj, frames, hips="Hips"):
     return np.array(out)
 
 
+def heads(obj, frames):
+    """World positions of every bone's head on ``frames`` as Blender evaluates the keys (frames, bones, 3)."""
+    out = []
+    for f in frames:
+        bpy.context.scene.frame_set(int(f))
+        out.append([obj.matrix_world @ bone.head for bone in obj.pose.bones])
+    return np.array(out)
+
+
 def distance_to(track, line):
     """Each ground point of ``track`` (F, 3)'s distance to the polyline ``line`` (N, 3) on the ground."""
     a, b = line[:-1, :2], line[1:, :2]
@@ -334,16 +343,21 @@ def test_a_quadruped_rig_without_a_tail_is_mapped_to_the_dog_from_the_menu(scene
     assert "Spine2" in mapping.stored(obj.data)                             # a tie, which the human skeleton wins
 
 
-@pytest.mark.skipif("fill" not in MANNModel.SERVES, reason="MANNModel does not fill gaps yet (issue 22's quadruped "
-                    "gap filling is built on another branch); the add-on hands it a dog rig's gaps once it does")
 def test_fill_gaps_and_decompress_on_a_dog_rig_use_the_quadruped_model(scene, dog):
     from betwixt.addon import operators
     obj = import_dog(dog)
     a, b = 100, 160
+    inside_gap = range(a + 1, b)
+    capture = heads(obj, inside_gap)
     cut(obj, a, b)
     assert operators.read_plan(bpy.context, operators.selected_gaps).model.file.kind == "mann"
     before = snapshot(obj)
+    bezier = heads(obj, inside_gap)
     assert bpy.ops.betwixt.fill_gaps() == {"FINISHED"}
+    ours = np.linalg.norm(heads(obj, inside_gap) - capture, axis=-1).mean()
+    theirs = np.linalg.norm(bezier - capture, axis=-1).mean()
+    # measured 2.1 cm against Bezier's 0.8 on this walk's keys: the dog's rig suite cases compare them widely
+    assert ours < 0.03 and theirs < 0.01, (ours, theirs)
     for key, data in snapshot(obj).items():
         frames = data["co"][0::2]
         inside = (frames > a) & (frames < b)
@@ -358,14 +372,3 @@ def test_fill_gaps_and_decompress_on_a_dog_rig_use_the_quadruped_model(scene, do
     assert bpy.ops.betwixt.decompress() == {"FINISHED"}
     for key, data in snapshot(obj).items():
         assert data["co"][0::2].tolist() == list(range(1, 301)), key
-
-
-@pytest.mark.skipif("fill" in MANNModel.SERVES, reason="MANNModel fills gaps: the test above runs instead")
-def test_until_the_quadruped_model_fills_gaps_a_dog_rig_is_refused_clearly(scene, dog):
-    obj = import_dog(dog)
-    cut(obj, 100, 160)
-    before = snapshot(obj)
-    with pytest.raises(RuntimeError, match="armature 'dog' plays the skeleton of model mann-dog .*which does not "
-                                           "fill gaps"):
-        bpy.ops.betwixt.fill_gaps()
-    assert same_keys(snapshot(obj), before)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import quat
-from ..modelfile import Model, ModelError
+from ..modelfile import Model, ModelError, Placement
 from ..motion import Motion, Skeleton
 from .actions import ACTIONS, labels
 from .features import (BONE_DIM, CURRENT, FORWARD, OUT_SAMPLE_DIM, SAMPLE_DIM, SPEED_HORIZON, UP, bones_of, leg_length,
@@ -101,6 +101,8 @@ class MANNModel(Model):
         except (KeyError, TypeError, ValueError) as e:
             raise ModelError(f"{file.path}: incomplete model metadata ({e}); export it again") from None
         self.fps = file.fps
+        # the hips carry the dog, Y up; its back leg's length is its scale, as for the labels' thresholds
+        self.layout = Placement(trajectory=0, up=1, height=leg_length(self.skeleton, self.bones), fps=self.fps)
         self.offsets = sample_frames(self.fps)
         if list(self.bones.names) != names or frames != self.offsets.tolist() or len(self.x_mean) != inputs \
                 or session.get_outputs()[0].shape[-1] != outputs or not {"move", "idle"} <= set(self.actions):
