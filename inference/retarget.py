@@ -12,9 +12,10 @@ target joint ``j`` turns in the world as its source joint ``b`` does,
 with ``G^nat`` the world rotations of the natural poses and ``S_j`` the turn that carries the target's
 natural bone directions onto the source's (:func:`calibrate`, shared with the add-on, whose rigs are
 the source there). On its own skeleton a motion comes back unchanged. Target joints the source lacks
-take the target's natural pose. The joints the target translates (its root, Bandai's ``Hips``) follow
-their source joints' world positions times the ratio of the two skeletons' heights in their natural
-poses; the other joints keep the target's bone lengths.
+take the target's natural pose. The joints that carry the target through the world (those from its root
+to its hips that have position channels: LaFAN1's ``Hips``, Bandai's ``joint_Root`` and ``Hips``)
+follow their source joints' world positions times the ratio of the two skeletons' heights in their
+natural poses; the other joints keep the target's bone lengths.
 """
 
 from dataclasses import dataclass, replace
@@ -25,7 +26,7 @@ from . import quat
 from .errors import DataError
 from .features import chain, chain_transform
 from .mapping import detect
-from .motion import AXES, Motion, forward_kinematics, height
+from .motion import AXES, forward_kinematics, height
 
 
 def smallest_turn(a, b):
@@ -182,8 +183,9 @@ class Retargeting:
         sgrot, sheads = forward_kinematics(source_pose, source.offsets, source.parents)
         rest_rot = quat.to_matrix(sgrot[bones])
         offsets = quat.from_matrix(calibrate(target, joints, rest_rot, sheads[bones], [target_pose]))
-        translated = [j for j, chans in enumerate(target.channels) if any(c.endswith("position") for c in chans)]
-        positional = tuple((int(j), int(b)) for j, b in zip(joints, bones) if j in translated)
+        carriers = [j for j in chain(target.parents, hips)   # Bandai keys every joint's translation; only these move
+                    if any(c.endswith("position") for c in target.channels[j])]
+        positional = tuple((int(j), int(b)) for j, b in zip(joints, bones) if j in carriers)
         scale = standing_height(target, target_pose, up) / standing_height(source, source_pose, up)
         return cls(source, target, joints, bones, offsets, np.asarray(target_pose, dtype=np.float64), positional,
                    float(scale))

@@ -1,6 +1,5 @@
 """Motions of one skeleton on another's (inference/retarget.py), on the real captures of ../shared."""
 
-import zipfile
 
 import numpy as np
 import pytest
@@ -9,7 +8,7 @@ from inference.bvh import parse_bvh
 from inference.dataset import read_motions, subject_of
 from inference.errors import DataError
 from inference.mann.metrics import foot_skating
-from inference.motion import Skeleton
+from inference.motion import Skeleton, forward_kinematics
 from inference.retarget import Retargeting, direction_error, natural_pose, pelvis, standing_height
 
 LAFAN_FEET = ["LeftFoot", "RightFoot", "LeftToe", "RightToe"]
@@ -52,9 +51,8 @@ def test_the_natural_pose_stands_upright(lafan, bandai):
     """Walks in every direction average into one body standing on its feet: head above hips above toes."""
     for clips, pose in (lafan, bandai):
         sk = clips[0].skeleton
-        from inference.motion import forward_kinematics
         _, world = forward_kinematics(pose, sk.offsets, sk.parents)
-        head = next(j for j, n in enumerate(sk.names) if n == "Head")
+        head = sk.index("Head")
         toes = [j for j, n in enumerate(sk.names) if "Toe" in n]
         assert world[head, 1] > world[pelvis(sk), 1] > world[toes, 1].max()
         assert standing_height(sk, pose) > 0.8 * np.ptp(world[:, 1])
@@ -65,7 +63,8 @@ def test_bandai_walks_onto_lafan1_with_its_bones_directions_and_feet(lafan, band
     walks = [m for m in bandai[0] if "_walk_" in m.name or "_run_" in m.name]
     onto = Retargeting.build(bandai[0][0].skeleton, clips[0].skeleton, bandai[1], lafan_pose)
     target = clips[0].skeleton
-    assert onto.scale == pytest.approx(standing_height(target, lafan_pose) / standing_height(walks[0].skeleton, bandai[1]))
+    heights = standing_height(target, lafan_pose), standing_height(walks[0].skeleton, bandai[1])
+    assert onto.scale == pytest.approx(heights[0] / heights[1])
     source_skate = target_skate = frames = 0.0
     for walk in walks:
         out = onto(walk)

@@ -39,7 +39,8 @@ def bandai(name):
 
 def test_sources_on_the_first_one_s_skeleton_each_cached_once_and_compact(both, sources, cache):
     lafan = load_motion_set(sources[0], cache)
-    assert both.skeleton.same_hierarchy(lafan.skeleton) and np.array_equal(both.skeleton.offsets, lafan.skeleton.offsets)
+    assert both.skeleton.same_hierarchy(lafan.skeleton)
+    assert np.array_equal(both.skeleton.offsets, lafan.skeleton.offsets)
     assert both.names[:len(lafan.names)] == lafan.names                       # LaFAN1 as it is
     assert sum(bandai(n) for n in both.names) == 174 and both.fps == 30
     assert both.translated.tolist() == [0]                                     # Bandai's now moves the hips only
@@ -72,7 +73,8 @@ def test_proportions_scale_bones_within_the_range_and_leave_rotations(both):
     varied = Transitions(both, "train", SUBJECTS, proportions=0.1, layout=plain.layout)
     a = plain.sample(256, 20, np.random.default_rng(3))
     b = varied.sample(256, 20, np.random.default_rng(3))
-    assert np.array_equal(a["truth"][..., 3:], b["truth"][..., 3:]) and np.array_equal(a["past"][..., 3:], b["past"][..., 3:])
+    assert np.array_equal(a["truth"][..., 3:], b["truth"][..., 3:])
+    assert np.array_equal(a["past"][..., 3:], b["past"][..., 3:])
     groups = proportion_groups(both.skeleton, plain.layout.trajectory)
     bones = np.flatnonzero(np.linalg.norm(a["base"], axis=-1).min(axis=0) > 1e-3)
     bones = bones[bones != plain.layout.trajectory]
@@ -111,3 +113,20 @@ def test_a_short_run_on_both_trains_validates_and_exports(sources, cache, tmp_pa
     assert json.loads(props["betwixt.data"])["source"] == "lafan1-27.zip + bandai1.zip"
     assert "Trained on `lafan1-27.zip` + `bandai1.zip`" in model.with_suffix(".md").read_text()
 
+
+
+def test_another_skeleton_given_by_a_file(lafan1_zip, mocap, tmp_path):
+    """``--skeleton``: LaFAN1's training subjects on Bandai's skeleton, its natural pose from the file's frames."""
+    import zipfile
+    with zipfile.ZipFile(mocap / "bandai1.zip") as z:
+        (tmp_path / "bandai.bvh").write_bytes(z.read("dataset-1_walk_normal_001.bvh"))
+    data = load_sources([lafan1_zip], tmp_path / "cache", skeleton=tmp_path / "bandai.bvh", subjects=SUBJECTS)
+    assert data.skeleton.names[:2] == ("joint_Root", "Hips") and data.fps == 30
+    assert len(data.names) == 27 and len(data.translated) == 22       # as Bandai's files key them
+    train = Transitions(data, "train", SUBJECTS)
+    assert {subject_of(f) for f in train.files} == {1, 2, 3, 4}
+    clip = data.clip(0)
+    hips = data.skeleton.index("Hips")
+    moved = np.ptp(clip.positions, axis=0).max(axis=-1)   # only the hips travel; bones keep Bandai's lengths
+    assert moved[hips] > 10.0 and np.delete(moved, hips).max() < 1e-3
+    np.testing.assert_allclose(clip.positions[0, hips + 1:], data.skeleton.offsets[hips + 1:], atol=1e-4)

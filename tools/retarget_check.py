@@ -69,7 +69,8 @@ def filmstrip(source, target, scale, path, frames=6):
     picks = np.linspace(0, source.n_frames - 1, frames).astype(int)
     fig, axes = plt.subplots(1, frames, figsize=(1.3 * frames, 2.1), constrained_layout=True)
     for ax, f in zip(axes, picks):
-        for world, sk, colour, shift in ((src, source.skeleton, "0.55", -45.0), (tgt, target.skeleton, "tab:blue", 45.0)):
+        for world, sk, colour, shift in ((src, source.skeleton, "0.55", -45.0),
+                                         (tgt, target.skeleton, "tab:blue", 45.0)):
             centre = world[f, pelvis(sk)]
             x = (world[f] - centre) @ along + shift
             for j, parent in enumerate(sk.parents):
@@ -90,10 +91,12 @@ def main():
     target, pose = lafan[0].skeleton, natural_pose(lafan)
     bandai = read_motions(args.mocap / "bandai1.zip")
     onto = Retargeting.build(bandai[0].skeleton, target, natural_pose(bandai), pose)
-    measure("Bandai-1 walks and runs", [m for m in bandai if "_walk" in m.name or "_run" in m.name], onto, FEET["bandai"])
+    walks = [m for m in bandai if "_walk" in m.name or "_run" in m.name]
+    measure("Bandai-1 walks and runs", walks, onto, FEET["bandai"])
     measure("Bandai-1, every clip", bandai, onto, FEET["bandai"])
     cmu = read_bvh(args.mocap / "cmu-01_01.bvh").resample(30)
-    measure("CMU 01_01 at 30 fps", [cmu], Retargeting.build(cmu.skeleton, target, natural_pose([cmu]), pose), FEET["cmu"])
+    from_cmu = Retargeting.build(cmu.skeleton, target, natural_pose([cmu]), pose)
+    measure("CMU 01_01 at 30 fps", [cmu], from_cmu, FEET["cmu"])
     if args.image:
         walk = next(m for m in bandai if m.name.endswith("walk_normal_001"))
         filmstrip(walk, onto(walk), onto.scale, args.image)

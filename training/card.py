@@ -43,7 +43,8 @@ def write(path, family, state, weights, precision, sections):
     lines = [
         f"# {path.stem}", "", family.title, "",
         "## Data and licence",
-        f"- Trained on {' + '.join(f'`{os.path.basename(d)}`' for d in sources(meta))}" + (f", subjects {meta['subjects']}" if meta["subjects"] else "")
+        f"- Trained on {' + '.join(f'`{os.path.basename(d)}`' for d in sources(meta))}"
+        + (f", subjects {meta['subjects']}" if meta["subjects"] else "")
         + f": {len(meta['data_files'])} files, the last tenth of each held out for validation"
         + ("" if args.get("no_mirror") else ", plus their mirror images")
         + (f" and, where the commands below say `--speeds`, copies played at speeds {speeds}." if speeds != "1" else "."),

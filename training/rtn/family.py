@@ -75,7 +75,8 @@ class RTNFamily(Family):
                             reverse=args.reverse, proportions=args.proportions)
         validation = Transitions(data, "validation", subjects, mirrored=False, layout=train.layout)
         sk = data.skeleton
-        meta = {"data": [str(d) for d in args.data], "data_files": train.files, "subjects": subjects, "fps": float(data.fps),
+        meta = {"data": [str(d) for d in args.data], "data_files": train.files, "subjects": subjects,
+                "fps": float(data.fps),
                 "layout": train.layout.to_json(),
                 "skeleton": {"names": list(sk.names), "parents": [int(p) for p in sk.parents],
                              "offsets": sk.offsets.tolist()},

@@ -42,7 +42,8 @@ class Transitions:
         frames' rows (B, width), read backwards with probability ``reverse``."""
         room = np.maximum(self.lengths - width + 1, 0)
         if room.sum() == 0:
-            raise DataError(f"no clip is long enough for a transition of {width - self.past - 2} frames; lower --max-gap")
+            raise DataError(f"no clip is long enough for a transition of {width - self.past - 2} frames; "
+                            "lower --max-gap")
         clip = rng.choice(len(room), size=batch, p=room / room.sum())
         start = self.starts[clip] + (rng.random(batch) * room[clip]).astype(np.int64)
         backwards = rng.random(batch) < self.reverse if self.reverse else np.zeros(batch, dtype=bool)
