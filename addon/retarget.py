@@ -17,7 +17,9 @@ rigid fit). Where the poses agree ``S`` is the identity and the rig moves exactl
 they differ, every bone still points where the model's bone points, so joint positions follow the
 model up to the rig's own bone lengths. A bone's roll about its own direction is not observable from
 rest positions, so between very different poses (a BVH "all bones along X" rest pose and a T-pose) a
-limb may keep a constant twist about its own axis; a natural reference pose removes it.
+limb may keep a constant twist about its own axis; a natural reference pose removes it. That calibration
+(:func:`..inference.retarget.calibrate`) is shared with training, which brings other data sets'
+skeletons onto a model's the same way.
 
 Joints the rig lacks (toes, spine bones) take the reference pose's local rotations: a toe left at
 the rest pose's identity is a pose the model never saw, and it poisons the whole fill.
@@ -34,6 +36,7 @@ import numpy as np
 from ..inference import quat
 from ..inference.errors import BetwixtError
 from ..inference.motion import forward_kinematics
+from ..inference.retarget import calibrate, descendant_pairs
 from .rig import affine_inverse, compose, matrix_to_quat, rotation_part
 
 # From a model's up axis to Blender's Z-up: what Blender's BVH importer does (forward -Z, up Y).
@@ -43,26 +46,6 @@ AXIS_CHANGE = {1: np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
 
 class MappingError(BetwixtError):
     """A bone mapping that cannot drive the model."""
-
-
-def smallest_turn(a, b):
-    """The quaternion of the smallest rotation taking direction ``a`` onto ``b`` (any axis when opposite)."""
-    a = a / np.linalg.norm(a)
-    b = b / np.linalg.norm(b)
-    c = float(np.dot(a, b))
-    if c < -1.0 + 1e-9:
-        axis = np.cross(a, [1.0, 0.0, 0.0])
-        if np.linalg.norm(axis) < 1e-6:
-            axis = np.cross(a, [0.0, 1.0, 0.0])
-        return np.concatenate([[0.0], axis / np.linalg.norm(axis)])
-    return quat.normalize(np.concatenate([[1.0 + c], np.cross(a, b)]))
-
-
-def best_rotation(a, b):
-    """The rotation (3x3) that best carries the unit directions ``a`` (n, 3) onto ``b`` (Kabsch)."""
-    u, _, vt = np.linalg.svd(b.T @ a)
-    d = np.sign(np.linalg.det(u @ vt))
-    return u @ np.diag([1.0, 1.0, d]) @ vt
 
 
 @dataclass(frozen=True, eq=False)
@@ -117,8 +100,7 @@ class Retarget:
         rest_world = world @ rig.rest
         rest_rot = axes.T @ rotation_part(rest_world)              # Cᵀ R_b^rest
         heads = rest_world[:, :3, 3] @ axes                         # Cᵀ h, in rig units
-        slot = {int(j): k for k, j in enumerate(joints)}
-        pairs = _descendant_pairs(skeleton.parents, slot)
+        pairs = descendant_pairs(skeleton.parents, {int(j): k for k, j in enumerate(joints)})
         bones_both = [(j, c) for j, c in pairs if skeleton.parents[c] == j]   # lengths that no pose changes
         rig_len = sum(np.linalg.norm(heads[mapping[c]] - heads[mapping[j]]) for j, c in bones_both)
         model_len = sum(np.linalg.norm(skeleton.offsets[c]) for _, c in bones_both)
@@ -127,12 +109,7 @@ class Retarget:
         poses = [np.tile([1.0, 0.0, 0.0, 0.0], (len(skeleton), 1))]   # the model's rest pose, and
         if reference is not None:                                       # a pose of its own, when it has one
             poses.append(quat.normalize(np.asarray(reference, dtype=np.float64)))
-        fits = []
-        for pose in poses:
-            grot, model_heads = forward_kinematics(pose, skeleton.offsets, skeleton.parents)
-            turns, misfit = _turns(skeleton.parents, joints, slot, pairs, model_heads, heads[bones])
-            fits.append((misfit, turns @ quat.to_matrix(grot[joints])))
-        offsets = np.swapaxes(rest_rot[bones], -1, -2) @ min(fits, key=lambda f: f[0])[1]
+        offsets = calibrate(skeleton, joints, rest_rot[bones], heads[bones], poses)
         positional = tuple(sorted({0, int(trajectory)} & set(mapping)))
         return cls(skeleton, rig, joints, bones, positional, world, axes, float(rig_len / model_len), offsets,
                    poses[-1])
@@ -198,42 +175,3 @@ class Retarget:
             loc = np.zeros_like(location[:, b]) if self.rig.connected[b] else location[:, b]
             pose[:, b] = above @ compose(loc, rotation[:, b], scale[:, b])
         return location, rotation
-
-
-def _turns(parents, joints, slot, pairs, model_heads, rig_heads):
-    """``S`` per mapped joint (see the module's docstring) and the mean angle it turns bones by,
-    relative to the mapped parent's: how far the two rest poses are apart."""
-    scale_m = max(np.linalg.norm(model_heads[c] - model_heads[j]) for j, c in pairs)
-    scale_r = max(np.linalg.norm(rig_heads[slot[c]] - rig_heads[slot[j]]) for j, c in pairs)
-    turns = np.empty((len(joints), 3, 3))
-    angles = []
-    for k, j in enumerate(joints):
-        parent = _mapped_ancestor(parents, int(j), slot)
-        inherited = turns[slot[parent]] if parent is not None else np.eye(3)
-        dirs = [(model_heads[c] - model_heads[j], rig_heads[slot[c]] - rig_heads[k]) for jj, c in pairs if jj == j]
-        dirs = [(m / np.linalg.norm(m), r / np.linalg.norm(r)) for m, r in dirs
-                if np.linalg.norm(m) > 1e-6 * scale_m and np.linalg.norm(r) > 1e-6 * scale_r]
-        if len(dirs) >= 2 and np.linalg.matrix_rank(np.array([m for m, _ in dirs]), tol=1e-3) >= 2:
-            m, r = (np.array(v) for v in zip(*dirs))
-            turns[k] = best_rotation(m, r)
-        elif dirs:
-            m, r = dirs[0]
-            turns[k] = quat.to_matrix(smallest_turn(inherited @ m, r)) @ inherited
-        else:
-            turns[k] = inherited
-        if parent is not None:
-            relative = inherited.T @ turns[k]
-            angles.append(np.arccos(np.clip((np.trace(relative) - 1.0) / 2.0, -1.0, 1.0)))
-    return turns, float(np.mean(angles)) if angles else 0.0
-
-
-def _mapped_ancestor(parents, j, slot):
-    p = parents[j]
-    while p >= 0 and int(p) not in slot:
-        p = parents[p]
-    return int(p) if p >= 0 else None
-
-
-def _descendant_pairs(parents, slot):
-    """(joint, nearest mapped descendant) for every mapped joint and each of its branches."""
-    return [(a, int(c)) for c in slot for a in [_mapped_ancestor(parents, int(c), slot)] if a is not None]

@@ -4,7 +4,8 @@ A data set is given the way LaFAN1 is published, as a folder or an archive (``.z
 ``.tar.gz``) of BVH files. Parsing a large set takes seconds, and a GPU machine receives only what
 travels with the code, so the parsed clips are cached once in a compact file keyed by the source's
 content: rotations quantised to 16 bits (3e-5, a hundredth of a degree) and translations only for
-the joints a file actually animates.
+the joints a file actually animates. Several data sets train one model on one skeleton
+(:func:`load_sources`): each is retargeted onto it once (:mod:`.retarget`) and cached the same way.
 """
 
 import hashlib
@@ -19,11 +20,13 @@ from pathlib import Path
 import numpy as np
 
 from . import quat
-from .bvh import parse_bvh
+from .bvh import parse_bvh, read_bvh
 from .errors import BetwixtError, DataError
 from .motion import AXES, Motion, Skeleton, forward_kinematics
+from .retarget import Retargeting, natural_pose
 
 CACHE_VERSION = 1
+RETARGET_VERSION = 1   # of inference/retarget.py's maths: a change there makes retargeted caches stale
 _SUBJECT = re.compile(r"_subject(\d+)", re.IGNORECASE)
 
 
@@ -159,16 +162,103 @@ def cache_path(path, cache_dir=None):
 
 
 def load_motion_set(path, cache_dir=None, progress=None):
-    """The data set at ``path`` as a :class:`MotionSet`, from the cache when its content is unchanged."""
+    """The data set at ``path`` as a :class:`MotionSet`, from the cache when its content is unchanged.
+
+    ``path`` may be a cache file itself (``.npz``), which is how a data set travels to a machine that
+    lacks its source. A freshly parsed set is returned as its cache reads back, so that a run gets the
+    same numbers whether the cache was there or not.
+    """
+    if str(path).endswith(".npz"):
+        try:
+            return _read_cache(Path(path))
+        except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+            raise DataError(f"{path}: not a data set cache of this Betwixt (version {CACHE_VERSION}); give the "
+                            "data set itself, or a cache written by this version's --cache") from None
     cache = cache_path(path, cache_dir)
     if cache.exists():
         try:
             return _read_cache(cache)
         except (OSError, KeyError, ValueError, zipfile.BadZipFile):
             cache.unlink(missing_ok=True)   # a cache cut short by a crash: rebuild it
-    data = motion_set(read_motions(path, progress), source=str(path))
-    _write_cache(data, cache)
-    return data
+    _write_cache(motion_set(read_motions(path, progress), source=str(path)), cache)
+    return _read_cache(cache)
+
+
+def load_sources(paths, cache_dir=None, skeleton=None, subjects=None):
+    """Several data sets as one :class:`MotionSet` on one skeleton: the first's, or ``skeleton``'s (a BVH file).
+
+    A source of that hierarchy goes in as it is, its performers' bone lengths and all. Another is
+    retargeted onto it through the two skeletons' natural poses, each measured on its data set's clips
+    of ``subjects`` and clips without a subject number (LaFAN1's test subject is never read into one),
+    resampled to the skeleton's frame rate, and cached: only the result is kept, as compact as any
+    data set's cache. That cache is a data set of the skeleton's hierarchy, so it may stand for its
+    source as a later ``--data`` where the source is not at hand (a GPU machine).
+    """
+    paths = [str(p) for p in paths]
+    file = read_bvh(skeleton) if skeleton else None
+    target = file.skeleton if file else _hierarchy(paths[0])
+    own = [p for p in paths if _hierarchy(p).same_hierarchy(target)]
+    sets = [load_motion_set(p, cache_dir) for p in own]
+    kept = [m for data in sets for m in _clips_of(data, subjects)]
+    if sets and not kept:
+        raise DataError(f"{' + '.join(own)}: no clip of subjects {subjects}; check --subjects against the file names")
+    if file is None:
+        target = sets[0].skeleton   # its first clip's bone lengths
+    pose = natural_pose(kept or [file])
+    fps = sets[0].fps if sets else file.fps
+    sets += [_retargeted(p, target, pose, fps, subjects, cache_dir) for p in paths if p not in own]
+    return _joined(sets, " + ".join(data.source for data in sets))
+
+
+def _hierarchy(path):
+    """The skeleton of a data set: its cache's, or its first BVH file's (a data set holds one hierarchy)."""
+    if str(path).endswith(".npz"):
+        return load_motion_set(path).skeleton
+    name, read = bvh_members(path)[0]
+    return parse_bvh(read(), name).skeleton
+
+
+def _clips_of(data, subjects):
+    """The clips of ``subjects`` (all when None) and those whose names carry no subject number."""
+    return [data.clip(i) for i, n in enumerate(data.names) if subjects is None or subject_of(n) in (*subjects, None)]
+
+
+def _retargeted(path, target, target_pose, fps, subjects, cache_dir):
+    """The data set at ``path`` retargeted onto ``target`` (natural pose ``target_pose``) at ``fps``, cached."""
+    digest = hashlib.sha256(json.dumps([target.names, target.parents.tolist(), np.round(target.offsets, 6).tolist(),
+                                        np.round(target_pose, 6).tolist(), fps, RETARGET_VERSION]).encode())
+    cache = cache_path(path, cache_dir)
+    cache = cache.with_name(cache.name.replace(f"-v{CACHE_VERSION}", f"-on-{digest.hexdigest()[:12]}-v{CACHE_VERSION}"))
+    if cache.exists():
+        try:
+            return _read_cache(cache)
+        except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+            cache.unlink(missing_ok=True)
+    motions = read_motions(path)
+    raw = motion_set(motions)   # one hierarchy and frame rate, or a clear error
+    kept = _clips_of(raw, subjects)
+    if not kept:
+        raise DataError(f"{path}: no clip of subjects {subjects}; check --subjects against the file names")
+    onto = Retargeting.build(raw.skeleton, target, natural_pose(kept), target_pose, motions[0].up, name=str(path))
+    _write_cache(motion_set([onto(m if m.fps == fps else m.resample(fps)) for m in motions], source=str(path)), cache)
+    return _read_cache(cache)
+
+
+def _joined(sets, source):
+    """One :class:`MotionSet` of several of one hierarchy, frame rate and translated joints."""
+    first = sets[0]
+    for data in sets[1:]:
+        if data.fps != first.fps or not np.array_equal(data.translated, first.translated):
+            raise DataError(f"{data.source}: {data.fps:g} fps and translations on joints {data.translated.tolist()}, "
+                            f"but {first.source} has {first.fps:g} and {first.translated.tolist()}; "
+                            "resample it, or give it as the first --data")
+    if len(sets) == 1:
+        return first
+    lengths = np.concatenate([np.diff(data.starts) for data in sets])
+    return MotionSet(first.skeleton, first.fps, sum((data.names for data in sets), ()),
+                     np.concatenate([[0], np.cumsum(lengths)]), np.concatenate([data.offsets for data in sets]),
+                     np.concatenate([data.rotations for data in sets]), first.translated,
+                     np.concatenate([data.translations for data in sets]), source)
 
 
 def _write_cache(data, cache):

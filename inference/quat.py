@@ -152,3 +152,12 @@ def slerp(a, b, t):
     wa = np.where(linear, 1.0 - t, np.sin((1.0 - t) * omega) / sin_omega)
     wb = np.where(linear, t, np.sin(t * omega) / sin_omega)
     return normalize(wa[..., None] * a + wb[..., None] * b)
+
+
+def mean(q, axis=0):
+    """A mean rotation of unit quaternions along ``axis``: each first taken in the hemisphere of the
+    first one (q and -q are one rotation), then averaged and normalised. Good for rotations that stay
+    within a quarter turn or so of one another, as a joint's do over a data set."""
+    q = np.moveaxis(q, axis, 0)
+    q = np.where(np.sum(q * q[:1], axis=-1, keepdims=True) < 0, -q, q)
+    return normalize(q.mean(axis=0))

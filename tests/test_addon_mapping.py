@@ -155,20 +155,20 @@ def biovision():
 
 @pytest.mark.parametrize("scheme", [mixamo, rigify, unreal, metarig, unity, bandai, cmu, biovision])
 def test_detect_maps_common_naming_schemes(betwixt_addon, scheme):
-    from betwixt.addon.mapping import detect
+    from betwixt.inference.mapping import detect
     pairs, expected = scheme()
     names, parents = hierarchy(pairs)
     assert detect(LAFAN, LAFAN_PARENTS, names, parents) == expected
 
 
 def test_detect_on_the_model_s_own_skeleton_and_on_strangers(betwixt_addon):
-    from betwixt.addon.mapping import detect
+    from betwixt.inference.mapping import detect
     assert detect(LAFAN, LAFAN_PARENTS, LAFAN, LAFAN_PARENTS) == {n: n for n in LAFAN}
     assert detect(LAFAN, LAFAN_PARENTS, ["Bone", "Bone.001", "Bone.002"], [-1, 0, 1]) == {}
 
 
 def test_side_markers_and_parts(betwixt_addon):
-    from betwixt.addon.mapping import describe, unsided
+    from betwixt.inference.mapping import describe, unsided
     assert unsided("LeftUpLeg") == ("L", "UpLeg")
     assert unsided("mixamorig:RightArm") == ("R", "mixamorig:Arm")
     assert unsided("DEF-upper_arm.L.001") == ("L", "DEF-upper_arm..001")
@@ -188,7 +188,7 @@ def lafan(lafan1_zip):
 
 def test_bandai_clip_maps_onto_the_lafan1_skeleton(betwixt_addon, mocap, lafan):
     """The real files: Bandai's hierarchy as parsed from its BVH."""
-    from betwixt.addon.mapping import detect
+    from betwixt.inference.mapping import detect
     from betwixt.inference.bvh import parse_bvh
     with zipfile.ZipFile(mocap / "bandai1.zip") as z:
         sk = parse_bvh(z.read(sorted(z.namelist())[0]), "bandai").skeleton

@@ -31,6 +31,11 @@ def hardware(device):
     return f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores"
 
 
+def sources(meta):
+    """The data sets a run trained on, as paths (a checkpoint from before several ``--data``: one string)."""
+    return [meta["data"]] if isinstance(meta["data"], str) else list(meta["data"])
+
+
 def write(path, family, state, weights, precision, sections):
     """Write the card of the model file at ``path`` beside it (``MODEL.md``)."""
     meta, args = state["meta"], state["meta"]["args"]
@@ -38,7 +43,8 @@ def write(path, family, state, weights, precision, sections):
     lines = [
         f"# {path.stem}", "", family.title, "",
         "## Data and licence",
-        f"- Trained on `{os.path.basename(meta['data'])}`" + (f", subjects {meta['subjects']}" if meta["subjects"] else "")
+        f"- Trained on {' + '.join(f'`{os.path.basename(d)}`' for d in sources(meta))}"
+        + (f", subjects {meta['subjects']}" if meta["subjects"] else "")
         + f": {len(meta['data_files'])} files, the last tenth of each held out for validation"
         + ("" if args.get("no_mirror") else ", plus their mirror images")
         + (f" and, where the commands below say `--speeds`, copies played at speeds {speeds}." if speeds != "1" else "."),

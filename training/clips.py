@@ -26,11 +26,12 @@ class Clips:
 
 def clips(data, part="train", subjects=None, mirrored=True, speeds=(1.0,), context=0):
     """The ``part`` ("train" or "validation") of a cached data set ``data``: the first nine tenths of
-    every clip of ``subjects`` (all when None), or the last tenth with ``context`` frames before it
-    (so that a validation window's past may reach back before the held-out frames)."""
+    every clip of ``subjects`` (all when None; clips whose names carry no subject number, as Bandai's,
+    are all kept), or the last tenth with ``context`` frames before it (so that a validation window's
+    past may reach back before the held-out frames)."""
     motions, files = [], []
     for i, name in enumerate(data.names):
-        if subjects is not None and subject_of(name) not in subjects:
+        if subjects is not None and subject_of(name) not in (*subjects, None):
             continue
         clip = data.clip(i)
         cut = int(round(clip.n_frames * (1 - HOLD_OUT)))

@@ -38,8 +38,8 @@ def metadata(state, family, model, weights):
         "skeleton": json.dumps(meta["skeleton"]),
         "fps": str(meta["fps"]),
         "normalisation": json.dumps({k: state["stats"][k].tolist() for k in family.normalisation}),
-        "data": json.dumps({"source": os.path.basename(meta["data"]), "files": meta["data_files"],
-                            "subjects": meta["subjects"]}),
+        "data": json.dumps({"source": " + ".join(os.path.basename(d) for d in card.sources(meta)),
+                            "files": meta["data_files"], "subjects": meta["subjects"]}),
         "licence": meta["licence"],
         "training": json.dumps({"steps": state["step"], "commit": source_commit(), "runs": state["history"]["runs"]}),
         "weights": weights,
@@ -131,8 +131,9 @@ def add_arguments(parser):
     parser.add_argument("--weights", choices=list(WEIGHTS), default="float32",
                         help="weight precision: int8 and int4 are smaller and faster, a little less exact")
     parser.add_argument("--bench-data", help="LaFAN1 folder or archive: put benchmark numbers in the model card")
-    parser.add_argument("--data", help="the training data: put validation numbers beside interpolation's "
-                                       "in the model card (for data sets without a benchmark, like Bandai's)")
+    parser.add_argument("--data", action="append",
+                        help="the training data (as many --data as the run had): put validation numbers beside "
+                             "interpolation's in the model card (for data sets without a benchmark, like Bandai's)")
     parser.add_argument("--cache", help="data set cache folder")
 
 

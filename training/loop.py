@@ -35,7 +35,9 @@ LICENCES = {"lafan1": "CC BY-NC-ND 4.0 (Ubisoft La Forge LaFAN1): non-commercial
 
 def add_arguments(parser, family):
     """The options every family takes, then the family's own."""
-    parser.add_argument("--data", required=True, help="folder or archive of BVH files")
+    parser.add_argument("--data", required=True, action="append",
+                        help="folder or archive of BVH files; given several times, several data sets "
+                             "(the RTN brings them onto one skeleton)")
     parser.add_argument("--out", required=True, type=Path, help="run folder: checkpoints, curves")
     parser.add_argument("--subjects", default=None,
                         help="comma-separated training subjects (LaFAN1: 1,2,3,4); default all clips")
@@ -66,9 +68,11 @@ def add_arguments(parser, family):
     family.add_arguments(parser)
 
 
-def licence_of(source):
-    name = Path(source).name.lower()
-    return next((text for key, text in LICENCES.items() if key in name), "unknown: set --licence")
+def licence_of(sources):
+    """The licences of the data sets ``sources`` (paths), each once."""
+    names = [Path(source).name.lower() for source in sources]
+    found = [next((text for key, text in LICENCES.items() if key in name), "unknown: set --licence") for name in names]
+    return "; ".join(dict.fromkeys(found))
 
 
 def source_commit():

@@ -54,7 +54,9 @@ class MANNFamily(Family):
                             help="the data's length unit, for the runtime's paths in metres (the dog data: cm)")
 
     def data(self, args):
-        data = load_motion_set(args.data, args.cache)
+        if len(args.data) > 1:
+            raise DataError(f"mann learns from one data set, not {len(args.data)}: give --data once")
+        data = load_motion_set(args.data[0], args.cache)
         train, validation = parts(data, subjects_of(args), not args.no_mirror, speeds_of(args), args.units_per_metre)
         world = int(os.environ.get("WORLD_SIZE", "1"))
         epoch = math.ceil(len(train.frames.samples) / (args.batch * world))
@@ -63,7 +65,7 @@ class MANNFamily(Family):
                   f"epoch is {epoch} steps of {args.batch * world} (150 epochs: {150 * epoch} steps)", file=sys.stderr)
         sk = data.skeleton
         counts = np.bincount(train.frames.actions, minlength=len(labelling.ACTIONS))   # mirror images too
-        meta = {"data": str(args.data), "data_files": train.files, "subjects": subjects_of(args),
+        meta = {"data": args.data, "data_files": train.files, "subjects": subjects_of(args),
                 "fps": float(data.fps),
                 "skeleton": {"names": list(sk.names), "parents": [int(p) for p in sk.parents],
                              "offsets": sk.offsets.tolist(),

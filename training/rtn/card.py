@@ -5,10 +5,11 @@ import json
 
 import torch
 
-from inference.dataset import load_motion_set
+from inference.dataset import load_sources
 from inference.errors import DataError
 from inference.features import Layout
 from inference.rtn.blends import BLEND, START_BLEND
+from ..card import sources
 from ..loop import Normaliser
 from .family import VALIDATION_LENGTHS, validate
 from .sampler import Transitions
@@ -63,10 +64,10 @@ def benchmark_section(path, bench_data):
 def validation_section(family, state, data, cache=None):
     """The float32 network's and interpolation's errors on the held-out tenth of ``data``'s training clips."""
     meta = state["meta"]
-    val_set = Transitions(load_motion_set(data, cache), "validation", meta["subjects"], mirrored=False,
-                          layout=Layout(**meta["layout"]))
+    motions = load_sources(data, cache, meta["args"].get("skeleton"), meta["subjects"])
+    val_set = Transitions(motions, "validation", meta["subjects"], mirrored=False, layout=Layout(**meta["layout"]))
     if val_set.files != meta["data_files"]:
-        raise DataError(f"{data}: not the data set this checkpoint was trained on ({meta['data']})")
+        raise DataError(f"{' + '.join(data)}: not the data this checkpoint was trained on ({' + '.join(sources(meta))})")
     from ..export import loaded
 
     _, model = loaded(state)

@@ -4,10 +4,13 @@ The loss is the paper's mean squared error over the ``n`` missing frames and the
 (``--loss l2``) the mean of each frame's error norm, on the two things an animator sees: local joint
 rotations (which become keys) and world joint positions (what forward kinematics makes of them, per
 coordinate in units of the data's spread, as the benchmark's L2P measures them). Teacher forcing
-feeds the true previous frame with probability 0.2.
+feeds the true previous frame with probability 0.2. Several ``--data`` train on one skeleton, the others
+retargeted onto it (inference/dataset.py's load_sources); ``--proportions`` varies the bodies.
 
     python -m training rtn --data ../shared/mocap/lafan1-27.zip --out runs/rtn --subjects 1,2,3,4 \\
         --batch 256 --bf16 --max-gap 120 --loss l2 --blends --relative --reverse 0.5
+    python -m training rtn --data ../shared/mocap/lafan1-27.zip --data ../shared/mocap/bandai1.zip \\
+        --subjects 1,2,3,4 --proportions 0.1 --out runs/rtn-human --batch 256 --bf16 --max-gap 120 --loss l2
     python -m training export runs/rtn/checkpoint.pt -o rtn.onnx --weights mixed --bench-data LAFAN1 --data LAFAN1
 """
 
@@ -18,7 +21,8 @@ from dataclasses import asdict
 import numpy as np
 import torch
 
-from inference.dataset import load_motion_set
+from inference import quat
+from inference.dataset import load_sources
 from inference.errors import DataError
 from inference.features import Layout, chain
 from inference.rtn.blends import BLEND, START_BLEND, end_blend, end_ramp, start_blend, start_ramp, target_blend, target_ramp
@@ -56,15 +60,23 @@ class RTNFamily(Family):
                                  "may fill each gap from both sides and average (0: forwards only)")
         parser.add_argument("--noise", type=float, default=0.5,
                             help="strength of the variation noise during training (Harvey et al. 2020: 0.5)")
+        parser.add_argument("--skeleton", default=None,
+                            help="a BVH file whose skeleton the model learns on (default: the first --data's); "
+                                 "data sets of other skeletons are retargeted onto it once and cached")
+        parser.add_argument("--proportions", type=float, default=0.0,
+                            help="scale each training window's leg, arm and torso bones by random factors within "
+                                 "1 ± this (e.g. 0.1), the hips' height with the legs, so that the network sees "
+                                 "bodies of other proportions (0: the capture's own)")
 
     def data(self, args):
-        data = load_motion_set(args.data, args.cache)
         subjects = subjects_of(args)
+        data = load_sources(args.data, args.cache, args.skeleton, subjects)
         train = Transitions(data, "train", subjects, mirrored=not args.no_mirror, speeds=speeds_of(args),
-                            reverse=args.reverse)
+                            reverse=args.reverse, proportions=args.proportions)
         validation = Transitions(data, "validation", subjects, mirrored=False, layout=train.layout)
         sk = data.skeleton
-        meta = {"data": str(args.data), "data_files": train.files, "subjects": subjects, "fps": float(data.fps),
+        meta = {"data": [str(d) for d in args.data], "data_files": train.files, "subjects": subjects,
+                "fps": float(data.fps),
                 "layout": train.layout.to_json(),
                 "skeleton": {"names": list(sk.names), "parents": [int(p) for p in sk.parents],
                              "offsets": sk.offsets.tolist()},
@@ -198,11 +210,10 @@ def statistics(transitions, rng, min_gap, max_gap, batches=64, batch=64):
     t_mean[lay.target_dim - 1], t_std[lay.target_dim - 1] = 0.0, 1.0
     # a natural pose (for retargeting rigs whose rest pose is unlike the data's): the mean local
     # rotation of every joint, its samples first brought into one hemisphere
-    q = f[:, 3:].reshape(len(f), -1, 4)
-    q = np.where(np.sum(q * q[:1], axis=-1, keepdims=True) < 0, -q, q).mean(axis=0)
+    q = quat.mean(f[:, 3:].reshape(len(f), -1, 4))
     return offset_in_frame_units({
         "frame_mean": f_mean, "frame_std": f_std, "target_mean": t_mean, "target_std": t_std,
-        "world_std": np.maximum(w.std(0), 1e-3), "reference_pose": q / np.linalg.norm(q, axis=-1, keepdims=True)})
+        "world_std": np.maximum(w.std(0), 1e-3), "reference_pose": q})
 
 
 

@@ -2,14 +2,17 @@
 
 Windows played backwards (``--reverse``) teach the network to fill a gap from its far side as well:
 the runtime can then fill each gap both ways, from the frames before it and from those after it, and
-average.
+average. Windows with other bone proportions (``--proportions``) show it bodies the capture did not
+have: the network reads local rotations and the trajectory joint's height, so longer legs under the
+same rotations are hips carried higher, and the loss's forward kinematics measures the scaled bones.
 """
 
 import numpy as np
 
 from inference import quat
 from inference.errors import DataError
-from inference.features import canonical_frame, choose_layout, frame_features, move, orient, target_features
+from inference.features import canonical_frame, chain, choose_layout, frame_features, move, orient, target_features
+from inference.mapping import describe
 from inference.motion import forward_kinematics
 from ..clips import clips
 
@@ -18,11 +21,12 @@ class Transitions:
     """Samples batches of (past, target, truth) windows from clips of one skeleton."""
 
     def __init__(self, data, part="train", subjects=None, mirrored=True, past=10, layout=None, speeds=(1.0,),
-                 reverse=0.0):
+                 reverse=0.0, proportions=0.0):
         self.parents = data.skeleton.parents
-        self.past, self.part, self.reverse = past, part, reverse
+        self.past, self.part, self.reverse, self.proportions = past, part, reverse, proportions
         cut = clips(data, part, subjects, mirrored, speeds, context=past)
         self.files, self.reflections = cut.files, cut.reflections
+        self.names = [c.name for c in cut.motions]
         rotations = [quat.unroll(c.rotations).astype(np.float32) for c in cut.motions]
         positions = [c.positions.astype(np.float32) for c in cut.motions]
         self.lengths = np.array([len(r) for r in rotations])
@@ -31,6 +35,26 @@ class Transitions:
         self.positions = np.concatenate(positions)
         self.layout = layout or choose_layout(self.rotations[::4], self.positions[::4], self.parents,
                                               data.translated, data.fps)
+        self.groups = proportion_groups(data.skeleton, self.layout.trajectory)
+
+    def draw(self, batch, width, rng):
+        """``(clip, index)``: the clips (B,) of ``batch`` random windows of ``width`` frames and their
+        frames' rows (B, width), read backwards with probability ``reverse``."""
+        room = np.maximum(self.lengths - width + 1, 0)
+        if room.sum() == 0:
+            raise DataError(f"no clip is long enough for a transition of {width - self.past - 2} frames; "
+                            "lower --max-gap")
+        clip = rng.choice(len(room), size=batch, p=room / room.sum())
+        start = self.starts[clip] + (rng.random(batch) * room[clip]).astype(np.int64)
+        backwards = rng.random(batch) < self.reverse if self.reverse else np.zeros(batch, dtype=bool)
+        return clip, start[:, None] + np.where(backwards[:, None], width - 1 - np.arange(width), np.arange(width))
+
+    def proportioned(self, positions, rng):
+        """Translations (B, W, J, 3) with each window's legs, arms and torso scaled by its own random
+        factors in [1 - p, 1 + p], ``p`` = ``proportions``; the trajectory joint's (and its ancestors')
+        with the legs', which hold the hips up."""
+        factors = 1.0 + self.proportions * rng.uniform(-1.0, 1.0, (len(positions), len(GROUPS)))
+        return positions * factors[:, None, self.groups, None]
 
     def sample(self, batch, n, rng, keep_after=0.8):
         """A batch of transitions of ``n`` frames as float32 numpy arrays (raw, unnormalised features).
@@ -43,16 +67,11 @@ class Transitions:
         features carry its velocity (``keep_after``), 0 where they were dropped. A window is read
         backwards with probability ``reverse``: its target then lies before its past.
         """
-        width = self.past + n + 2
-        room = np.maximum(self.lengths - width + 1, 0)
-        if room.sum() == 0:
-            raise DataError(f"no clip is long enough for a transition of {n} frames; lower --max-gap")
-        clip = rng.choice(len(room), size=batch, p=room / room.sum())
-        start = self.starts[clip] + (rng.random(batch) * room[clip]).astype(np.int64)
-        backwards = rng.random(batch) < self.reverse if self.reverse else np.zeros(batch, dtype=bool)
-        index = start[:, None] + np.where(backwards[:, None], width - 1 - np.arange(width), np.arange(width))
+        _, index = self.draw(batch, self.past + n + 2, rng)
         rot = self.rotations[index].astype(np.float64)
         pos = self.positions[index].astype(np.float64)
+        if self.proportions:
+            pos = self.proportioned(pos, rng)
         p = self.past
         turn, origin = canonical_frame(rot[:, p - 1], pos[:, p - 1], self.parents, self.layout)
         rot, pos = move(rot, pos, turn, origin)
@@ -80,3 +99,20 @@ class Transitions:
             "after": frame_features(after_rot, pos[:, p + n + 1], self.parents, lay).astype(np.float32),
             "after_known": (~dropped).astype(np.float32),
         }
+
+
+GROUPS = ("legs", "arms", "torso")
+_PARTS = {"thigh": 0, "shin": 0, "foot": 0, "toe": 0, "shoulder": 1, "upperarm": 1, "forearm": 1, "hand": 1}
+
+
+def proportion_groups(skeleton, trajectory):
+    """(J,) the group (an index into GROUPS) whose factor scales each joint's translation: a joint's
+    offset is the bone from its parent, so it goes with the parent's part (a thigh bone is the offset
+    of the knee); the trajectory joint and its ancestors go with the legs; the rest is torso. Both
+    sides share a factor: bodies are near symmetric, and the capture's rotations are of one."""
+    groups = np.full(len(skeleton), 2, dtype=np.int64)
+    for j, p in enumerate(skeleton.parents):
+        if p >= 0:
+            groups[j] = _PARTS.get(describe(skeleton.names[p])[1], 2)
+    groups[chain(skeleton.parents, trajectory)] = 0
+    return groups
