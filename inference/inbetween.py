@@ -1,7 +1,8 @@
 """The gaps of a motion, and filling them in order: the same for every model that fills a gap.
 
-A model here is anything with ``past`` (the frames of context it reads before a gap) and
-``fill(gap, **options) -> (rotations, positions)`` for a batch of :class:`~.transition.Gap` s.
+A model here is anything with ``past`` (the frames of context it reads before a gap), ``floor`` (the
+height of the ground it learned on) and ``fill(gap, **options) -> (rotations, positions)`` for a batch
+of :class:`~.transition.Gap` s.
 """
 
 from dataclasses import replace
@@ -60,12 +61,12 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, **kwargs):
     snapping onto it. ``progress(done, total)`` is called after each gap filled (it may raise to
     stop the work).
 
-    The model reads the motion standing on its own floor at zero height: the floor of ``motion`` is
-    found from its feet (:func:`floor`), so a rig standing higher or lower (an armature object
-    raised, a capture whose floor is not at zero) gets the same fill, moved with it.
+    The model reads the motion standing on the floor it learned on (``model.floor``): the floor of
+    ``motion`` is found from its feet (:func:`floor`), so a rig standing higher or lower (an armature
+    object raised, a capture whose floor is elsewhere) gets the same fill, moved with it.
     """
     up = AXES.index(motion.up)
-    level = floor(motion, gaps, motion.up)
+    level = floor(motion, gaps, motion.up) - model.floor
     out = replace(motion, rotations=motion.rotations.copy(), positions=motion.positions.copy())
     out.positions[:, 0, up] -= level
     order = fill_order(gaps, model.past, passes)
@@ -84,8 +85,7 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, **kwargs):
 
 def floor(motion, gaps, up="Y"):
     """The height of the floor under ``motion``: the lowest its feet (:func:`.guard.feet`) reach in the
-    frames outside the ``(start, end)`` gaps (keys and context), or 0 for a skeleton without feet.
-    Models learned motion standing on a floor at zero height, the training data's convention."""
+    frames outside the ``(start, end)`` gaps (keys and context), or 0 for a skeleton without feet."""
     joints = feet(motion.skeleton.names)
     given = np.ones(motion.n_frames, dtype=bool)
     for start, end in gaps:
@@ -94,6 +94,12 @@ def floor(motion, gaps, up="Y"):
         return 0.0
     world = forward_kinematics(motion.rotations[given], motion.positions[given], motion.skeleton.parents)[1]
     return float(ground(world, slice(None), joints, up).min())
+
+
+def data_floor(motions):
+    """The floor a model trained on ``motions`` stands on: the median over the clips of :func:`floor`
+    (where a clip's feet are lowest), as a fill finds a rig's."""
+    return float(np.median([floor(m, [], m.up) for m in motions]))
 
 
 def sparse_keys(n_frames, every):

@@ -115,6 +115,12 @@ class Model:
     def metadata(self):
         return self.file.metadata
 
+    @property
+    def floor(self):
+        """The height of the floor under its training data's feet (``betwixt.floor``, see
+        :func:`.inbetween.data_floor`), 0 where the file does not say."""
+        return float(self.metadata.get("betwixt.floor", 0.0))
+
     def check_skeleton(self, skeleton):
         """Refuse a skeleton this model was not trained on, naming the joints that differ."""
         if skeleton.same_hierarchy(self.skeleton):

@@ -82,3 +82,19 @@ def test_a_shipped_model_stays_plausible_over_120_frames(shipped):
     parents = model.skeleton.parents
     generated, captured = peak_speed(*through, parents), peak_speed(rot[:, PAST - 1:], pos[:, PAST - 1:], parents)
     assert generated < 1.5 * captured, (generated, captured)
+
+
+def test_a_shipped_model_knows_the_floor_its_data_stood_on(shipped, mocap, tmp_path):
+    """A fill stands the rig's feet where the model's training data had theirs: LaFAN1's toes touch
+    zero height, Bandai's sit four centimetres up. ``convert --data`` measures it for a file exported
+    before the key existed, and gets the shipped value back."""
+    from training.export import _rewritten, convert
+    from training.onnx_tools import metadata_of
+
+    model, data, motions = shipped
+    assert (-1.5 < model.floor < 1.5) if data["source"].startswith("lafan1") else (3.0 < model.floor < 6.0)
+    before = tmp_path / "before.onnx"
+    _rewritten(model.path, before, {k: v for k, v in metadata_of(model.path).items() if k != "betwixt.floor"})
+    assert open_model(before).floor == 0.0
+    convert(before, tmp_path / "after.onnx", data=[str(mocap / data["source"])], cache=tmp_path)
+    assert open_model(tmp_path / "after.onnx").floor == model.floor

@@ -48,6 +48,17 @@ def metadata(state, family, model, weights):
     return {f"betwixt.{k}": v for k, v in {**common, **family.metadata(state, model)}.items()}
 
 
+def floor_of(data, cache=None, subjects=None):
+    """``betwixt.floor`` of a model trained on the data sets ``data`` (their clips of ``subjects``): the
+    floor under their feet (:func:`inference.inbetween.data_floor`), where a fill stands the rig."""
+    from inference.dataset import load_sources, subject_of
+    from inference.inbetween import data_floor
+
+    clips = load_sources(data, cache, subjects=subjects)
+    kept = [i for i, name in enumerate(clips.names) if subjects is None or subject_of(name) in (*subjects, None)]
+    return f"{data_floor([clips.clip(i) for i in kept]):.3f}"
+
+
 def precision(weights):
     """How the card says the weights are stored."""
     if not WEIGHTS[weights]:
@@ -65,6 +76,8 @@ def export(path, output, weights="float32", bench_data=None, data=None, cache=No
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     meta = metadata(state, family, model, weights)
+    if data:
+        meta["betwixt.floor"] = floor_of(data, cache, state["meta"]["subjects"])
     write(family.graph(model), output, meta, weights)
     difference = family.check_export(model, output)
     if weights == "float32" and difference > AGREEMENT:
@@ -76,9 +89,12 @@ def export(path, output, weights="float32", bench_data=None, data=None, cache=No
     return output, difference
 
 
-def convert(path, output, bench_data=None):
-    """A checkpoint (.pt) or model file (.onnx) of an earlier Betwixt, in this version's form."""
+def convert(path, output, bench_data=None, data=None, cache=None):
+    """A checkpoint (.pt) or model file (.onnx) of an earlier Betwixt, in this version's form; a model
+    file of this version exported before ``betwixt.floor`` gains it, measured on its data sets ``data``."""
     if Path(path).suffix == ".onnx":
+        if metadata_of(path).get("betwixt.version") == str(FORMAT):
+            return _with_floor(path, output, data, cache)
         return _convert_model(path, output, bench_data)
     old = checkpoint.earlier(path)
     return checkpoint.convert(old, path, output, family_called(old.get("family", "rtn")))
@@ -92,8 +108,6 @@ _RENAMED = {"rtn.config": "betwixt.config", "rtn.graph": "betwixt.graph", "rtn.w
 def _convert_model(path, output, bench_data):
     """A format-1 model file as format 2: the same graph and weights, the metadata in one namespace;
     its card gains the benchmark scored both ways when ``bench_data`` is given."""
-    import onnx
-
     old = metadata_of(path)
     if old.get("betwixt.version") != "1":
         raise DataError(f"{path}: format version {old.get('betwixt.version')}, not 1; nothing to convert")
@@ -102,10 +116,7 @@ def _convert_model(path, output, bench_data):
     if config.pop("velocity", False) or config.pop("extra_dim", 0):
         raise DataError(f"{path}: a network with --velocity or extra inputs, which this version no longer runs")
     meta.update({"betwixt.version": str(FORMAT), "betwixt.config": json.dumps(config, sort_keys=True)})
-    proto = onnx.load(str(path))
-    del proto.metadata_props[:]
-    onnx.helper.set_model_props(proto, meta)
-    onnx.save(proto, str(output))
+    _rewritten(path, output, meta)
     card_path = Path(path).with_suffix(".md")
     if card_path.exists():
         text = card_path.read_text()
@@ -116,6 +127,33 @@ def _convert_model(path, output, bench_data):
             text.rstrip() + f"\n\nMetadata converted to format {FORMAT} by `python -m training convert` at commit "
                             f"{source_commit()}; the graph and weights are the file's own.\n")
     return output
+
+
+def _with_floor(path, output, data, cache):
+    """A model file of this format with ``betwixt.floor`` measured on its data sets ``data``."""
+    meta = metadata_of(path)
+    if "betwixt.floor" in meta:
+        raise DataError(f"{path}: already a model file of format {FORMAT}; nothing to convert")
+    if not data:
+        raise DataError(f"{path}: to add the floor its training data stood on, give that data with --data")
+    meta["betwixt.floor"] = floor_of(data, cache, json.loads(meta["betwixt.data"])["subjects"])
+    _rewritten(path, output, meta)
+    card_path = Path(path).with_suffix(".md")
+    if card_path.exists():
+        Path(output).with_suffix(".md").write_text(
+            card_path.read_text().rstrip() + f"\n\nThe floor under its training data's feet, {meta['betwixt.floor']} "
+            f"(betwixt.floor), added by `python -m training convert --data` at commit {source_commit()}.\n")
+    return output
+
+
+def _rewritten(path, output, meta):
+    """The model file at ``path`` written to ``output`` with the metadata ``meta`` instead of its own."""
+    import onnx
+
+    proto = onnx.load(str(path))
+    del proto.metadata_props[:]
+    onnx.helper.set_model_props(proto, meta)
+    onnx.save(proto, str(output))
 
 
 def _replaced_section(text, heading, lines):
@@ -147,8 +185,12 @@ def add_convert_arguments(parser):
     parser.add_argument("file", type=Path, help="a checkpoint (.pt) or model file (.onnx) of an earlier Betwixt")
     parser.add_argument("-o", "--output", type=Path, required=True)
     parser.add_argument("--bench-data", help="LaFAN1: score a converted RTN model file for its card")
+    parser.add_argument("--data", action="append",
+                        help="a model file of this format without betwixt.floor: its training data (as many --data "
+                             "as it had), on which the floor under its feet is measured")
+    parser.add_argument("--cache", help="data set cache folder")
 
 
 def run_convert(args):
-    convert(args.file, args.output, args.bench_data)
+    convert(args.file, args.output, args.bench_data, args.data, args.cache)
     print(f"wrote {args.output}")
