@@ -25,7 +25,8 @@ Joints the rig lacks (toes, spine bones) take the reference pose's local rotatio
 the rest pose's identity is a pose the model never saw, and it poisons the whole fill.
 
 Translations: the trajectory joint (and the model's root) follow the mapped bone's head, scaled by
-``scale``, the rig's size over the model's (summed lengths of bones mapped at both ends). Other joints
+``scale``, the rig's size over the model's (summed lengths of bones mapped at both ends whose upper
+joint's parent is mapped too). Other joints
 keep the model's rest offsets: the models move the trajectory joint only.
 """
 
@@ -101,7 +102,10 @@ class Retarget:
         rest_rot = axes.T @ rotation_part(rest_world)              # Cᵀ R_b^rest
         heads = rest_world[:, :3, 3] @ axes                         # Cᵀ h, in rig units
         pairs = descendant_pairs(skeleton.parents, {int(j): k for k, j in enumerate(joints)})
-        bones_both = [(j, c) for j, c in pairs if skeleton.parents[c] == j]   # lengths that no pose changes
+        # lengths that no pose changes; not from a joint below an unmapped one, whose bone may stand for
+        # a merged chain (one spine bone mapped to the chest has its head at the waist)
+        bones_both = [(j, c) for j, c in pairs if skeleton.parents[c] == j and
+                      (skeleton.parents[j] < 0 or int(skeleton.parents[j]) in mapping)]
         rig_len = sum(np.linalg.norm(heads[mapping[c]] - heads[mapping[j]]) for j, c in bones_both)
         model_len = sum(np.linalg.norm(skeleton.offsets[c]) for _, c in bones_both)
         if model_len <= 0 or rig_len <= 0:

@@ -186,6 +186,28 @@ def lafan(lafan1_zip):
         return parse_bvh(z.read("obstacles1_subject5.bvh"), "obstacles1_subject5")
 
 
+def test_a_rig_with_one_spine_bone_has_the_size_of_its_legs_and_arms(betwixt_addon, lafan):
+    """LaFAN1's skeleton with Spine1 and Spine2 merged into Spine (the rig suite's one-spine case), in
+    metres: Detect maps the one spine bone to the model's chest (Spine2, the neck's and shoulders'
+    parent), whose head is at the waist on this rig. Its three bones to the neck and shoulders are far
+    longer than the model's; the rig is still the model's size (0.01), not 1.165 times it, which made
+    the hips' path too short for the legs and planted feet slide."""
+    from betwixt.addon.retarget import Retarget
+    from betwixt.addon.rig import Rig
+    from betwixt.inference.motion import forward_kinematics
+    sk = lafan.skeleton
+    _, heads = forward_kinematics(np.tile([1.0, 0.0, 0.0, 0.0], (len(sk), 1)), sk.offsets, sk.parents)
+    gone = [sk.index("Spine1"), sk.index("Spine2")]
+    kept = [j for j in range(len(sk)) if j not in gone]
+    parents = [p if p not in gone else sk.index("Spine") for p in sk.parents[kept]]
+    rest = np.tile(np.eye(4), (len(kept), 1, 1))
+    rest[:, :3, 3] = heads[kept] * 0.01
+    rig = Rig(tuple(sk.names[j] for j in kept), [kept.index(p) if p >= 0 else -1 for p in parents], rest,
+              np.zeros(len(kept), bool), ("QUATERNION",) * len(kept))
+    mapping = {j: kept.index(j) for j in kept if j != sk.index("Spine")} | {gone[1]: kept.index(sk.index("Spine"))}
+    assert abs(Retarget.build(sk, rig, mapping, np.eye(4)).scale - 0.01) < 1e-12
+
+
 def test_bandai_clip_maps_onto_the_lafan1_skeleton(betwixt_addon, mocap, lafan):
     """The real files: Bandai's hierarchy as parsed from its BVH."""
     from betwixt.inference.mapping import detect

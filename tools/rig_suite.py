@@ -5,7 +5,7 @@ Blender, on rigs and motion the shipped model never saw.
 
 ``--cases bandai-walk,still`` runs a subset; ``--out DIR`` keeps a .blend of every run and Blender's
 own output (otherwise hidden and deleted); ``--model FILE.onnx`` tries another model; ``--from-source``
-skips the zip. About a minute on two cores. Not in CI: it needs the motion capture of ``../shared``,
+skips the zip; ``--no-plant`` turns Plant Feet off. About a minute on two cores. Not in CI: it needs the motion capture of ``../shared``,
 and it measures quality, which a test cannot pin down.
 
 Betwixt is installed as a user gets it: the linux-x64 (or this platform's) extension zip built by
@@ -17,7 +17,8 @@ cannot be built (no cached onnxruntime wheels and no PyPI), the repository is en
 
 Every case is a clip of real capture imported with Blender's BVH importer, in metres, and turned into
 a rig an animator might have (other bone names, missing or merged bones, a scaled and turned object,
-another frame rate, a hold, blocking keys); its keys are made Bézier with auto-clamped handles,
+another frame rate, a hold, blocking keys), or a dog of MANN's test split on its own rig, which the
+add-on fills with the quadruped model (the model whose skeleton Detect maps the rig to); its keys are made Bézier with auto-clamped handles,
 Blender's defaults. Then, each time from the capture's keys and on exactly the same remaining keys:
 
 - Fill Gaps, gaps of 0.5, 1 and 2 s: the keys strictly inside cut, the two around selected;
@@ -26,7 +27,8 @@ Blender's defaults. Then, each time from the capture's keys and on exactly the s
 Measured on the frames Betwixt generated, against the capture, from world bone heads of the mapped
 bones (``../shared/docs/metrics.md``; Blender metres turned into centimetres): the mean position
 error of Betwixt over Bézier's; PEAK, the 99th percentile of the fastest joint's speed, over the
-capture's; foot skating (H = 2.5 cm, ground: each foot's 2nd percentile height over the clip) of
+capture's; foot skating (H = 2.5 cm, ground: each foot's 2nd percentile height over the clip; a dog's
+feet are its paws, the tails of the bones of LeftHand, RightHand, LeftFoot and RightFoot, also measured) of
 Betwixt, Bézier and the capture; on the hold, the drift of the hips between two identical keys (% of
 body height); and what changed outside the gaps: key values (must be 0) and the evaluated pose (cm,
 which moves only where auto-clamped handles of the gap's end keys see new neighbours). Bones are
@@ -56,6 +58,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 from inference.bvh import parse_bvh, write_bvh  # noqa: E402  (after the path is set)
+from inference.mann.features import PAWS  # noqa: E402
+from inference.mapping import describe  # noqa: E402
 from inference.motion import Motion, Skeleton, height, inverse_kinematics  # noqa: E402
 
 bpy = None   # imported by main() once Blender's user folders are isolated: Blender reads them on import
@@ -165,6 +169,7 @@ RIGIFY = {"Hips": "DEF-spine", "Spine": "DEF-spine.001", "Spine1": "DEF-spine.00
         ("Shoulder", "shoulder"), ("Arm", "upper_arm"), ("ForeArm", "forearm"), ("Hand", "hand"),
         ("UpLeg", "thigh"), ("Leg", "shin"), ("Foot", "foot"), ("Toe", "toe"))}
 BANDAI = "bandai1.zip:dataset-1_{}_001.bvh"
+DOG = "dog-mann.zip:{}.bvh"     # MANN's test split (training/mann/data.py TEST_CLIPS): 60 fps, cm
 
 CASES = [
     Case("bandai-walk", "Bandai-1 walk, 'old' style", BANDAI.format("walk_old"), 0, 285),
@@ -195,6 +200,12 @@ CASES = [
     Case("still-context", "the LaFAN1 clip with a 3.3 s hold at clip frame 100, the gaps inside it: keys and "
          "context one still pose", CLIP, 1000, 1300, shape=held(100, 100), gap_at=112),
     Case("blocking", "the LaFAN1 clip keyed every 5 frames (blocking) around the gap", CLIP, 1000, 1300, every=5),
+    Case("dog-walk", "dog D1_008_KAN01_002 (test split, a walk), frames 0-600, on its own rig",
+         DOG.format("D1_008_KAN01_002"), 0, 600),
+    Case("dog-010", "dog D1_010_KAN01_003 (test split), all 203 frames", DOG.format("D1_010_KAN01_003"), 0, 203),
+    Case("dog-ex04", "dog D1_ex04_KAN02_003 (test split), all 498 frames", DOG.format("D1_ex04_KAN02_003"), 0, 498),
+    Case("dog-009", "dog D1_009_KAN01_002 (test split), all 548 frames", DOG.format("D1_009_KAN01_002"), 0, 548),
+    Case("dog-058", "dog D1_058_KAN01_001 (test split), frames 600-1200", DOG.format("D1_058_KAN01_001"), 600, 1200),
 ]
 
 
@@ -220,12 +231,12 @@ class Betwixt:
 
     module: str
     how: str
+    plant: bool = True           # Fill Gaps' and Decompress's Plant Feet (on by default, as in the add-on)
     pose_io: object = field(init=False)
-    mapping: object = field(init=False)
     preferences: object = field(init=False)
 
     def __post_init__(self):
-        for name in ("pose_io", "mapping", "preferences"):
+        for name in ("pose_io", "preferences"):
             setattr(self, name, importlib.import_module(f"{self.module}.addon.{name}"))
 
 
@@ -339,16 +350,19 @@ def set_keys(betwixt, obj, capture, keep=None, select=()):
         fc.update()
 
 
-def world_heads(obj, frames, bones):
-    """World positions (cm) of the heads of ``bones`` (pose bone indices) on ``frames``: (frames, bones, 3)."""
+def world_points(obj, frames, bones, tails=()):
+    """World positions (cm) on ``frames`` of the heads of ``bones`` and then the tails of ``tails`` (pose
+    bone indices; a quadruped's paws are the tails of its feet' bones, the BVH's End Sites):
+    (frames, bones + tails, 3)."""
     pose = obj.pose.bones
-    out = np.empty((len(frames), len(pose), 16), dtype=np.float32)
+    ends = np.empty((len(frames), 2, len(pose), 3), dtype=np.float32)
     for i, f in enumerate(frames):
         bpy.context.scene.frame_set(int(f))
-        pose.foreach_get("matrix", out[i].reshape(-1))
-    heads = np.swapaxes(out.reshape(len(frames), -1, 4, 4), -1, -2)[..., :3, 3][:, bones].astype(np.float64)
+        pose.foreach_get("head", ends[i, 0].reshape(-1))
+        pose.foreach_get("tail", ends[i, 1].reshape(-1))
+    points = np.concatenate([ends[:, 0, bones], ends[:, 1, list(tails)]], axis=1).astype(np.float64)
     world = np.array(obj.matrix_world)
-    return CM * (heads @ world[:3, :3].T + world[:3, 3])
+    return CM * (points @ world[:3, :3].T + world[:3, 3])
 
 
 # --- the runs -------------------------------------------------------------------------------------
@@ -404,14 +418,16 @@ def runs_of(case, n_frames, fps):
     return out
 
 
-def call(operator, obj):
-    """The operator on ``obj`` as a script runs it; (seconds, None) or (seconds, its error's first line)."""
+def call(betwixt, operator, obj):
+    """The operator on ``obj`` as a script runs it (Fill Gaps and Decompress with the suite's Plant Feet);
+    (seconds, None) or (seconds, its error's first line)."""
     bpy.context.view_layer.objects.active = obj
     for other in bpy.context.view_layer.objects:
         other.select_set(other == obj)
+    options = {"plant_feet": betwixt.plant} if operator in ("fill_gaps", "decompress") else {}
     start = time.perf_counter()
     try:
-        result = getattr(bpy.ops.betwixt, operator)()
+        result = getattr(bpy.ops.betwixt, operator)(**options)
         error = None if result == {"FINISHED"} else f"{operator} returned {sorted(result)}"
     except RuntimeError as e:   # Blender turns an operator's error report into RuntimeError
         error = str(e).strip().splitlines()[0].removeprefix("Error: ")
@@ -435,10 +451,12 @@ def key_change(before, after, gaps):
 
 @dataclass
 class Capture:
-    """What the measures need from a case: the capture's world heads and which of them are what."""
+    """What the measures need from a case: the capture's world points and which of them are what."""
 
-    truth: np.ndarray            # (frames, mapped bones, 3) cm, all scene frames from 1
-    feet: list                   # indices into the mapped bones: bones mapped to the model's feet and toes
+    bones: list                  # pose bone indices of the mapped bones, whose heads are measured ...
+    tails: list                  # ... and those whose tails are too (a quadruped's paws)
+    truth: np.ndarray            # (frames, bones + tails, 3) cm, all scene frames from 1
+    feet: list                   # indices into the points: a human's bones mapped to feet and toes, a quadruped's paws
     hips: int                    # index of the bone mapped to the model's root
     ground: np.ndarray           # per foot, cm
     height: float                # cm
@@ -450,12 +468,16 @@ def mapped_joints(obj):
     return [j for j, _ in pairs], [b for _, b in pairs]
 
 
-def capture_of(betwixt, joints, truth, model):
-    """Feet and hips as the add-on reads the model's joint names (roles 'foot' and 'toe'; its root)."""
-    feet = [k for k, j in enumerate(joints) if betwixt.mapping.describe(j)[1] in ("foot", "toe")]
-    hips = joints.index(model.skeleton.names[0])
+def capture_of(obj, joints, bones, model, frames):
+    """The capture's points on ``frames``, with its feet and hips: a human's feet as the add-on reads the
+    model's joint names (roles 'foot' and 'toe'), a quadruped's the paws, the tails of the bones mapped to
+    the joints they hang from (``inference/mann/metrics.py``'s End Sites); the hips are the model's root."""
+    tails = [bones[joints.index(p)] for p in PAWS if p in joints] if model.file.kind == "mann" else []
+    feet = ([len(bones) + k for k in range(len(tails))] if tails else
+            [k for k, j in enumerate(joints) if describe(j)[1] in ("foot", "toe")])
+    truth = world_points(obj, frames, bones, tails)
     ground = np.percentile(truth[:, feet, 2], 2, axis=0)
-    return Capture(truth, feet, hips, ground, height(truth, up="Z"))
+    return Capture(bones, tails, truth, feet, joints.index(model.skeleton.names[0]), ground, height(truth, up="Z"))
 
 
 def step_speeds(pos, steps):
@@ -538,32 +560,32 @@ def run_case(case, betwixt, mocap, folder, out, bar):
 
 
 def measured(betwixt, obj, keys, runs, n_frames, joints, bones, out, bar):
-    """The runs, each from the capture's ``keys``, pooled into one row per operator and gap length."""
-    model = betwixt.preferences.load_model(bpy.context)
+    """The runs, each from the capture's ``keys``, pooled into one row per operator and gap length, with
+    the model that filled them (the one whose skeleton the rig plays)."""
+    model = betwixt.preferences.model_for(bpy.context, obj, "fill")
     set_keys(betwixt, obj, keys)
-    frames = np.arange(1, n_frames + 1)
-    truth = capture_of(betwixt, joints, world_heads(obj, frames, bones), model)
+    capture = capture_of(obj, joints, bones, model, np.arange(1, n_frames + 1))
     groups = {}
     for i, run in enumerate(runs):
-        groups.setdefault((run.operator, run.label), []).append(one_run(betwixt, obj, keys, run, truth, bones))
+        groups.setdefault((run.operator, run.label), []).append(one_run(betwixt, obj, keys, run, capture))
         if out:
             bpy.ops.wm.save_as_mainfile(filepath=str(out / f"{obj.name}-{i + 1:02d}-{run.operator}.blend"), copy=True)
         bar.update(1)
-    return [dict(operator=op, gap=label, **row(results)) for (op, label), results in groups.items()]
+    return [dict(operator=op, gap=label, model=model.name, **row(results)) for (op, label), results in groups.items()]
 
 
 def detect(obj, first, betwixt, keys):
     """The add-on's Detect on ``obj``: (mapped joints, their bones, None), or where the model's root joint
     stays unmapped, the error the first run's operator gives: (..., (operator, seconds, error text))."""
-    seconds, error = call("detect_mapping", obj)
+    seconds, error = call(betwixt, "detect_mapping", obj)
     joints, bones = mapped_joints(obj)
     if error:
         return joints, bones, ("detect_mapping", seconds, error)
-    model = betwixt.preferences.load_model(bpy.context)
+    model = betwixt.preferences.model_for(bpy.context, obj, "fill")
     if model.skeleton.names[0] in joints:
         return joints, bones, None
     set_keys(betwixt, obj, keys, first.keep, first.select)
-    seconds, error = call(first.operator, obj)
+    seconds, error = call(betwixt, first.operator, obj)
     return joints, bones, (first.operator, seconds, error or f"{model.skeleton.names[0]} is not mapped")
 
 
@@ -581,16 +603,16 @@ def row(results):
     return {"runs": len(results), "seconds": seconds, "error": None, **pooled(results)}
 
 
-def one_run(betwixt, obj, keys, run, capture, bones):
+def one_run(betwixt, obj, keys, run, capture):
     """Cut the keys, measure Bézier, run the operator, measure Betwixt and what else it changed."""
     frames = np.arange(1, len(capture.truth) + 1)
     set_keys(betwixt, obj, keys, run.keep, run.select)
     before = capture_keys(betwixt, obj)
-    bezier = world_heads(obj, frames, bones)
-    seconds, error = call(run.operator, obj)
+    bezier = world_points(obj, frames, capture.bones, capture.tails)
+    seconds, error = call(betwixt, run.operator, obj)
     result = {"seconds": seconds, "error": error}
     if not error:
-        result.update(samples(capture, run, bezier, world_heads(obj, frames, bones)))
+        result.update(samples(capture, run, bezier, world_points(obj, frames, capture.bones, capture.tails)))
         result["outside_keys"] = key_change(before, capture_keys(betwixt, obj), run.gaps)
     return result
 
@@ -625,14 +647,15 @@ def table(rows):
 
 
 def timing_table(rows):
-    """Per case: what it is, its length and rate, and its wall time (import, Detect, every run, measures)."""
+    """Per case: what it is, its length and rate, the model that filled it, and its wall time (import,
+    Detect, every run, measures)."""
     seen = {}
     for r in rows:
-        seen.setdefault(r["case"], (r["frames"], r["fps"], r.get("case_seconds")))
-    lines = ["| case | about | frames | fps | seconds |", "|---|---|---|---|---|"]
+        seen.setdefault(r["case"], (r["frames"], r["fps"], r.get("model", "—"), r.get("case_seconds")))
+    lines = ["| case | about | frames | fps | model | seconds |", "|---|---|---|---|---|---|"]
     about = {c.name: c.about for c in CASES}
-    for name, (frames, fps, seconds) in seen.items():
-        lines.append(f"| {name} | {about[name]} | {frames} | {fps:g} | {fmt(seconds, 1)} |")
+    for name, (frames, fps, model, seconds) in seen.items():
+        lines.append(f"| {name} | {about[name]} | {frames} | {fps:g} | {model} | {fmt(seconds, 1)} |")
     return "\n".join(lines)
 
 
@@ -646,6 +669,8 @@ def parse(argv):
     parser.add_argument("--out", type=Path, help="keep a .blend of every run, and Blender's log, in this folder")
     parser.add_argument("--model", type=Path, help="an .onnx model file instead of the shipped default")
     parser.add_argument("--from-source", action="store_true", help="enable the source folder, not the zip")
+    parser.add_argument("--no-plant", dest="plant", action="store_false",
+                        help="Fill Gaps and Decompress with Plant Feet off (feet as the model made them)")
     args = parser.parse_args(argv)
     names = [c.name for c in CASES]
     chosen = args.cases.split(",") if args.cases else names
@@ -661,6 +686,7 @@ def setup(args, folder):
     built, why = (None, "--from-source") if args.from_source else build_zip(folder / "dist")
     isolate_user_folders(folder)
     betwixt = install_zip(built) if built else enable_source(folder, why)
+    betwixt.plant = args.plant
     if args.model:
         bpy.context.preferences.addons[betwixt.module].preferences.rtn_file = str(args.model.resolve())
     return betwixt, betwixt.preferences.load_model(bpy.context)
@@ -692,11 +718,13 @@ def main(argv=None):
 
 
 def report(args, rows, seconds, betwixt, model):
-    print(f"\nRig suite, {date.today()}, {betwixt.how}, model {model.name}: {seconds / 60:.1f} min\n")
+    planted = "" if args.plant else ", Plant Feet off"
+    print(f"\nRig suite, {date.today()}, {betwixt.how}, model {model.name}{planted}: {seconds / 60:.1f} min\n")
     print(table(rows) + "\n\n" + timing_table(rows))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        meta = {"date": str(date.today()), "install": betwixt.how, "model": model.name, "seconds": seconds,
+        meta = {"date": str(date.today()), "install": betwixt.how, "model": model.name, "plant_feet": args.plant,
+                "seconds": seconds,
                 "cases": {c.name: c.about for c in args.cases}}
         args.json.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=float))
         print(f"\nwrote {args.json}")
