@@ -134,6 +134,14 @@ def test_random_walks_are_batched_seeded_and_differ(model, clip):
     assert np.abs(walks[0].rotations[101] - motion.rotations[100]).max() > 0
 
 
+def test_a_clip_at_another_rate_walks_at_the_models(model, clip):
+    motion = read_bvh(clip)
+    fast = motion.resample(60.0)
+    walk = model.walk(fast, 200, 10, k=1, seed=0)[0]
+    assert walk.fps == 30.0 and walk.n_frames == 101 + 10
+    np.testing.assert_allclose(walk.global_transforms()[1][:101], motion.global_transforms()[1][:101], atol=1e-6)
+
+
 def test_walk_command_writes_k_files(run, clip, tmp_path):
     out = tmp_path / "walks"
     assert main(["walk", str(clip), "--from", "50", "--frames", "20", "-k", "2", "-o", str(out), "--seed", "3",

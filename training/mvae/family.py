@@ -26,7 +26,7 @@ from inference.dataset import load_motion_set
 from inference.errors import DataError
 from ..clips import speeds_of, subjects_of
 from ..family import Family
-from ..onnx_tools import agreement
+from ..onnx_tools import agreement, metadata_of
 from .data import parts
 from .network import DECODER_INPUTS, ENCODER_INPUTS, MVAE, MVAEConfig, decoder_graph, encoder_graph
 
@@ -133,8 +133,6 @@ class MVAEFamily(Family):
         """The largest difference between torch and onnxruntime, over the decoder (the file's graph) and
         the encoder (its metadata's)."""
         import onnxruntime
-
-        from ..onnx_tools import metadata_of
 
         rng = np.random.default_rng(0)
         mean, std = model.pose_mean.numpy(), model.pose_std.numpy()
