@@ -6,7 +6,8 @@
 1. Random walks of ``--frames`` frames from ``--starts`` poses spread over subject 5's clips (two walks
    each): NaN, the hips' height against the capture's range, PEAK (../shared/docs/metrics.md: the 99th
    percentile of the fastest joint's speed, cm a frame), foot skating (toes and feet, each foot's ground
-   the capture's) and the root's mean speed, each beside the capture's (subject 5, every frame).
+   the capture's) and the root's mean speed, each beside the capture's (subject 5, every frame); walks
+   with NaN are counted and left out of the means.
 2. Spread: the mean pairwise distance of the root after 3 s, and of all joints (root-relative), over
    K = 8 continuations of each start.
 3. Latent health on subject 5: the encoder's KL per dimension on every pair of frames, active units.
@@ -35,11 +36,14 @@ ACTIVE = 0.01   # nats, as training's validation counts them
 def measures(motion, ground):
     """NaN, hip height range, PEAK, foot skating (``ground`` (4,) the feet's) and root speed of a motion."""
     world = motion.global_transforms()[1]
+    if not np.isfinite(world).all():   # a walk that blew up is counted, not measured
+        return {"nan": True}
     feet = world[:, [motion.skeleton.index(f) for f in FEET]]
     speed = np.linalg.norm(np.diff(world, axis=0), axis=-1).max(axis=1)
-    return {"nan": bool(~np.isfinite(world).all()), "hips_min": float(world[:, 0, 1].min()),
-            "hips_max": float(world[:, 0, 1].max()), "peak": float(np.percentile(speed, 99)),
-            "skating": float(foot_skating(feet, ground).mean()),
+    with np.errstate(over="ignore"):   # a foot miles up skates 0: 2 ** (h / H) is inf
+        skating = float(foot_skating(feet, ground).mean())
+    return {"nan": False, "hips_min": float(world[:, 0, 1].min()), "hips_max": float(world[:, 0, 1].max()),
+            "peak": float(np.percentile(speed, 99)), "skating": skating,
             "root_speed": float(np.linalg.norm(np.diff(world[:, 0, [0, 2]], axis=0), axis=-1).mean())}
 
 
@@ -56,14 +60,14 @@ def walks(model, clips, starts, frames):
         frame = int((s // len(clips) + 1) * clip.n_frames / (starts // len(clips) + 2))
         for w in model.walk(clip, frame, frames, k=2, seed=s):
             rows.append(measures(w.frames(frame + 1), paw_ground(feet_of(clip))))
-    total = {"capture": {k: _combine(k, [c[k] for c in capture]) for k in capture[0]},
-             "model": {k: _combine(k, [r[k] for r in rows]) for k in rows[0]}}
-    total["walks"] = len(rows)
-    return total
+    finite = [r for r in rows if not r["nan"]]
+    return {"capture": {k: _combine(k, [c[k] for c in capture]) for k in capture[0] if k != "nan"},
+            "model": {k: _combine(k, [r[k] for r in finite]) for k in (finite or [{}])[0] if k != "nan"},
+            "walks": len(rows), "with_nan": sum(r["nan"] for r in rows)}
 
 
 def _combine(key, values):
-    return {"nan": any, "hips_min": min, "hips_max": max}.get(key, lambda v: float(np.mean(v)))(values)
+    return {"hips_min": min, "hips_max": max}.get(key, lambda v: float(np.mean(v)))(values)
 
 
 def feet_of(motion):
