@@ -83,7 +83,7 @@ def main(argv=None):
                              "past (default: the model's skeleton standing still)")
     follow.set_defaults(run=_follow_path, serves="follow-path")
 
-    walk = commands.add_parser("walk", help="K continuations of a clip from one of its frames (Motion VAE random walks)")
+    walk = commands.add_parser("walk", help="K continuations of a clip after one of its frames (Motion VAE)")
     walk.add_argument("file", type=Path)
     walk.add_argument("--from", dest="frame", required=True, type=int,
                       help="the frame to continue from (it and the frame before it are the start)")
@@ -91,7 +91,7 @@ def main(argv=None):
     walk.add_argument("-k", type=int, default=8, help="how many continuations")
     walk.add_argument("-o", "--output", required=True, type=Path, help="folder for the K files")
     walk.add_argument("--seed", type=int, default=0)
-    walk.add_argument("--model", type=Path, help="model file (default: the shipped one serving continue for the skeleton)")
+    walk.add_argument("--model", type=Path, help="model file (default: the shipped one that continues the skeleton)")
     walk.set_defaults(run=_walk, serves="continue")
 
     data = commands.add_parser("data", help="build or check the compact training cache of a data set")

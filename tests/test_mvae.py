@@ -95,7 +95,8 @@ def test_training_logs_the_latent_and_exports_one_file(run):
 
     meta = open_model(run["model"]).metadata
     assert meta["betwixt.kind"] == "mvae" and meta["betwixt.graph"] == "step" and meta["betwixt.latent"] == "32"
-    assert sorted(Path(f).stem for f in json.loads(meta["betwixt.data"])["files"]) == ["push1_subject2", "walk4_subject1"]
+    files = json.loads(meta["betwixt.data"])["files"]
+    assert sorted(Path(f).stem for f in files) == ["push1_subject2", "walk4_subject1"]
     card = run["model"].with_suffix(".md").read_text()
     assert "active (mean KL above 0.01 nats)" in card and "betwixt.encoder" in card
 
@@ -111,7 +112,8 @@ def test_the_encoder_travels_in_the_file_and_agrees_with_torch(run, model, clip)
     assert mean.shape == logvar.shape == (38, 32)
     _, network = loaded(torch.load(run["out"] / "checkpoint.pt", weights_only=True))
     with torch.no_grad():
-        want = network.encode(network.normalised(torch.from_numpy(pose[:-1])), network.normalised(torch.from_numpy(pose[1:])))
+        previous, following = (network.normalised(torch.from_numpy(p)) for p in (pose[:-1], pose[1:]))
+        want = network.encode(previous, following)
     np.testing.assert_allclose(mean, want[0].numpy(), atol=1e-4)
     np.testing.assert_allclose(logvar, want[1].numpy(), atol=1e-4)
 

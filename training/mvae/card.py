@@ -11,8 +11,8 @@ def sections(state, metadata):
     lay, config = json.loads(metadata["betwixt.layout"]), state["config"]
     args = state["meta"]["args"]
     use = ["## Skeleton and use",
-           f"- {len(lay['joints'])} joints ({lay['joints'][0]} the root), {metadata['betwixt.fps']} fps, lengths in the "
-           f"data's units, Y up; the character faces at right angles to {lay['facing'][1]} -> {lay['facing'][0]}.",
+           f"- {len(lay['joints'])} joints ({lay['joints'][0]} the root), {metadata['betwixt.fps']} fps, lengths in "
+           f"the data's units, Y up; the character faces at right angles to {lay['facing'][1]} -> {lay['facing'][0]}.",
            f"- One decoder step per run (`betwixt.graph` = step): inputs `previous` (batch, {lay['size']}), the last "
            f"pose, and `z` (batch, {config['latent']}), drawn from N(0, I) for a random walk; outputs `pose` (batch, "
            f"{lay['size']}), the next pose, and `experts` (batch, {config['experts']}), the gating network's blending "
