@@ -94,6 +94,17 @@ def main(argv=None):
     mann.add_argument("--cache", type=Path, help="data set cache folder")
     mann.set_defaults(run=_bench_mann)
 
+    walk = commands.add_parser("walk", help="K continuations of a clip after one of its frames (Motion VAE)")
+    walk.add_argument("file", type=Path)
+    walk.add_argument("--from", dest="frame", required=True, type=int,
+                      help="the frame to continue from (it and the frame before it are the start)")
+    walk.add_argument("--frames", required=True, type=int, help="how many frames to generate after it")
+    walk.add_argument("-k", type=int, default=8, help="how many continuations")
+    walk.add_argument("-o", "--output", required=True, type=Path, help="folder for the K files")
+    walk.add_argument("--seed", type=int, default=0)
+    walk.add_argument("--model", type=Path, help="model file (default: the shipped one that continues the skeleton)")
+    walk.set_defaults(run=_walk, serves="continue")
+
     data = commands.add_parser("data", help="build or check the compact training cache of a data set")
     data.add_argument("--data", type=Path, required=True, help="folder or archive of BVH files")
     data.add_argument("--cache", type=Path, help="cache folder (default: $BETWIXT_CACHE or ~/.cache/betwixt)")
@@ -233,6 +244,20 @@ def _follow_path(args):
     write_bvh(out, args.output)
     print(f"wrote {args.output}: {out.n_frames} frames at {out.fps:g} fps ({out.duration:.2f} s) along {args.path} "
           f"by {model.name} in {time.perf_counter() - began:.2f} s")
+
+
+def _walk(args):
+    from .modelfile import find_model, open_model
+
+    motion = read_bvh(args.file)
+    model = open_model(args.model, kind="mvae") if args.model else find_model(motion.skeleton, serves=args.serves)
+    began = time.perf_counter()
+    walks = model.walk(motion, args.frame, args.frames, args.k, seed=args.seed)
+    args.output.mkdir(parents=True, exist_ok=True)
+    for i, out in enumerate(walks):
+        write_bvh(out, args.output / f"{args.file.stem}-walk{i + 1:02d}.bvh")
+    print(f"wrote {args.k} continuations of {args.file} from frame {args.frame}, {args.frames} frames each at "
+          f"{model.fps:g} fps, to {args.output} by {model.name} in {time.perf_counter() - began:.2f} s")
 
 
 def _bench_speed(args):

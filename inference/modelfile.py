@@ -20,7 +20,8 @@ from .motion import Skeleton
 FORMAT = 2   # the metadata layout this version writes and reads
 MODELS = Path(__file__).parent / "models"
 # kind -> the module (relative to this package) and class of its runtime; a family plugs in here
-KINDS = {"rtn": ("rtn.runtime", "RTNModel"), "mann": ("mann.runtime", "MANNModel")}
+KINDS = {"rtn": ("rtn.runtime", "RTNModel"), "mann": ("mann.runtime", "MANNModel"),
+         "mvae": ("mvae.runtime", "MVAEModel")}
 COMMON = ("betwixt.kind", "betwixt.version", "betwixt.skeleton", "betwixt.fps", "betwixt.normalisation",
           "betwixt.data", "betwixt.licence")
 
@@ -39,7 +40,7 @@ def missing_runtime_hint(platform):
 
 
 def session(path, threads=1):
-    """An onnxruntime session of the file at ``path``, on the CPU."""
+    """An onnxruntime session of the file at ``path`` (or of a serialized model, bytes), on the CPU."""
     try:
         import onnxruntime
     except (ImportError, OSError) as e:
@@ -51,7 +52,8 @@ def session(path, threads=1):
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     try:
-        return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        model = path if isinstance(path, bytes) else str(path)
+        return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     except Exception as e:  # onnxruntime raises its own untyped errors for unreadable files
         raise ModelError(f"{path}: not an ONNX model file ({str(e).splitlines()[0][:200]})") from None
 

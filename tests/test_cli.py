@@ -103,7 +103,7 @@ def test_a_model_file_of_an_unknown_kind_or_newer_format_is_one_clear_error(trai
     from inference.modelfile import ModelError, open_model
 
     for changes, message in (({"betwixt.kind": "gan"}, "a model of kind 'gan', which this version of Betwixt does "
-                                                        "not know \\(it knows mann, rtn\\); update Betwixt"),
+                                                        "not know \\(it knows mann, mvae, rtn\\); update Betwixt"),
                              ({"betwixt.version": "3"}, "a 'rtn' model in format version 3, and this Betwixt reads "
                                                         "version 2; update Betwixt")):
         proto = onnx.load(str(trained_rtn["model"]))

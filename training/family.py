@@ -87,7 +87,8 @@ class Family:
 
 
 FAMILIES = {"rtn": ("rtn.family", "RTNFamily"),   # name -> module (in this package) and class
-            "mann": ("mann.family", "MANNFamily")}
+            "mann": ("mann.family", "MANNFamily"),
+            "mvae": ("mvae.family", "MVAEFamily")}
 
 
 def family(name):

@@ -203,7 +203,8 @@ def train(family, args, argv):
         if main_process and (step % args.validate_every == 0 or step == args.steps):
             scores = family.validate(shipped, norm, val_set, args, device)
             history["validation"].append([step, scores])
-            say(f"validation at {step}: " + "  ".join(f"{k} {v:.3f}" for k, v in scores.items()))
+            say(f"validation at {step}: " + "  ".join(f"{k} {v:.3f}" for k, v in scores.items()
+                                                     if not isinstance(v, list)))
         if args.minutes and time.monotonic() - started > args.minutes * 60:
             say(f"time budget of {args.minutes} min reached at step {step}")
             break
@@ -239,7 +240,8 @@ def plot_history(history, path):
     for ax, key, title in ((axes[0], "train", "training loss"),
                            (axes[1], "validation", "validation (held-out tenth of each clip)")):
         rows = history[key]
-        for name in dict.fromkeys(k for _, v in rows for k in v):   # every curve, also one added on a resume
+        # every curve, also one added on a resume; lists (a family's per-dimension measures) stay in the history
+        for name in dict.fromkeys(k for _, v in rows for k in v if not isinstance(v[k], list)):
             ax.plot([s for s, _ in rows], [v.get(name, np.nan) for _, v in rows], label=name)
         ax.set(title=title, xlabel="step", yscale="log")
         if rows:

@@ -1,0 +1,192 @@
+"""The Motion VAE on LaFAN1: its pose and back, a few steps of our own training command and the export
+of their checkpoint, random walks with the exported file (batched, seeded), ``python -m inference walk``,
+and bad requests refused with one clear error and nothing written."""
+
+import json
+import subprocess
+import sys
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inference.bvh import read_bvh
+from inference.cli import main
+from inference.modelfile import ModelError, open_model
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAINING_CLIPS = ("walk4_subject1.bvh", "push1_subject2.bvh")
+
+
+def extracted(archive, name, folder):
+    path = folder / name
+    with zipfile.ZipFile(archive) as z:
+        path.write_bytes(z.read(name))
+    return path
+
+
+@pytest.fixture(scope="module")
+def clip(lafan1_zip, tmp_path_factory):
+    """A test-subject clip (subject 5) as a BVH file."""
+    return extracted(lafan1_zip, "obstacles1_subject5.bvh", tmp_path_factory.mktemp("clip"))
+
+
+@pytest.fixture(scope="module")
+def run(lafan1_zip, tmp_path_factory):
+    """Six optimiser steps of ``python -m training mvae`` on two clips (roll-outs of 3 steps, scheduled
+    sampling ramping over steps 2-3), and ``python -m training export`` of the checkpoint."""
+    data = tmp_path_factory.mktemp("data")
+    for name in TRAINING_CLIPS:
+        extracted(lafan1_zip, name, data)
+    out = tmp_path_factory.mktemp("mvae")
+    train = [sys.executable, "-m", "training", "mvae", "--data", str(data), "--out", str(out), "--steps", "6",
+             "--batch", "8", "--rollout", "3", "--supervised", "2", "--ramp", "2", "--validate-every", "3",
+             "--cache", str(tmp_path_factory.mktemp("cache")), "--threads", "1"]
+    result = subprocess.run(train, cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    model = out / "mvae.onnx"
+    result = subprocess.run([sys.executable, "-m", "training", "export", str(out / "checkpoint.pt"), "-o", str(model)],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return {"out": out, "model": model}
+
+
+@pytest.fixture(scope="module")
+def model(run):
+    return open_model(run["model"], kind="mvae")
+
+
+def test_pose_and_back_reproduce_the_capture(clip):
+    from inference.mvae.features import fields, motion_of, poses
+
+    motion = read_bvh(clip)
+    pose, origin, theta = poses(motion)
+    assert pose.shape == (motion.n_frames - 1, 267) and np.isfinite(pose).all()
+    _, world = motion.global_transforms()
+    # the root's speed on the floor is the hips' horizontal speed; its positions lie in its own frame
+    hips = np.linalg.norm(np.diff(world[:, 0, [0, 2]], axis=0), axis=-1) * motion.fps
+    np.testing.assert_allclose(np.linalg.norm(pose[:, :2], axis=-1), hips, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(pose[:, 3:6], np.c_[np.zeros(len(pose)), world[1:, 0, 1], np.zeros(len(pose))],
+                               atol=1e-9)
+    for dtype in (np.float64, np.float32):   # float32: what the network reads and writes
+        back = motion_of(pose.astype(dtype).astype(np.float64), origin[0], theta[0], motion.skeleton, motion.fps)
+        error = np.linalg.norm(back.global_transforms()[1] - world[1:], axis=-1)
+        assert error.max() < 1e-3, (dtype, error.max())    # cm, over 5,000 integrated frames (measured 1.7e-4)
+    assert fields(22)["orientations"] == [135, 267]
+
+
+def test_training_logs_the_latent_and_exports_one_file(run):
+    import torch
+
+    from training.mvae.family import sampling
+
+    history = json.loads((run["out"] / "history.json").read_text())
+    assert [s for s, _ in history["validation"]] == [3, 6]
+    scores = history["validation"][-1][1]
+    assert len(scores["kl_dims"]) == 32 and scores["kl"] == pytest.approx(np.mean(scores["kl_dims"]))
+    assert scores["active"] == sum(k > 0.01 for k in scores["kl_dims"]) and 0 <= scores["active_mean"] <= 32
+    assert [s for s, _ in history["train"]] == [6] and {"recon", "kl", "student"} <= set(history["train"][0][1])
+    state = torch.load(run["out"] / "checkpoint.pt", weights_only=True)
+    assert state["step"] == 6 and state["optimiser"]["param_groups"][0]["lr"] == pytest.approx(1e-4 / 6)
+    args = type("Args", (), {"steps": 6, "supervised": 2, "ramp": 2})
+    assert [sampling(s, args) for s in range(6)] == [0.0, 0.0, 0.5, 1.0, 1.0, 1.0]
+
+    meta = open_model(run["model"]).metadata
+    assert meta["betwixt.kind"] == "mvae" and meta["betwixt.graph"] == "step" and meta["betwixt.latent"] == "32"
+    files = json.loads(meta["betwixt.data"])["files"]
+    assert sorted(Path(f).stem for f in files) == ["push1_subject2", "walk4_subject1"]
+    card = run["model"].with_suffix(".md").read_text()
+    assert "active (mean KL above 0.01 nats)" in card and "betwixt.encoder" in card
+
+
+def test_the_encoder_travels_in_the_file_and_agrees_with_torch(run, model, clip):
+    import torch
+
+    from inference.mvae.features import poses
+    from training.export import loaded
+
+    pose = poses(read_bvh(clip).frames(0, 40))[0].astype(np.float32)
+    mean, logvar = model.encode(pose[:-1], pose[1:])
+    assert mean.shape == logvar.shape == (38, 32)
+    _, network = loaded(torch.load(run["out"] / "checkpoint.pt", weights_only=True))
+    with torch.no_grad():
+        previous, following = (network.normalised(torch.from_numpy(p)) for p in (pose[:-1], pose[1:]))
+        want = network.encode(previous, following)
+    np.testing.assert_allclose(mean, want[0].numpy(), atol=1e-4)
+    np.testing.assert_allclose(logvar, want[1].numpy(), atol=1e-4)
+
+
+def test_random_walks_are_batched_seeded_and_differ(model, clip):
+    motion = read_bvh(clip)
+    walks = model.walk(motion, 100, 30, k=3, seed=7)
+    assert len(walks) == 3 and all(w.n_frames == 131 and w.fps == 30.0 for w in walks)
+    for w in walks:
+        assert np.isfinite(w.rotations).all() and np.isfinite(w.positions).all()
+        np.testing.assert_allclose(w.rotations[:101], motion.rotations[:101], atol=1e-12)
+        np.testing.assert_array_equal(w.positions[:101], motion.positions[:101])
+    again = model.walk(motion, 100, 30, k=3, seed=7)
+    other = model.walk(motion, 100, 30, k=3, seed=8)
+    for a, b, c in zip(walks, again, other):
+        np.testing.assert_array_equal(a.rotations, b.rotations)
+        assert np.abs(a.rotations[101:] - c.rotations[101:]).max() > 1e-3
+    assert np.abs(walks[0].rotations[101:] - walks[1].rotations[101:]).max() > 1e-3   # one batch, K walks
+    # the first generated frame moves on from the start (the network's own step, not a copy)
+    assert np.abs(walks[0].rotations[101] - motion.rotations[100]).max() > 0
+
+
+def test_a_clip_at_another_rate_walks_at_the_models(model, clip):
+    motion = read_bvh(clip)
+    fast = motion.resample(60.0)
+    walk = model.walk(fast, 200, 10, k=1, seed=0)[0]
+    assert walk.fps == 30.0 and walk.n_frames == 101 + 10
+    np.testing.assert_allclose(walk.global_transforms()[1][:101], motion.global_transforms()[1][:101], atol=1e-6)
+
+
+def test_walk_command_writes_k_files(run, clip, tmp_path):
+    out = tmp_path / "walks"
+    assert main(["walk", str(clip), "--from", "50", "--frames", "20", "-k", "2", "-o", str(out), "--seed", "3",
+                 "--model", str(run["model"])]) == 0
+    files = sorted(out.glob("*.bvh"))
+    assert [f.name for f in files] == ["obstacles1_subject5-walk01.bvh", "obstacles1_subject5-walk02.bvh"]
+    written, source = read_bvh(files[0]), read_bvh(clip)
+    assert written.n_frames == 71 and written.skeleton.same_hierarchy(source.skeleton)
+    np.testing.assert_allclose(written.global_transforms()[1][:51], source.global_transforms()[1][:51], atol=1e-3)
+
+
+@pytest.mark.parametrize("frame, frames, k, words", [
+    (0, 10, 2, "start frame 0 is outside frames 1 to"),
+    (99999, 10, 2, "start frame 99999 is outside frames 1 to"),
+    (-1, 10, 2, "start frame -1 is outside"),
+    (10, 0, 2, "0 frames: give 1 to 36,000"),
+    (10, 50_000, 2, "50000 frames: give 1 to 36,000"),
+    (10, 10, 0, "0 continuations (k): give 1 to 256"),
+    (10, 10, 1000, "1000 continuations (k): give 1 to 256"),
+    (10, 36_000, 100, "more than 1,000,000 in one request"),
+])
+def test_bad_requests_are_refused(model, clip, frame, frames, k, words):
+    with pytest.raises(ModelError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        model.walk(read_bvh(clip), frame, frames, k)
+
+
+def test_nan_in_the_start_pose_is_refused(model, clip):
+    motion = read_bvh(clip)
+    rotations = motion.rotations.copy()
+    rotations[99, 17] = np.nan
+    with pytest.raises(ModelError, match="frame 99, joint 'LeftHand': its rotation is not a number"):
+        model.walk(replace(motion, rotations=rotations), 100, 10, 2)
+    model.walk(replace(motion, rotations=rotations), 101, 10, 2)   # the frames before the start do not matter
+
+
+def test_command_refuses_an_unknown_skeleton_and_another_kind(run, mocap, clip, tmp_path, capsys):
+    out = tmp_path / "walks"
+    assert main(["walk", str(mocap / "cmu-01_01.bvh"), "--from", "10", "--frames", "5", "-o", str(out),
+                 "--model", str(run["model"])]) == 2
+    assert "does not match model mvae" in capsys.readouterr().err
+    rtn = ROOT / "inference" / "models" / "rtn-lafan1.onnx"
+    assert main(["walk", str(clip), "--from", "10", "--frames", "5", "-o", str(out), "--model", str(rtn)]) == 2
+    assert "a 'rtn' model where a 'mvae' model is needed" in capsys.readouterr().err
+    assert main(["walk", str(clip), "--from", "0", "--frames", "5", "-o", str(out), "--model", str(run["model"])]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert not out.exists()

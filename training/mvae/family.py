@@ -1,0 +1,195 @@
+"""The Motion VAE as a family of the shared loop (training/loop.py): diverse continuations of a pose.
+
+A batch is 64 roll-outs of 8 steps. Each step encodes (condition, true next pose) to a posterior, draws
+z from it, and decodes (condition, z) to a prediction; the loss is the mean squared error of the
+z-scored prediction plus ``--beta`` times the KL divergence of the posterior from N(0, I), both per
+value (per pose value and per latent dimension), averaged over the steps. The next step's condition is
+the true pose or, for each roll-out with the probability of scheduled sampling, the prediction
+(detached): 0 for the first ``--supervised`` steps, rising linearly over ``--ramp`` steps, 1 after (the
+reference's 20 + 20 + 100 epochs, as fractions of ``--steps`` by default). The roll-outs' steps are
+one optimiser step (the reference steps after each). Adam at ``--lr`` decayed linearly to 0 at
+``--steps``. Validation reports the KL of every latent dimension (``kl_dims``) and the active units: a
+decoder that ignores z (posterior collapse) shows as KL near zero everywhere.
+
+    python -m training mvae --data ../shared/mocap/lafan1-27.zip --out runs/mvae --subjects 1,2,3,4
+    python -m training export runs/mvae/checkpoint.pt -o mvae-lafan1.onnx --weights int8
+"""
+
+import base64
+import json
+from dataclasses import asdict
+
+import numpy as np
+import torch
+
+from inference.dataset import load_motion_set
+from inference.errors import DataError
+from ..clips import speeds_of, subjects_of
+from ..family import Family
+from ..onnx_tools import agreement, metadata_of
+from .data import parts
+from .network import DECODER_INPUTS, ENCODER_INPUTS, MVAE, MVAEConfig, decoder_graph, encoder_graph
+
+VALIDATION_ROLLOUTS = 1024   # evenly spaced held-out roll-outs that validation measures: the same every time
+ACTIVE = 0.01                # nats: a latent dimension whose mean KL is above this carries information
+
+
+class MVAEFamily(Family):
+    name = "mvae"
+    title = ("A Motion VAE (Ling, Zinno, Cheng, van de Panne 2020): an autoregressive conditional variational "
+             "autoencoder whose decoder, a mixture of experts, maps the previous pose and a random latent to the "
+             "next pose, so that one pose has many plausible continuations.")
+    normalisation = ("pose_mean", "pose_std")
+
+    def add_arguments(self, parser):
+        parser.set_defaults(lr=1e-4, batch=64)   # the paper's (the loop's defaults are the RTN's)
+        parser.add_argument("--latent", type=int, default=32, help="latent dimensions (paper: 32)")
+        parser.add_argument("--experts", type=int, default=6, help="experts of the decoder (paper: 6)")
+        parser.add_argument("--beta", type=float, default=1.0,
+                            help="weight of the KL term against the reconstruction (each a mean per value)")
+        parser.add_argument("--rollout", type=int, default=8, help="steps of a training roll-out (paper: 8)")
+        parser.add_argument("--supervised", type=int, default=None,
+                            help="steps that always condition on the true pose (default: a seventh of --steps)")
+        parser.add_argument("--ramp", type=int, default=None,
+                            help="steps over which the chance of conditioning on the prediction rises from 0 to 1 "
+                                 "(default: a seventh of --steps); every later step is autoregressive")
+
+    def data(self, args):
+        data = load_motion_set(args.data, args.cache)
+        train, validation = parts(data, subjects_of(args), not args.no_mirror, speeds_of(args), args.rollout)
+        sk = data.skeleton
+        meta = {"data": str(args.data), "data_files": train.files, "subjects": subjects_of(args),
+                "fps": float(data.fps), "layout": train.layout,
+                "skeleton": {"names": list(sk.names), "parents": [int(p) for p in sk.parents],
+                             "offsets": sk.offsets.tolist()},
+                "reflections": None if train.reflections is None else train.reflections.tolist(),
+                "frames": {"train": len(train.poses), "validation": len(validation.poses)}}
+        return train, validation, meta
+
+    def statistics(self, train, args, rng):
+        """Mean and spread of every pose value over the training poses (a spread below 1e-5, such as the
+        hips' horizontal position in their own root frame, is taken as 1)."""
+        pose = train.poses.astype(np.float64)
+        std = pose.std(axis=0)
+        return {"pose_mean": pose.mean(axis=0), "pose_std": np.where(std < 1e-5, 1.0, std)}
+
+    def config(self, train, args):
+        return asdict(MVAEConfig(pose=train.poses.shape[1], latent=args.latent, experts=args.experts))
+
+    def network(self, config, stats):
+        return MVAE(MVAEConfig(**config), stats["pose_mean"], stats["pose_std"])
+
+    def check_init(self, source, train, path):
+        joints = source["meta"]["layout"]["joints"]
+        if joints != train.layout["joints"]:
+            raise DataError(f"{path}: made for the joints {joints}, the data has {train.layout['joints']}; start "
+                            "from a checkpoint of this skeleton or without --init")
+
+    def rate(self, step, train, args):
+        """Linear decay to 0 at ``--steps``. The loop asks this first every step: the step is kept for the
+        scheduled sampling of the batch that follows."""
+        self.step = step
+        return max(1.0 - step / args.steps, 0.0)
+
+    def batch(self, train, args, rng, step_rng, device):
+        """(roll-outs (B, rollout + 1, D) on ``device``, (B, rollout) True where a step conditions on the
+        prediction rather than the true pose)."""
+        if train.on_device is None or train.on_device[0] != str(device):   # once: the data is small
+            train.on_device = str(device), torch.as_tensor(train.poses).to(device)
+        first = train.starts[rng.integers(0, len(train.starts), args.batch)]
+        index = torch.from_numpy(first[:, None] + np.arange(args.rollout + 1)).to(device)
+        student = rng.random((args.batch, args.rollout)) < sampling(self.step, args)
+        return train.on_device[1][index], torch.from_numpy(student).to(device)
+
+    def loss(self, net, norm, batch, args):
+        rollouts, student = batch
+        seq = (rollouts - norm.pose_mean) / norm.pose_std
+        condition, recon, kl = seq[:, 0], 0.0, 0.0
+        for k in range(1, seq.shape[1]):
+            out, mean, logvar = net(condition, seq[:, k])
+            recon = recon + (out.float() - seq[:, k]).square().mean()
+            kl = kl + divergence(mean.float(), logvar.float()).mean()
+            condition = torch.where(student[:, k - 1, None], out.detach().float(), seq[:, k])
+        steps = seq.shape[1] - 1
+        recon, kl = recon / steps, kl / steps
+        return recon + args.beta * kl, {"recon": recon.detach(), "kl": kl.detach(),
+                                        "student": student.float().mean()}
+
+    def validate(self, model, norm, validation, args, device):
+        return validate(model, validation, args.rollout, device)
+
+    def graph(self, model):
+        return decoder_graph(model)
+
+    def metadata(self, state, model):
+        meta = state["meta"]
+        encoder = encoder_graph(model).SerializeToString()
+        return {"graph": "step", "layout": json.dumps(meta["layout"]),
+                "latent": str(model.config.latent),
+                "encoder": base64.b64encode(encoder).decode("ascii"),
+                **({"mirror": json.dumps({"reflections": meta["reflections"]})} if meta.get("reflections") else {})}
+
+    def check_export(self, model, path):
+        """The largest difference between torch and onnxruntime, over the decoder (the file's graph) and
+        the encoder (its metadata's)."""
+        import onnxruntime
+
+        rng = np.random.default_rng(0)
+        mean, std = model.pose_mean.numpy(), model.pose_std.numpy()
+        previous, pose = (mean + std * rng.standard_normal((2, 4, model.config.pose))).astype(np.float32)
+        z = rng.standard_normal((4, model.config.latent)).astype(np.float32)
+        decoder = agreement(lambda previous, z: model.decode(model.normalised(previous), z)[0] * model.pose_std
+                            + model.pose_mean, path, dict(zip(DECODER_INPUTS, (previous, z))))
+        session = onnxruntime.InferenceSession(base64.b64decode(metadata_of(path)["betwixt.encoder"]),
+                                               providers=["CPUExecutionProvider"])
+        got = session.run(None, dict(zip(ENCODER_INPUTS, (previous, pose))))
+        with torch.no_grad():
+            want = model.encode(model.normalised(torch.from_numpy(previous)), model.normalised(torch.from_numpy(pose)))
+        return max(decoder, *(float(np.abs(g - w.numpy()).max()) for g, w in zip(got, want)))
+
+    def card(self, state, metadata, path, bench_data=None, data=None, cache=None):
+        from .card import sections
+
+        return sections(state, metadata)
+
+
+def sampling(step, args):
+    """The chance that a roll-out's step conditions on its own prediction at optimiser step ``step``."""
+    supervised = args.steps // 7 if args.supervised is None else args.supervised
+    ramp = args.steps // 7 if args.ramp is None else args.ramp
+    if step < supervised:
+        return 0.0
+    return min((step - supervised + 1) / max(ramp, 1), 1.0)
+
+
+def divergence(mean, logvar):
+    """KL(N(mean, exp(logvar)) || N(0, I)) per latent dimension (B, L), in nats."""
+    return 0.5 * (mean.square() + logvar.exp() - 1.0 - logvar)
+
+
+@torch.no_grad()
+def validate(model, validation, steps, device, rollouts=VALIDATION_ROLLOUTS):
+    """On evenly spaced held-out roll-outs, z-scored: ``recon``, the mean squared error of one step decoded
+    from the posterior's mean; ``rollout``, the same fed its own predictions for ``steps`` steps; ``prior``,
+    one step from a z drawn from the prior (far above ``recon`` when the decoder uses z); ``kl`` the mean
+    KL a dimension (nats), ``kl_dims`` each dimension's; ``active``, the dimensions whose KL exceeds
+    ACTIVE, and ``active_mean``, those whose posterior mean varies across the data by more than ACTIVE
+    (variance)."""
+    model.eval()
+    starts = validation.starts[np.linspace(0, len(validation.starts) - 1, min(rollouts, len(validation.starts))
+                                           ).astype(np.int64)]
+    poses = torch.as_tensor(validation.poses[starts[:, None] + np.arange(steps + 1)]).to(device)
+    seq = model.normalised(poses)
+    previous, pose = seq[:, :-1].flatten(0, 1), seq[:, 1:].flatten(0, 1)
+    mean, logvar = model.encode(previous, pose)
+    kl = divergence(mean, logvar).mean(0)
+    recon = (model.decode(previous, mean)[0] - pose).square().mean()
+    prior = (model.decode(previous, torch.randn(mean.shape, generator=torch.Generator(device).manual_seed(0),
+                                                device=device))[0] - pose).square().mean()
+    condition, drift = seq[:, 0], 0.0
+    for k in range(1, steps + 1):
+        condition = model.decode(condition, model.encode(condition, seq[:, k])[0])[0]
+        drift += (condition - seq[:, k]).square().mean() / steps
+    return {"recon": float(recon), "rollout": float(drift), "prior": float(prior), "kl": float(kl.mean()),
+            "active": int((kl > ACTIVE).sum()), "active_mean": int((mean.var(0) > ACTIVE).sum()),
+            "kl_dims": [float(v) for v in kl]}
