@@ -86,6 +86,16 @@ class Family:
         return state
 
 
+def one_data_set(args, name):
+    """The one ``--data`` of a family that learns from a single data set (``--data`` may be given
+    several times for the RTN, which brings them onto one skeleton)."""
+    from inference.errors import DataError
+
+    if len(args.data) > 1:
+        raise DataError(f"{name} learns from one data set, not {len(args.data)}: give --data once")
+    return args.data[0]
+
+
 FAMILIES = {"rtn": ("rtn.family", "RTNFamily"),   # name -> module (in this package) and class
             "mann": ("mann.family", "MANNFamily"),
             "mvae": ("mvae.family", "MVAEFamily")}

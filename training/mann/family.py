@@ -25,7 +25,7 @@ from inference.dataset import load_motion_set
 from inference.errors import DataError
 from inference.mann import actions as labelling
 from ..clips import speeds_of, subjects_of
-from ..family import Family
+from ..family import Family, one_data_set
 from ..onnx_tools import agreement
 from .data import CURRENT, OUT_SAMPLE_DIM, SAMPLES, TEST_CLIPS, parts
 from .network import INPUTS, MANN, MANNConfig, graph
@@ -54,9 +54,7 @@ class MANNFamily(Family):
                             help="the data's length unit, for the runtime's paths in metres (the dog data: cm)")
 
     def data(self, args):
-        if len(args.data) > 1:
-            raise DataError(f"mann learns from one data set, not {len(args.data)}: give --data once")
-        data = load_motion_set(args.data[0], args.cache)
+        data = load_motion_set(one_data_set(args, self.name), args.cache)
         train, validation = parts(data, subjects_of(args), not args.no_mirror, speeds_of(args), args.units_per_metre)
         world = int(os.environ.get("WORLD_SIZE", "1"))
         epoch = math.ceil(len(train.frames.samples) / (args.batch * world))

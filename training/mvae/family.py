@@ -25,7 +25,7 @@ import torch
 from inference.dataset import load_motion_set
 from inference.errors import DataError
 from ..clips import speeds_of, subjects_of
-from ..family import Family
+from ..family import Family, one_data_set
 from ..onnx_tools import agreement, metadata_of
 from .data import parts
 from .network import DECODER_INPUTS, ENCODER_INPUTS, MVAE, MVAEConfig, decoder_graph, encoder_graph
@@ -55,10 +55,10 @@ class MVAEFamily(Family):
                                  "(default: a seventh of --steps); every later step is autoregressive")
 
     def data(self, args):
-        data = load_motion_set(args.data, args.cache)
+        data = load_motion_set(one_data_set(args, self.name), args.cache)
         train, validation = parts(data, subjects_of(args), not args.no_mirror, speeds_of(args), args.rollout)
         sk = data.skeleton
-        meta = {"data": str(args.data), "data_files": train.files, "subjects": subjects_of(args),
+        meta = {"data": [str(d) for d in args.data], "data_files": train.files, "subjects": subjects_of(args),
                 "fps": float(data.fps), "layout": train.layout,
                 "skeleton": {"names": list(sk.names), "parents": [int(p) for p in sk.parents],
                              "offsets": sk.offsets.tolist()},
