@@ -61,13 +61,16 @@ def bezier(values, keys):
     fixed = np.zeros_like(y)
     for _ in range(len(x)):
         slope = _smooth(h, chord, locked, fixed)
-        over = _overshoot(slope, y, h) & ~locked
-        if not over.any():
+        left, right = _overshoot(slope, y, h)
+        left, right = left & ~locked, right & ~locked
+        if not (left | right).any():
             break
-        reach = np.concatenate([np.zeros((1,) + y.shape[1:]), 3 * chord], axis=0)   # left handle on its neighbour
-        ahead = np.concatenate([3 * chord, np.zeros((1,) + y.shape[1:])], axis=0)   # right handle on its neighbour
-        fixed = np.where(over, np.where(np.abs(reach) < np.abs(ahead), reach, ahead), fixed)
-        locked |= over
+        edge = np.zeros((1,) + y.shape[1:])
+        back = np.concatenate([edge, 3 * chord])                                 # the handle on the key before
+        ahead = np.concatenate([3 * chord, edge])                                # ... on the key after
+        limit = np.where(left & right, np.where(np.abs(back) < np.abs(ahead), back, ahead), np.where(left, back, ahead))
+        fixed = np.where(left | right, limit, fixed)
+        locked |= left | right
     f = np.arange(len(values), dtype=np.float64)
     seg = np.clip(np.searchsorted(x, f, side="right") - 1, 0, len(x) - 2)
     t = ((np.clip(f, x[0], x[-1]) - x[seg]) / h[seg, 0])[:, None]
@@ -101,14 +104,12 @@ def _smooth(h, chord, locked, fixed):
 
 
 def _overshoot(slope, y, h):
-    """(K, C): keys whose left or right handle (a third of its interval at ``slope``) passes the
-    neighbouring key's value."""
-    out = np.zeros(y.shape, bool)
-    left = y[1:] - slope[1:] * h / 3                                        # handles of keys 1..K-1
-    right = y[:-1] + slope[:-1] * h / 3
-    out[1:] |= (left - y[:-1]) * (y[1:] - y[:-1]) < 0                       # past the key before
-    out[:-1] |= (right - y[1:]) * (y[:-1] - y[1:]) < 0                      # past the key after
-    return out
+    """Two (K, C): keys whose left handle, and whose right handle (a third of its interval at ``slope``),
+    passes the neighbouring key's value."""
+    left, right = np.zeros(y.shape, bool), np.zeros(y.shape, bool)
+    left[1:] = (y[1:] - slope[1:] * h / 3 - y[:-1]) * (y[1:] - y[:-1]) < 0
+    right[:-1] = (y[:-1] + slope[:-1] * h / 3 - y[1:]) * (y[:-1] - y[1:]) < 0
+    return left, right
 
 
 def channels(motion):
@@ -154,7 +155,8 @@ def from_channels(motion, values):
 def _orders(skeleton):
     """Each joint's Euler order as Blender's importer sets the pose bone's (the BVH's channels reversed:
     Blender's "ZXY" turns about Z first), in :func:`..quat.to_euler`'s terms (the first axis outermost)."""
-    return ["".join(c[0].upper() for c in ch if c.lower().endswith("rotation"))[::-1] or "YXZ" for ch in skeleton.channels]
+    return ["".join(c[0].upper() for c in ch if c.lower().endswith("rotation"))[::-1] or "YXZ"
+            for ch in skeleton.channels]
 
 
 def rest_frames(skeleton):
@@ -178,11 +180,6 @@ def points(motion):
     """(F, J + 4, 3): the joints' world positions and the four paws' (the End Sites)."""
     joints = forward_kinematics(motion.rotations, motion.positions, motion.skeleton.parents)[1]
     return np.concatenate([joints, metrics.paws(motion)], axis=1)
-
-
-def error(made, truth, frames):
-    """Per frame of ``frames``: the mean distance of the points of ``made`` from ``truth``'s (units)."""
-    return np.linalg.norm(points(made)[frames] - points(truth)[frames], axis=-1).mean(axis=1)
 
 
 def runs(clip, places, fps):
@@ -239,7 +236,9 @@ def measure(model, clips, where, **options):
             truth, ground = points(motion), metrics.paw_ground(metrics.paws(clip))
             steps = np.flatnonzero(made[1:] | made[:-1])
             curves = channels(motion)
-            for name, out in (("fill", fill_gaps(model, motion, gaps, **options)), ("bezier", from_channels(motion, bezier(curves, keys)))):
+            made_by = {"fill": fill_gaps(model, motion, gaps, **options),
+                       "bezier": from_channels(motion, bezier(curves, keys))}
+            for name, out in made_by.items():
                 p = points(out)
                 e = np.linalg.norm(p[made] - truth[made], axis=-1).mean(axis=1)
                 skate = np.stack([metrics.foot_skating(p[s:s + 2, -4:], ground) for s in steps]).mean(axis=1)
@@ -272,7 +271,8 @@ def main(argv=None):
     began = time.perf_counter()
     pooled, per_clip = measure(model, clips[:args.clips], where, blend=args.blend)
     for label, r in pooled.items():
-        print(f"{label:<11} fill {r['fill']:6.2f} cm, Bézier {r['bezier']:6.2f} (ratio {r['fill'] / r['bezier']:.2f}); "
+        print(f"{label:<11} fill {r['fill']:6.2f} cm, Bézier {r['bezier']:6.2f} "
+              f"(ratio {r['fill'] / r['bezier']:.2f}); "
               f"paw skating {r['fill_skating']:.3f} / {r['bezier_skating']:.3f} cm/frame")
     if args.rig_suite:
         for name, rows in per_clip.items():
