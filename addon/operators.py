@@ -185,7 +185,9 @@ class _Generate(JobOperator):
     breakdown: bpy.props.BoolProperty(name="As Breakdowns", description="Mark the generated keys as "
                                       "Breakdown keys rather than Keyframes", default=False)
     blend: bpy.props.IntProperty(name="Target Blend", description="Frames over which the motion is pulled "
-                                 "onto the next key (the whole gap when it is shorter)", default=10, min=1, soft_max=60)
+                                 "onto the next key (the whole gap when it is shorter; 0: the model's own, 10 "
+                                 "frames for a human model, the whole gap for the dog's)", default=0, min=0,
+                                 soft_max=60)
     variation: bpy.props.FloatProperty(name="Variation", description="How far the motion may stray from "
                                        "the most likely one (0: always the same)", default=0.0, min=0.0,
                                        soft_max=2.0)
@@ -199,7 +201,7 @@ class _Generate(JobOperator):
     def read(self, context, keys_from):
         """The plan, with this operator's options copied in: the worker thread never touches ``self``."""
         plan = read_plan(context, keys_from, self.serves)
-        plan.options = {"variation": self.variation, "seed": self.seed, "blend": self.blend}
+        plan.options = {"variation": self.variation, "seed": self.seed, "blend": self.blend or None}
         plan.plant = self.plant_feet
         return plan
 

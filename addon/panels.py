@@ -20,7 +20,9 @@ class BETWIXT_PG_settings(bpy.types.PropertyGroup):
     breakdown: bpy.props.BoolProperty(name="As Breakdowns", description="Mark generated keys as Breakdowns",
                                       default=False)
     blend: bpy.props.IntProperty(name="Target Blend", description="Frames over which the motion is pulled "
-                                 "onto the next key (the whole gap when it is shorter)", default=10, min=1, soft_max=60)
+                                 "onto the next key (the whole gap when it is shorter; 0: the model's own, 10 "
+                                 "frames for a human model, the whole gap for the dog's)", default=0, min=0,
+                                 soft_max=60)
     variation: bpy.props.FloatProperty(name="Variation", description="How far Fill Gaps and Decompress may "
                                        "stray from the most likely motion", default=0.0, min=0.0, soft_max=2.0)
     seed: bpy.props.IntProperty(name="Seed", default=0, min=0)

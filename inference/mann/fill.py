@@ -7,7 +7,9 @@ the key before it with the root's velocity there and arriving at the key after i
 has there (from the frames after that key where the gap has them; the mean velocity over the gap where
 it has none), and then going on at that velocity, so that the controller, which reads a second ahead,
 does not slow down for the end of the path. A key where the dog sits, lies, stands up or jumps asks
-for that action over the half of the gap nearer it. The controller walks on a floor at height 0, so
+for that action over the half of the gap nearer it; between two keys where it sits, lies or stands on
+its hind legs alike, the fill is the keys' interpolation (a pose held in place, which the controller,
+stepping a floor-bound skeleton, only roughens). The controller walks on a floor at height 0, so
 the frames are lowered from the floor under the keys and raised back onto it; the RTN's start and
 target blends (:mod:`..rtn.blends`) then put them onto the keys.
 """
@@ -22,20 +24,23 @@ from .features import root, world
 from .path import Path
 
 SPEED_DECIDES = ("move", "idle")   # actions a path's speed decides
+RESTING = ("sit", "lie", "stand")  # poses held in place: the controller holds the root in them, and between
+                                   # two keys of one the keys' interpolation beats its steps
 SMOOTH = 0.2   # s: the root's velocity at a key is its mean over this much (a gait sways the hips)
 
 
 def plan(gap, bones, fps, beyond, known):
-    """``(paths, floors)``: one :class:`~.path.Path` per gap of the batch ``gap`` at ``fps``, a point and a
-    facing angle a frame from the key before the gap (frame 0) to the key after it (frame
-    ``gap.length + 1``), then ``beyond`` frames more going on at the root's velocity on that key; and the
-    floor's height under each of the two keys (B, 2), the lowest any paw is in the frames given around it.
+    """``(paths, floors, resting)``: one :class:`~.path.Path` per gap of the batch ``gap`` at ``fps``, a
+    point and a facing angle a frame from the key before the gap (frame 0) to the key after it (frame
+    ``gap.length + 1``), then ``beyond`` frames more going on at the root's velocity on that key; the
+    floor's height under each of the two keys (B, 2), the lowest any paw is in the frames given around
+    it; and whether both keys hold the same RESTING pose (B,), where the fill is the keys' interpolation.
 
     The path's action is each key's (:mod:`.actions`) over the half of the gap nearer it where that is
     a resting one or a jump among ``known`` (the model's actions); moving or idling is left to the
     path's speed, as along any path."""
     n = gap.length + 1
-    paths, floors = [], []
+    paths, floors, resting = [], [], []
     for b in range(gap.batch):
         before = _key(gap.skeleton, gap.past_rotations[b], gap.past_positions[b], bones, fps, -1)
         ahead = [gap.target_rotations[b, None]], [gap.target_positions[b, None]]
@@ -54,7 +59,8 @@ def plan(gap, bones, fps, beyond, known):
         paths.append(Path(np.arange(len(track)) / fps, track[:, :2], actions if any(actions) else None, track[:, 2],
                           source="the gap's plan"))
         floors.append((before["floor"], after["floor"]))
-    return paths, np.array(floors)
+        resting.append(before["action"] == after["action"] in RESTING)
+    return paths, np.array(floors), np.array(resting)
 
 
 def _hermite(start, rate0, end, rate1, n, fps):

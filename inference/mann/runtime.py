@@ -27,16 +27,16 @@ import numpy as np
 from .. import quat
 from ..modelfile import Model, ModelError, Placement
 from ..motion import Motion, Skeleton
+from ..transition import interpolation
 from .actions import ACTIONS, labels
 from .features import (BONE_DIM, CURRENT, FORWARD, OUT_SAMPLE_DIM, SAMPLE_DIM, SPEED_HORIZON, UP, bones_of, leg_length,
                        one_hot, reflected, root, sample_frames, speed_ahead, turn, world)
-from .fill import onto_keys, plan
+from .fill import RESTING, onto_keys, plan
 from .path import Desired, check, desired
 
 SETTLE = 1.0        # s: without a start motion, the network stands the dog up from its mean pose this long
 POSITION_BLEND = 0.5   # the reference's: a bone halfway between its prediction and its integrated velocity
 FUTURE_BLEND = 0.5     # ... and the future trajectory halfway between this step's prediction and the last
-RESTING = ("sit", "stand", "lie")
 MAX_GAP = 4.0          # s: the longest gap it fills, one planned curve between the keys
 
 
@@ -162,7 +162,8 @@ class MANNModel(Model):
 
         The controller starts from the key before the gap with the second before it as its past, follows
         a ground trajectory planned between the keys (:func:`.fill.plan`), and its frames are put onto
-        the key after the gap by the target blend over ``blend`` frames (default: the whole gap).
+        the key after the gap by the target blend over ``blend`` frames (default: the whole gap); a gap
+        between two keys of one resting pose (:data:`.fill.RESTING`) is the keys' interpolation.
         ``variation`` and ``seed`` are the fill's common options: the controller is deterministic, so
         there is no variation to draw and ``seed`` has nothing to seed."""
         self.check_skeleton(gap.skeleton)
@@ -176,13 +177,17 @@ class MANNModel(Model):
         if not all(np.isfinite(a).all() for a in arrays + [gap.after_rotations, gap.after_positions] if a is not None):
             raise ModelError("the keys around the gap contain NaN or infinite values; fix those keys first")
         horizon = int(round(SPEED_HORIZON * self.fps))
-        paths, floors = plan(gap, self.bones, self.fps, self.ahead + horizon, self.actions)
+        paths, floors, resting = plan(gap, self.bones, self.fps, self.ahead + horizon, self.actions)
         wants = [replace(desired(p, self.fps, self.ahead, self.actions, self.move_speed), frames=n + 2) for p in paths]
         lowered = gap.past_positions.copy()
         lowered[..., 0, 1] -= floors[:, :1]       # onto the controller's floor (the root joint is the hips)
         starts = [(Motion(gap.skeleton, r, p, self.fps), -1) for r, p in zip(gap.past_rotations, lowered)]
         rotations, hips, _ = self._run(self._start(starts, wants), wants)
-        return onto_keys(self._local(rotations[:, 1:], gap.skeleton.parents), hips[:, 1:], gap, floors, blend)
+        rotations, positions = onto_keys(self._local(rotations[:, 1:], gap.skeleton.parents), hips[:, 1:], gap, floors,
+                                         blend)
+        held = interpolation(gap)
+        rotations[resting], positions[resting] = held[0][resting], held[1][resting]
+        return rotations, positions
 
     def _start(self, starts, wants):
         """The state of every path's start (see follow), placed at its first point."""
