@@ -109,15 +109,19 @@ def model_for(context, obj, serves=None):
     """The active model of the kind whose skeleton the armature ``obj`` plays (:func:`.mapping.played`:
     a rig mapped to the dog's skeleton gets the locomotion model, a human rig the in-betweening one),
     or :class:`ModelError`. With ``serves`` ("fill", "variants", "follow-path"), that model must serve
-    it. A model that cannot be loaded is an error, unless its kind does not serve ``serves`` (a broken
-    in-betweening model does not stop Follow Path)."""
-    models = []
+    it. A model that cannot be loaded is an error where its kind serves ``serves``; otherwise it is
+    passed over (a broken in-betweening model does not stop Follow Path, nor a kind none is shipped of
+    the others)."""
+    models, failed = [], []
     for kind in KINDS:
         try:
             models.append(load_model(context, kind))
-        except ModelError:
-            if serves is None or serves in runtime_class(kind).SERVES:
+        except ModelError as e:
+            if serves is not None and serves in runtime_class(kind).SERVES:
                 raise
+            failed.append(e)
+    if not models:
+        raise failed[0]
     chosen = models[mapping.played(obj, [m.skeleton for m in models])]
     if serves is None or serves in chosen.SERVES:
         return chosen
