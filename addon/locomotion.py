@@ -8,7 +8,6 @@ keys the mapped bones on every frame of the range, as Fill Gaps keys a gap runni
 before the range to the frame after it, so that keys outside the range stay as they were.
 """
 
-import copy
 from dataclasses import dataclass
 
 import bpy
@@ -16,7 +15,6 @@ import numpy as np
 
 from ..inference.errors import BetwixtError
 from ..inference.mann.path import GAITS, Path
-from ..inference.mann.runtime import SETTLE
 from . import mapping, transitions
 from .jobs import JobOperator
 from .operators import Plan, resolve, scene_fps, write_plan
@@ -131,26 +129,6 @@ def ground_path(points, scale, seconds, speed=None, source="curve"):
     return Path(times, ground, source=source)
 
 
-class _Counted:
-    """A model's onnxruntime session that reports its runs: the MANN controller runs it once a frame
-    (the second of its standing start first), so the runs are a path's progress, and between two of
-    them is where Esc stops it."""
-
-    def __init__(self, session, total, progress, cancelled):
-        self._session, self._total, self._progress, self._cancelled = session, total, progress, cancelled
-        self._done = 0
-
-    def run(self, *args, **kwargs):
-        if self._cancelled():
-            raise transitions.Cancelled()
-        self._done += 1
-        self._progress(min(self._done, self._total), self._total)
-        return self._session.run(*args, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self._session, name)
-
-
 def read_route(context, start, end, gait="RANGE"):
     """The :class:`Route` for keying scene frames ``start`` to ``end`` of the active armature along the
     selected curve, at ``gait`` (WALK, TROT or CANTER: ``GAITS``, or "RANGE": the whole curve over the range)."""
@@ -181,13 +159,16 @@ def read_route(context, start, end, gait="RANGE"):
 def follow(route, progress=None, cancelled=None):
     """The model's motion along the route's path, one frame per scene frame from the frame before the
     range to the frame after it (a :class:`~..inference.motion.Motion` of the model's skeleton).
-    ``progress(done, total)`` after each frame; ``cancelled()`` before each, :class:`.transitions.Cancelled`
-    when true. Numpy and the model only: it runs in the worker thread."""
-    model = copy.copy(route.keys.model)   # with its own counted session; the cached model keeps the plain one
-    frames = int(route.path.duration * model.fps) + 1
-    model.session = _Counted(model.session, int(round(SETTLE * model.fps)) + frames - 1,
-                             progress or (lambda done, total: None), cancelled or (lambda: False))
-    [motion] = model.follow([route.path])
+    ``progress(done, total)`` after each step of the model; ``cancelled()`` before it reports,
+    :class:`.transitions.Cancelled` when true. Numpy and the model only: it runs in the worker thread."""
+    def step(done, total):
+        if cancelled is not None and cancelled():
+            raise transitions.Cancelled()
+        if progress is not None:
+            progress(done, total)
+
+    model = route.keys.model
+    [motion] = model.follow([route.path], progress=step)
     at = (np.arange(route.start - 1, route.end + 2) - route.start) * model.fps / route.keys.fps
     return transitions.sample(motion, at)
 

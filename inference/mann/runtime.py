@@ -115,15 +115,16 @@ class MANNModel(Model):
         self.max_gap = int(round(MAX_GAP * self.fps))
         self._dense = _interpolation(self.offsets[CURRENT:], self.ahead)
 
-    def follow(self, paths, start=None):
+    def follow(self, paths, start=None, progress=None):
         """One :class:`~..motion.Motion` per :class:`~.path.Path` in ``paths``, the model's skeleton
         following it at the model's frame rate from its first point, facing along it (or as the path
         says), for as long as the path lasts. ``start``: ``(motion, frame)``, or a list of one per path,
         the pose to start from with the second before it as the past (placed at the path's start);
-        None: the model's own skeleton standing still."""
-        return self.rollout(paths, start)[0]
+        None: the model's own skeleton standing still. ``progress(done, total)`` is called after each
+        step of the network (the standing start's included); it may raise to stop the work."""
+        return self.rollout(paths, start, progress)[0]
 
-    def rollout(self, paths, start=None):
+    def rollout(self, paths, start=None, progress=None):
         """``(motions, experts)``: :meth:`follow`'s motions and, per path, the gating network's blending
         weights at every step (F - 1, K) (the paper's Fig. 9), or None where the model's graph does not
         output them (a file exported before it did)."""
@@ -135,13 +136,15 @@ class MANNModel(Model):
         starts = start if isinstance(start, list) else [start] * len(paths)
         if len(starts) != len(paths):
             raise ModelError(f"{len(starts)} start poses for {len(paths)} paths; give one, or one per path")
-        rotations, hips, experts = self._run(self._start(starts, wants), wants)
+        settle = int(round(SETTLE * self.fps)) if any(s is None for s in starts) else 0
+        tick = _ticker(progress, settle + max(w.frames for w in wants) - 1)
+        rotations, hips, experts = self._run(self._start(starts, wants, tick), wants, tick)
         skeletons = [self.skeleton if s is None else s[0].skeleton for s in starts]
         motions = [self._motion(rotations[b, :w.frames], hips[b, :w.frames], sk, p)
                    for b, (w, sk, p) in enumerate(zip(wants, skeletons, paths))]
         return motions, [None if experts is None else experts[b, :w.frames - 1] for b, w in enumerate(wants)]
 
-    def _run(self, state, wants):
+    def _run(self, state, wants, tick=None):
         """The joints' world rotations (B, F, J, 4), the hips' positions (B, F, 3) and the experts'
         blending weights (B, F - 1, K) (or None) of the characters in ``state`` stepped along the desired
         paths ``wants`` for the longest one's frames (F), the first frame the state itself."""
@@ -153,6 +156,8 @@ class MANNModel(Model):
             rotations.append(self._rotations(state))
             hips.append(state.pos[:, 0].copy())
             experts.append(alpha)
+            if tick is not None:
+                tick()
         weights = np.stack(experts, axis=1) if self.experts and steps else None
         return np.stack(rotations, axis=1), np.stack(hips, axis=1), weights
 
@@ -189,14 +194,14 @@ class MANNModel(Model):
         rotations[resting], positions[resting] = held[0][resting], held[1][resting]
         return rotations, positions
 
-    def _start(self, starts, wants):
+    def _start(self, starts, wants, tick=None):
         """The state of every path's start (see follow), placed at its first point."""
         given = [s for s in starts if s is not None]
         for motion, _ in given:
             self.check_skeleton(motion.skeleton)
         states = [self._from_motion(*s) if s is not None else None for s in starts]
         if len(given) < len(starts):
-            still = self._settled()
+            still = self._settled(tick)
             states = [s or still for s in states]
         state = _State(*(np.concatenate([getattr(s, k) for s in states]) for k in _State.__dataclass_fields__))
         first = np.stack([w.positions[0] for w in wants])
@@ -242,7 +247,7 @@ class MANNModel(Model):
         known = np.array([self.actions.index(a) if a in self.actions else self.actions.index("idle") for a in ACTIONS])
         return known[labels(motion, self.bones)]
 
-    def _settled(self):
+    def _settled(self, tick=None):
         """One character of the model's own skeleton standing still at the origin facing +Z: the training
         data's mean pose, stood up by the network for SETTLE seconds of idling on the spot."""
         n, h = len(self.bones), self.history
@@ -258,6 +263,8 @@ class MANNModel(Model):
         want = _stacked([still], length)
         for t in range(frames):
             state, _ = self._step(state, want, t)
+            if tick is not None:
+                tick()
         return state
 
     def _step(self, s, want, t):
@@ -345,6 +352,19 @@ class MANNModel(Model):
         local = world_rotations.copy()
         local[..., 1:, :] = quat.mul(quat.inv(world_rotations[..., parents[1:], :]), world_rotations[..., 1:, :])
         return local
+
+
+def _ticker(progress, total):
+    """A function to call after each of ``total`` steps that reports ``progress(done, total)``, or None."""
+    if progress is None:
+        return None
+    done = 0
+
+    def tick():
+        nonlocal done
+        done += 1
+        progress(done, total)
+    return tick
 
 
 def _unit(v, eps=1e-9):
