@@ -46,19 +46,15 @@ class Gap:
 
 
 def held(gap, height, degrees=0.5, share=1e-3):
-    """(B,) True where a gap is a hold: its target key, its past frames and the frames after it all
-    within ``degrees`` of the last key's rotations on every joint and ``share`` of ``height`` of
-    its translations. A learned fill of a hold drifts (it has seen few exact holds), and an animator
-    who keys the same pose twice with the character still around it means the pose to stay."""
-    key_r, key_p = gap.past_rotations[:, -1:], gap.past_positions[:, -1:]
-    rotations = [gap.past_rotations, gap.target_rotations[:, None]]
-    positions = [gap.past_positions, gap.target_positions[:, None]]
-    if gap.after_rotations is not None:
-        rotations.append(gap.after_rotations)
-        positions.append(gap.after_positions)
-    dot = np.abs(np.sum(np.concatenate(rotations, axis=1) * key_r, axis=-1))
-    turn = 2 * np.degrees(np.arccos(np.minimum(dot, 1.0))).max(axis=(1, 2))
-    move = np.linalg.norm(np.concatenate(positions, axis=1) - key_p, axis=-1).max(axis=(1, 2))
+    """(B,) True where a gap is a hold: its target key within ``degrees`` of the last key's rotations on
+    every joint and ``share`` of ``height`` of its translations. Two identical keys are how an animator
+    makes a hold, and Blender's own curves hold still between them whatever comes before or after; a
+    learned fill drifts there (it has seen few exact holds, and motion running into the first key
+    carries it on), so a hold keeps the key's pose."""
+    key_r, key_p = gap.past_rotations[:, -1], gap.past_positions[:, -1]
+    dot = np.abs(np.sum(gap.target_rotations * key_r, axis=-1))
+    turn = 2 * np.degrees(np.arccos(np.minimum(dot, 1.0))).max(axis=1)
+    move = np.linalg.norm(gap.target_positions - key_p, axis=-1).max(axis=1)
     return (turn <= degrees) & (move <= share * height)
 
 
