@@ -117,7 +117,7 @@ def continuations(model, clips, starts, k=SPREAD_K, seconds=SPREAD_AFTER):
     frames = int(round(seconds * model.fps))
     roots, joints = [], []
     for s, (clip, frame) in enumerate(start_poses(clips, starts)):
-        at = np.stack([w.global_transforms()[1][-1] for w in model.walk(clip, frame, frames, k, seed=s)])
+        at = np.stack([w.frames(-1).global_transforms()[1][0] for w in model.walk(clip, frame, frames, k, seed=s)])
         roots.append(_pairwise(at[:, 0, [0, 2]]).mean())
         joints.append(_pairwise(at - at[:, :1]).mean())
     return {"k": k, "seconds": seconds, "root": float(np.mean(roots)), "joints": float(np.mean(joints))}
