@@ -94,6 +94,17 @@ def main(argv=None):
     mann.add_argument("--cache", type=Path, help="data set cache folder")
     mann.set_defaults(run=_bench_mann)
 
+    mvae = commands.add_parser("bench-mvae", help="the Motion VAE measurements on LaFAN1's test subject 5")
+    mvae.add_argument("--data", type=Path, required=True, help="LaFAN1 (folder or archive); subject 5 is measured")
+    mvae.add_argument("--model", type=Path, help="model file (default: the shipped Motion VAE)")
+    mvae.add_argument("--json", type=Path, help="write the results here")
+    mvae.add_argument("--plots", type=Path, help="write PNG plots of the walks' hips heights and of the KL per "
+                                                 "latent dimension here")
+    mvae.add_argument("--starts", type=_positive, default=20, help="start poses (default 20)")
+    mvae.add_argument("--frames", type=_positive, default=10_000, help="frames of each random walk (default 10,000)")
+    mvae.add_argument("--cache", type=Path, help="data set cache folder")
+    mvae.set_defaults(run=_bench_mvae)
+
     walk = commands.add_parser("walk", help="K continuations of a clip after one of its frames (Motion VAE)")
     walk.add_argument("file", type=Path)
     walk.add_argument("--from", dest="frame", required=True, type=int,
@@ -124,6 +135,16 @@ def _gap(text):
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not START:END, two frame numbers") from None
     return start, end
+
+
+def _positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
 
 
 def _start(text):
@@ -376,6 +397,28 @@ def _bench_mann(args):
             print(f"wrote {path}", file=sys.stderr)
 
 
+def _bench_mvae(args):
+    from .dataset import load_motion_set
+    from .modelfile import find_model, open_model
+    from .mvae.bench import measure, table
+
+    model = open_model(args.model, kind="mvae") if args.model else find_model(None, kind="mvae")
+    rtn = find_model(model.skeleton, kind="rtn", serves="variants") if hasattr(model, "variants") else None
+    data = load_motion_set(args.data, args.cache)
+    start = time.perf_counter()
+    results, plots = measure(model, data, args.starts, args.frames, rtn, _progress("walking", unit="walk"))
+    print(table(results))
+    print(f"bench-mvae: {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    if args.plots:
+        from .plots import plot_latent, plot_walks
+
+        for path in plot_walks(plots, args.plots) + plot_latent(plots["kl_dims"], args.plots):
+            print(f"wrote {path}", file=sys.stderr)
+
+
 def _models(args):
     from .modelfile import describe, shipped
 
@@ -407,7 +450,7 @@ def _data(args):
     print(f"cache {cache}: {cache.stat().st_size / 2**20:.1f} MiB, loaded in {seconds:.2f} s")
 
 
-def _progress(verb):
+def _progress(verb, unit="file"):
     """A progress bar on stderr (tqdm), as ``progress(done, total, name)``; tqdm is imported here,
     not with the module, since Blender's Python, which loads this package, has none."""
     from tqdm import tqdm
@@ -417,7 +460,7 @@ def _progress(verb):
     def report(done, total, name):
         nonlocal bar
         if bar is None:
-            bar = tqdm(total=total, desc=verb, unit="file", leave=False)
+            bar = tqdm(total=total, desc=verb, unit=unit, leave=False)
         bar.set_postfix_str(Path(name.split(":")[-1]).name, refresh=False)
         bar.update(done - bar.n)
         if done == total:

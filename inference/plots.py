@@ -1,5 +1,6 @@
 """PNG plots of benchmark errors per transition frame, so a reader sees where a method drifts, and of
-what bench-mann measures: the paths the MANN controller followed, and its experts at work.
+what bench-mann measures: the paths the MANN controller followed, and its experts at work; and of
+bench-mvae's random walks and latent.
 
 The only module that imports matplotlib, and only when called: the runtime inside Blender never needs it.
 """
@@ -88,6 +89,45 @@ def plot_experts(runs, fps, out_dir, seconds=2.0):
     axes[0].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     axes[-1].set_xlabel("seconds")
     path = Path(out_dir) / "experts.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return [path]
+
+
+def plot_walks(runs, out_dir):
+    """The hips' height over each random walk against the capture's range (a walk that sinks or flies
+    leaves the band). ``runs``: ``{"heights": [(F,) per finite walk], "with_nan": walks left out, "fps": ...,
+    "capture": {"hips_min", "hips_max"}}`` in cm. Returns the paths of the files."""
+    plt = _pyplot()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(10, 4), constrained_layout=True)
+    capture = runs["capture"]
+    ax.axhspan(capture["hips_min"], capture["hips_max"], color="0.85", label="the capture's range")
+    ax.axhline(0, color="k", lw=0.8)
+    for heights in runs["heights"]:
+        ax.plot(np.arange(len(heights)) / runs["fps"], heights, lw=0.5)
+    left_out = f" ({runs['with_nan']} with NaN left out)" if runs["with_nan"] else ""
+    ax.set(title=f"hips height over {len(runs['heights'])} random walks{left_out}", xlabel="seconds", ylabel="cm")
+    ax.legend(loc="upper right", fontsize="small")
+    path = out_dir / "walks.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return [path]
+
+
+def plot_latent(kl_dims, out_dir, active=0.01):
+    """The KL (nats) of every latent dimension, with the line above which a dimension counts as active.
+    Returns the paths of the files."""
+    plt = _pyplot()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(8, 3), constrained_layout=True)
+    ax.bar(np.arange(len(kl_dims)), kl_dims)
+    ax.axhline(active, color="C3", lw=1, label=f"active: KL > {active:g}")
+    ax.set(title="KL per latent dimension on subject 5", xlabel="dimension", ylabel="nats", yscale="log")
+    ax.legend(loc="upper right", fontsize="small")
+    path = out_dir / "latent.png"
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return [path]

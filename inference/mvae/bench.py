@@ -1,0 +1,274 @@
+"""The Motion VAE measurements of ``python -m inference bench-mvae`` (``../shared/docs/metrics.md``), beside
+the capture on LaFAN1's test subject 5, from start poses spread evenly over its clips:
+
+1. stability: a random walk of ``frames`` frames from each start: walks with NaN, the hips' height range,
+   PEAK (the 99th percentile over frames of the fastest joint's speed), foot skating of the toes and feet
+   (each foot's ground the capture's, the 2nd percentile of its height in the start's clip; and the walk's
+   own, which tells sliding from sinking), the root's mean speed on the floor, and the share of frames with
+   a foot more than UNDER below its ground (the body sinking); each beside the capture's (every frame);
+2. diversity: the mean pairwise distance of K continuations of each start after SPREAD_AFTER seconds (the
+   root on the floor, and the joints relative to the root); and, where the model makes variants of a gap
+   (``variants``, RTN's interface), their spread against the shipped RTN's noise variants of the same gaps
+   at the same error (:func:`variants_against_rtn`);
+3. latent health: the KL of every latent dimension of the encoder the file carries, on every pair of
+   consecutive poses of subject 5, and the active units (KL above ACTIVE);
+4. speed: milliseconds per generated frame at batch 1, and K = 16 continuations of 10 s (one thread).
+
+Two-legged paths are not measured yet. Lengths are LaFAN1's centimetres; ``goals`` holds the issue's bar.
+"""
+
+import time
+
+import numpy as np
+
+from ..benchmark import TEST_SUBJECTS
+from ..errors import DataError
+from ..inbetween import gap_in
+from ..mann.metrics import foot_skating, paw_ground
+from ..motion import forward_kinematics
+from .features import poses
+
+FEET = ("LeftToe", "RightToe", "LeftFoot", "RightFoot")   # toes first: metrics.md's four foot joints
+UNDER = 5.0           # cm below a foot's ground that counts as under the floor
+ACTIVE = 0.01         # nats: a latent dimension in use, as training's validation counts it
+SPREAD_K = 8          # continuations (and variants) of one request whose spread is measured
+SPREAD_AFTER = 3.0    # s after the start
+VARIANT_GAP = 30      # in-between frames of the gaps whose variants are measured (the benchmark's 30)
+VARIATIONS = (0.25, 0.5, 1.0, 2.0, 4.0)   # RTN's noise strengths, from which the one at the model's error is taken
+SPEED_K, SPEED_SECONDS = 16, 10.0
+GOALS = {"ms_per_frame": 0.3, "k16_10s_seconds": 1.0, "spread_over_rtn": 2.0, "root_speed_share": 0.5}
+
+
+def test_clips(data):
+    """The clips of LaFAN1's test subject, or one error that says which data set to give."""
+    clips = [data.clip(i) for i, s in enumerate(data.subjects) if s in TEST_SUBJECTS]
+    if not clips:
+        raise DataError(f"{data.source}: no clip of LaFAN1's test subject 5 (names like obstacles1_subject5.bvh); "
+                        "give LaFAN1, e.g. --data ../shared/mocap/lafan1-27.zip")
+    return clips
+
+
+def start_poses(clips, starts):
+    """``starts`` (clip, frame) pairs, the clips in turn, each clip's frames evenly spread inside it."""
+    chosen = []
+    for s in range(starts):
+        clip = clips[s % len(clips)]
+        count = len(range(s % len(clips), starts, len(clips)))
+        chosen.append((clip, int((s // len(clips) + 1) * clip.n_frames / (count + 1))))
+    return chosen
+
+
+def foot_positions(world, skeleton):
+    """World positions (F, 4, 3) of FEET from world joint positions (F, J, 3)."""
+    return world[:, [skeleton.index(f) for f in FEET]]
+
+
+def per_motion(motion, ground):
+    """What one motion contributes to the measures, ``ground`` (4,) its feet's: None where it is not finite
+    (a walk that blew up is counted, not measured)."""
+    world = motion.global_transforms()[1]
+    if not np.isfinite(world).all():
+        return None
+    feet = foot_positions(world, motion.skeleton)
+    with np.errstate(over="ignore"):   # a foot far up skates 0: 2 ** (h / H) is inf
+        skating, own = foot_skating(feet, ground), foot_skating(feet, paw_ground(feet))
+    return {"hips": world[:, 0, 1], "fastest": np.linalg.norm(np.diff(world, axis=0), axis=-1).max(axis=1),
+            "skating": skating, "skating_own": own,
+            "root_speed": float(np.linalg.norm(np.diff(world[:, 0, [0, 2]], axis=0), axis=-1).mean()),
+            "under": float((ground - feet[..., 1] > UNDER).any(axis=1).mean())}
+
+
+def pooled(rows):
+    """The measures over several motions' ``per_motion`` rows, every frame counting once."""
+    if not rows:
+        return None
+    steps = [len(r["fastest"]) for r in rows]
+    skating = np.average([r["skating"] for r in rows], axis=0, weights=steps)
+    return {"hips_min": float(min(r["hips"].min() for r in rows)),
+            "hips_max": float(max(r["hips"].max() for r in rows)),
+            "peak": float(np.percentile(np.concatenate([r["fastest"] for r in rows]), 99)),
+            "skating": float(skating.mean()), "skating_toes": float(skating[:2].mean()),
+            "skating_feet": float(skating[2:].mean()),
+            "skating_own_ground": float(np.average([r["skating_own"].mean() for r in rows], weights=steps)),
+            "root_speed": float(np.average([r["root_speed"] for r in rows], weights=steps)),
+            "under_floor": float(np.average([r["under"] for r in rows], weights=[s + 1 for s in steps]))}
+
+
+def walks(model, clips, starts, frames, progress=None):
+    """One random walk of ``frames`` frames from each of ``starts`` start poses, measured beside the
+    capture (every frame of ``clips``); and for the plots each finite walk's hips height (frames,)."""
+    grounds = {c.name: paw_ground(foot_positions(c.global_transforms()[1], c.skeleton)) for c in clips}
+    rows, heights = [], []
+    for s, (clip, frame) in enumerate(start_poses(clips, starts)):
+        walked = model.walk(clip, frame, frames, k=1, seed=s)[0].frames(frame + 1)
+        rows.append(per_motion(walked, grounds[clip.name]))
+        if rows[-1] is not None:
+            heights.append(walked.positions[:, 0, 1])
+        if progress:
+            progress(s + 1, starts, clip.name)
+    finite = [r for r in rows if r is not None]
+    return {"walks": len(rows), "frames": frames, "with_nan": len(rows) - len(finite), "model": pooled(finite),
+            "capture": pooled([per_motion(c, grounds[c.name]) for c in clips])}, heights
+
+
+def continuations(model, clips, starts, k=SPREAD_K, seconds=SPREAD_AFTER):
+    """Mean pairwise distance (cm) of ``k`` continuations of each start pose after ``seconds``: of the root
+    on the floor, and of the joints relative to the root (metrics.md's spread at a stated time)."""
+    frames = int(round(seconds * model.fps))
+    roots, joints = [], []
+    for s, (clip, frame) in enumerate(start_poses(clips, starts)):
+        at = np.stack([w.frames(-1).global_transforms()[1][0] for w in model.walk(clip, frame, frames, k, seed=s)])
+        roots.append(_pairwise(at[:, 0, [0, 2]]).mean())
+        joints.append(_pairwise(at - at[:, :1]).mean())
+    return {"k": k, "seconds": seconds, "root": float(np.mean(roots)), "joints": float(np.mean(joints))}
+
+
+def _pairwise(points):
+    """Distances (pairs, ...) between every pair of the first axis' members of ``points`` (K, ..., 3)."""
+    a, b = np.triu_indices(len(points), 1)
+    return np.linalg.norm(points[a] - points[b], axis=-1)
+
+
+def variants_against_rtn(model, rtn, clips, starts, k=SPREAD_K):
+    """The spread of ``k`` variants of a gap of VARIANT_GAP frames after each start pose by ``model``
+    (anything with RTN's ``variants(gap, k, seed=...)``) against ``rtn``'s noise variants of the same gaps
+    at the same error. Per method: ``error``, the variants' mean joint distance to the capture over the
+    gap (cm); ``spread``, their mean pairwise joint distance over its middle third (metrics.md); and
+    ``skating`` beside the capture's. RTN runs at each of VARIATIONS; the one whose error is nearest the
+    model's is its match, and ``spread_over_rtn`` the model's spread over that one's."""
+    worlds = {c.name: c.global_transforms()[1] for c in clips}
+    gaps = [(clip, f, gap_in(clip, f, f + VARIANT_GAP + 1, rtn.past)) for clip, f in start_poses(clips, starts)]
+    measured = {"model": _variants(lambda gap, s: model.variants(gap, k, seed=s), gaps, worlds)}
+    ladder = {v: _variants(lambda gap, s, v=v: rtn.variants(gap, k, variation=v, seed=s), gaps, worlds)
+              for v in VARIATIONS}
+    variation = min(ladder, key=lambda v: abs(ladder[v]["error"] - measured["model"]["error"]))
+    measured.update({"rtn": {**ladder[variation], "variation": variation},
+                     "rtn_by_variation": {f"{v:g}": r for v, r in ladder.items()}, "gaps": len(gaps), "k": k})
+    measured["spread_over_rtn"] = measured["model"]["spread"] / max(ladder[variation]["spread"], 1e-9)
+    return measured
+
+
+def _variants(make, gaps, worlds):
+    """Error, spread and skating (see :func:`variants_against_rtn`) of the variants ``make(gap, seed)``
+    (arrays (K, 1, VARIANT_GAP, J, ...)) of ``gaps``, (clip, key frame, gap) each; ``worlds`` the clips'
+    world joint positions by name."""
+    error, spread, skating, capture = [], [], [], []
+    third = slice(VARIANT_GAP // 3, 2 * VARIANT_GAP // 3)
+    for s, (clip, first, gap) in enumerate(gaps):
+        rot, pos = make(gap, s)
+        world = forward_kinematics(rot[:, 0], pos[:, 0], clip.skeleton.parents)[1]   # (K, VARIANT_GAP, J, 3)
+        window = worlds[clip.name][first:first + VARIANT_GAP + 2]                # the keys and the capture between
+        error.append(np.linalg.norm(world - window[None, 1:-1], axis=-1).mean())
+        spread.append(_pairwise(world[:, third]).mean())
+        ground = paw_ground(foot_positions(worlds[clip.name], clip.skeleton))
+        keyed = np.concatenate([np.repeat(window[None, :1], len(world), 0), world,
+                                np.repeat(window[None, -1:], len(world), 0)], axis=1)
+        skating.append(np.mean([foot_skating(foot_positions(w, clip.skeleton), ground).mean() for w in keyed]))
+        capture.append(foot_skating(foot_positions(window, clip.skeleton), ground).mean())
+    return {"error": float(np.mean(error)), "spread": float(np.mean(spread)), "skating": float(np.mean(skating)),
+            "skating_capture": float(np.mean(capture))}
+
+
+def latent(model, clips):
+    """KL (nats) of every latent dimension of the encoder's posterior against N(0, I), the mean over every
+    pair of consecutive poses of ``clips``, and how many dimensions are active (above ACTIVE)."""
+    kl = []
+    for clip in clips:
+        pose = poses(clip, model.pair)[0]
+        mean, logvar = model.encode(pose[:-1], pose[1:])
+        kl.append(0.5 * (mean ** 2 + np.exp(logvar) - 1 - logvar))
+    kl = np.concatenate(kl).mean(axis=0)
+    return {"kl_dims": [round(float(v), 4) for v in kl], "kl": float(kl.mean()), "active": int((kl > ACTIVE).sum()),
+            "dims": len(kl)}
+
+
+def speed(model, clip, frames=1000, repeats=3):
+    """Milliseconds per generated frame of one walk at batch 1, and seconds for SPEED_K continuations of
+    SPEED_SECONDS (the model's session: one thread), the best of ``repeats``; the motions built included."""
+    def best(n, k):
+        times = []
+        for _ in range(repeats):
+            began = time.perf_counter()
+            model.walk(clip, clip.n_frames // 2, n, k=k, seed=0)
+            times.append(time.perf_counter() - began)
+        return min(times)
+
+    return {"ms_per_frame": 1000 * best(frames, 1) / frames,
+            "k16_10s_seconds": best(int(round(SPEED_SECONDS * model.fps)), SPEED_K)}
+
+
+def measure(model, data, starts=20, frames=10_000, rtn=None, progress=None):
+    """Everything above as one dict (see the module's docstring) with the issue's ``goals``, and the walks'
+    hips heights for the plots. ``rtn``: the RTN whose noise variants the model's are measured against."""
+    clips = test_clips(data)
+    walked, heights = walks(model, clips, starts, frames, progress)
+    results = {"model": model.name, "file": str(model.path), "data": data.source, "test_clips": [c.name for c in clips],
+               "starts": starts, "walks": walked, "continuations": continuations(model, clips, starts),
+               "variants": (variants_against_rtn(model, rtn, clips, starts)
+                            if hasattr(model, "variants") and rtn is not None else None),
+               "latent": latent(model, clips), "speed": speed(model, clips[0]), "paths": None}
+    results["goals"] = goals(results)
+    return results, {"heights": heights, "with_nan": walked["with_nan"], "fps": model.fps, "capture": walked["capture"],
+                     "kl_dims": results["latent"]["kl_dims"]}
+
+
+def goals(r):
+    """The issue's bar, one row per measure: what, the value (the capture's or RTN's beside it), the goal,
+    and whether it is met (None where there is no goal or nothing was measured)."""
+    w, c, m = r["walks"], r["walks"]["capture"], r["walks"]["model"] or {}
+    moves = bool(m) and m["root_speed"] >= GOALS["root_speed_share"] * c["root_speed"]
+    rows = [("walks with NaN", f"{w['with_nan']} of {w['walks']} ({w['frames']:,} frames each)", "0",
+             w["with_nan"] == 0)]
+    if m:
+        rows += [("hips height (cm)", f"{m['hips_min']:.1f} to {m['hips_max']:.1f} / {c['hips_min']:.1f} to "
+                  f"{c['hips_max']:.1f}", "within the capture's", c["hips_min"] <= m["hips_min"]
+                  and m["hips_max"] <= c["hips_max"]),
+                 ("PEAK (cm a frame)", f"{m['peak']:.2f} / {c['peak']:.2f}", "at most the capture's",
+                  m["peak"] <= c["peak"]),
+                 ("foot skating, toes and feet (cm a frame)", f"{m['skating']:.3f} / {c['skating']:.3f}",
+                  "at most the capture's, moving", m["skating"] <= c["skating"] and moves),
+                 ("root speed (cm a frame)", f"{m['root_speed']:.2f} / {c['root_speed']:.2f}",
+                  "at least half the capture's", moves),
+                 (f"frames with a foot > {UNDER:g} cm under the floor", f"{m['under_floor']:.1%} / "
+                  f"{c['under_floor']:.1%}", "at most the capture's", m["under_floor"] <= c["under_floor"])]
+    s = r["continuations"]
+    rows.append((f"spread of K = {s['k']} continuations after {s['seconds']:g} s: root / joints (cm)",
+                 f"{s['root']:.1f} / {s['joints']:.1f}", "none; read it beside skating and PEAK", None))
+    v = r["variants"]
+    better = v and v["spread_over_rtn"] >= GOALS["spread_over_rtn"] and v["model"]["skating"] <= v["rtn"]["skating"]
+    rows.append(("variants' spread over RTN's noise variants at the same error",
+                 f"{v['spread_over_rtn']:.2f}x (skating {v['model']['skating']:.3f} / RTN's {v['rtn']['skating']:.3f})"
+                 if v else "not measured: this MVAEModel makes no variants yet",
+                 f"at least {GOALS['spread_over_rtn']:g}x, skating no worse", better))
+    lat, sp = r["latent"], r["speed"]
+    rows += [("active latent units (KL > 0.01 nats)", f"{lat['active']} of {lat['dims']} (mean KL {lat['kl']:.3f})",
+              "all", lat["active"] == lat["dims"]),
+             ("ms per generated frame, batch 1, one thread", f"{sp['ms_per_frame']:.3f}",
+              f"at most {GOALS['ms_per_frame']:g}", sp["ms_per_frame"] <= GOALS["ms_per_frame"]),
+             (f"K = {SPEED_K} continuations of {SPEED_SECONDS:g} s (s)", f"{sp['k16_10s_seconds']:.2f}",
+              f"under {GOALS['k16_10s_seconds']:g}", sp["k16_10s_seconds"] < GOALS["k16_10s_seconds"]),
+             ("paths (two-legged): circle, square, star", "not measured yet", "as the MANN issue's", None)]
+    return [{"what": what, "value": value, "goal": goal, "met": met} for what, value, goal, met in rows]
+
+
+def table(results):
+    """The results as readable lines: the goals, then the details behind them."""
+    lines = [f"{results['model']} on LaFAN1's test subject 5 ({', '.join(results['test_clips'])}): model / capture, "
+             f"{results['starts']} start poses"]
+    width = max(len(g["what"]) for g in results["goals"])
+    for g in results["goals"]:
+        met = {True: "met", False: "NOT MET", None: "-"}[g["met"]]
+        lines.append(f"  {met:<7}  {g['what']:<{width}}  {g['value']:<32}  (goal: {g['goal']})")
+    m, c = results["walks"]["model"], results["walks"]["capture"]
+    if m:
+        lines.append(f"skating: toes {m['skating_toes']:.3f} / {c['skating_toes']:.3f}, feet {m['skating_feet']:.3f} / "
+                     f"{c['skating_feet']:.3f}; on the walk's own ground (sliding without sinking) "
+                     f"{m['skating_own_ground']:.3f} / {c['skating_own_ground']:.3f} cm a frame")
+    v = results["variants"]
+    if v:
+        lines.append(f"variants of {v['gaps']} gaps of {VARIANT_GAP} frames, K = {v['k']}: error cm, spread cm, "
+                     f"skating cm a frame (the capture's {v['model']['skating_capture']:.3f})")
+        for name, row in [("model", v["model"])] + [(f"RTN noise {n}", r) for n, r in v["rtn_by_variation"].items()]:
+            lines.append(f"  {name:<15} {row['error']:6.2f} {row['spread']:6.2f} {row['skating']:.3f}")
+    lines.append("KL per latent dimension (nats): " + " ".join(f"{k:.3f}" for k in results["latent"]["kl_dims"]))
+    return "\n".join(lines)
