@@ -88,9 +88,10 @@ def legs(skeleton):
 
 def plant(motion, gaps, height):
     """``motion`` with feet planted on the frames strictly inside each ``(start, end)`` key pair;
-    ``height`` the body's height in the motion's units. ``[(-1, F)]`` plants a motion generated
-    throughout (Follow Path): each foot's ground is then its own, its contacts locked at their mean
-    positions. Unchanged where no leg is found.
+    ``height`` the body's height in the motion's units. ``[(0, F)]`` plants a motion generated from its
+    first frame (Follow Path, from its start pose): each foot's ground is then found in all its frames
+    (one frame cannot tell it: a paw may be lifted), its contacts locked where the first frame has them
+    or at their mean positions. Unchanged where no leg is found.
 
     A leg stands on its ankle (and toe), or on its paw: the paw's target, less the lowest segment as
     the model turned it, is the ankle's, since :func:`solve_leg` keeps the foot's world rotation. That
@@ -102,8 +103,8 @@ def plant(motion, gaps, height):
         return motion
     generated = np.zeros(motion.n_frames, dtype=bool)
     for start, end in gaps:
-        generated[max(start + 1, 0):end] = True
-    seen = ~generated if not generated.all() else generated   # where each foot finds its ground
+        generated[start + 1:end] = True
+    seen = ~generated if np.count_nonzero(~generated) > 1 else np.ones_like(generated)   # where feet find their ground
     parents = motion.skeleton.parents
     grot, gpos = forward_kinematics(motion.rotations, motion.positions, parents)
     u = AXES.index(motion.up)
@@ -167,8 +168,6 @@ def offsets(feet, contact, generated):
         anchor = on | ~generated
         anchor[edges[(edges >= 0) & (edges < frames)]] = True
         at = np.flatnonzero(anchor)
-        if not len(at):   # generated throughout and never in contact: nothing to hold
-            continue
         value = np.where(on[at, None], lock[at, k] - feet[at, k], 0.0)
         for c in range(3):
             out[:, k, c] = np.interp(index, at, value[:, c])
