@@ -42,7 +42,8 @@ def test_the_dog_has_four_legs_standing_on_its_paws(walk):
     sk = walk.skeleton
     found = {sk.names[leg.foot]: (sk.names[leg.hip], sk.names[leg.knee], leg.toe, leg.paw) for leg in legs(sk)}
     front, back = (7.2, 0.0, 0.0), (0.0, -10.8, 0.0)    # the End Sites' offsets in the dog's BVH
-    assert found == {"LeftHand": ("LeftArm", "LeftForeArm", -1, front), "RightHand": ("RightArm", "RightForeArm", -1, front),
+    assert found == {"LeftHand": ("LeftArm", "LeftForeArm", -1, front),
+                     "RightHand": ("RightArm", "RightForeArm", -1, front),
                      "LeftFoot": ("LeftUpLeg", "LeftLeg", -1, back), "RightFoot": ("RightUpLeg", "RightLeg", -1, back)}
 
 

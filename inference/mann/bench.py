@@ -157,7 +157,8 @@ def fill_gaps(model, clips, lengths=GAPS):
                 filled_pos[:, 1:-1] = moved
                 versions = {name: filled}
                 if name == "model":
-                    versions["model_planted"] = _planted(clip, starts, filled, filled_pos, model.past, model.layout.height)
+                    versions["model_planted"] = _planted(clip, starts, filled, filled_pos, model.past,
+                                                         model.layout.height)
                 measured.append({k: _measured(clip, r, filled_pos, rot, pos, ground) for k, r in versions.items()})
             for version in measured[0]:
                 row[version] = {k: float(np.concatenate([m[version][0][k] for m in measured]).mean())
@@ -186,7 +187,8 @@ def _planted(clip, starts, rotations, positions, past, height):
         window = slice(s + 1 - past, s + n + 2 + past)
         r, p = clip.rotations[window].copy(), clip.positions[window].copy()
         r[past - 1:past + n + 1], p[past - 1:past + n + 1] = rotations[b], positions[b]
-        out[b] = plant(Motion(clip.skeleton, r, p, clip.fps), [(past - 1, past + n)], height).rotations[past - 1:past + n + 1]
+        planted = plant(Motion(clip.skeleton, r, p, clip.fps), [(past - 1, past + n)], height)
+        out[b] = planted.rotations[past - 1:past + n + 1]
     return out
 
 
@@ -244,13 +246,15 @@ def table(results):
                      f"{r['skating_capture']:.3f} cm/frame), back paws "
                      f"{_against(r, 'skating_back', r['skating_back_capture'], '.2f')}x; angular update "
                      f"{_against(r, 'angular', r['angular_capture'], '.0%')}; track {r['deviation']:.1f} cm away")
-    lines.append("paths from standing: distance cm, facing deg (paper's MANN); seconds taken / path's; skating cm/frame "
-                 "and angular update deg, raw -> planted")
+    lines.append("paths from standing: distance cm, facing deg (paper's MANN); seconds taken / path's; "
+                 "skating cm/frame and angular update deg, raw -> planted")
     for name, r in results["paths"].items():
         lines.append(f"  {name:<14} {r['deviation']:6.1f} ({r['paper_deviation']:.2f})  {r['facing']:5.1f} "
                      f"({r['paper_facing']:.2f})   {r['seconds']:5.1f} / {r['path_seconds']:.1f} s   skating "
-                     f"{_against(r, 'skating')}, back {_against(r, 'skating_back')}; angular {_against(r, 'angular', fmt='.2f')}")
-    lines.append("gaps on the test split: mean joint error cm; paw skating cm/frame, all / back; legs' angular update deg")
+                     f"{_against(r, 'skating')}, back {_against(r, 'skating_back')}; "
+                     f"angular {_against(r, 'angular', fmt='.2f')}")
+    lines.append("gaps on the test split: mean joint error cm; paw skating cm/frame, all / back; "
+                 "legs' angular update deg")
     for name, r in results["gaps"].items():
         lines.append(f"  {name:<5} {r['gaps']:4d} gaps")
         for version in ("model", "model_planted", "interpolation", "capture"):
