@@ -88,10 +88,11 @@ def legs(skeleton):
 
 def plant(motion, gaps, height):
     """``motion`` with feet planted on the frames strictly inside each ``(start, end)`` key pair;
-    ``height`` the body's height in the motion's units. ``[(0, F)]`` plants a motion generated from its
-    first frame (Follow Path, from its start pose): each foot's ground is then found in all its frames
-    (one frame cannot tell it: a paw may be lifted), its contacts locked where the first frame has them
-    or at their mean positions. Unchanged where no leg is found.
+    ``height`` the body's height in the motion's units (a quadruped's: its leg's length, MANN's
+    Placement). ``[(0, F)]`` plants a motion generated from its first frame (Follow Path, from its
+    start pose): each foot's ground is then found in all its frames (one frame cannot tell it: a paw
+    may be lifted), its contacts locked where the first frame has them or at their mean positions.
+    Unchanged where no leg is found.
 
     A leg stands on its ankle (and toe), or on its paw: the paw's target, less the lowest segment as
     the model turned it, is the ankle's, since :func:`solve_leg` keeps the foot's world rotation. That
