@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
+from ..inference import contacts
 from ..inference.errors import BetwixtError
 from ..inference.mann.path import GAITS, Path
 from . import mapping, transitions
@@ -169,6 +170,8 @@ def follow(route, progress=None, cancelled=None):
 
     model = route.keys.model
     [motion] = model.follow([route.path], progress=step)
+    if route.keys.plant:   # every frame but the standing start (inference/contacts.py)
+        motion = contacts.plant(motion, [(0, motion.n_frames)], model.layout.height)
     at = (np.arange(route.start - 1, route.end + 2) - route.start) * model.fps / route.keys.fps
     return transitions.sample(motion, at)
 
@@ -188,12 +191,16 @@ class BETWIXT_OT_follow_path(JobOperator, bpy.types.Operator):
                                      options={"SKIP_SAVE"})
     gait: bpy.props.EnumProperty(name="Speed", description="How fast the character moves along the curve",
                                  items=SPEEDS)
+    plant_feet: bpy.props.BoolProperty(name="Plant Feet", description="Hold feet that touch the ground where "
+                                       "they stand (foot IK after the model)", default=True)
 
     def prepare(self, context):
         for prop, default in (("frame_start", context.scene.frame_start), ("frame_end", context.scene.frame_end)):
             if not self.properties.is_property_set(prop):
                 setattr(self, prop, default)
-        return read_route(context, self.frame_start, self.frame_end, self.gait)
+        route = read_route(context, self.frame_start, self.frame_end, self.gait)
+        route.keys.plant = self.plant_feet
+        return route
 
     def compute(self, route, progress, cancelled):
         return follow(route, progress, cancelled)

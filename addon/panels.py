@@ -120,7 +120,8 @@ class _BetwixtPanel:
         box = layout.box()
         row = box.row(align=True)
         row.prop(settings, "gait", text="")
-        row.operator("betwixt.follow_path", icon="CURVE_PATH").gait = settings.gait
+        op = row.operator("betwixt.follow_path", icon="CURVE_PATH")
+        op.gait, op.plant_feet = settings.gait, settings.plant_feet
 
         layout.operator("betwixt.export_training_data", icon="EXPORT")
 

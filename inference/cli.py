@@ -81,6 +81,7 @@ def main(argv=None):
     follow.add_argument("--start", type=_start, metavar="FILE.bvh:FRAME",
                         help="start from this frame of a BVH file (0 is the first) with the second before it as the "
                              "past (default: the model's skeleton standing still)")
+    _contacts_option(follow)
     follow.set_defaults(run=_follow_path, serves="follow-path")
 
     mann = commands.add_parser("bench-mann", help="the MANN measurements on the dog data's test split")
@@ -160,6 +161,10 @@ def _model_options(parser, variation=0.0):
     parser.add_argument("--blend", type=int, help="target blend length in frames (default 10)")
     parser.add_argument("--variation", type=float, default=variation, help="noise strength; 0 is deterministic")
     parser.add_argument("--seed", type=int, default=0)
+    _contacts_option(parser)
+
+
+def _contacts_option(parser):
     parser.add_argument("--no-contacts", dest="contacts", action="store_false",
                         help="leave the model's feet as they come (default: feet that touch the ground are "
                              "held planted by foot IK, inference/contacts.py)")
@@ -262,6 +267,7 @@ def _follow_path(args):
     path = read_path(args.path, model.skeleton, model.units_per_metre, model.actions)
     began = time.perf_counter()
     out = model.follow([path], start)[0]
+    out = _planted(args, model, out, [(0, out.n_frames)])   # all but the start pose
     write_bvh(out, args.output)
     print(f"wrote {args.output}: {out.n_frames} frames at {out.fps:g} fps ({out.duration:.2f} s) along {args.path} "
           f"by {model.name} in {time.perf_counter() - began:.2f} s")

@@ -18,6 +18,12 @@ the generated frames only (keys and the frames outside gaps are never changed):
 4. two-bone IK (hip, knee, ankle) puts the ankle on its target, the knee turning in the plane of the
    leg; the foot keeps its world rotation but turns so that its toe reaches the toe's target.
 
+A quadruped's leg without a toe joint stands on its *paw*, the End Site below its foot (the dog's: under
+``LeftHand``, ``RightHand`` in front, ``LeftFoot``, ``RightFoot`` behind), and the paw is the point
+found in contact and locked: three segments above it (upper arm, forearm and pastern in front;
+thigh, shin and the metatarsus below the hock behind), of which the IK bends the upper two and keeps
+the lowest's world rotation, so the ankle's target is the paw's less that segment (see :func:`plant`).
+
 Legs are found by name (see :func:`legs`); a skeleton without them is left alone.
 """
 
@@ -35,78 +41,112 @@ LOW, LOW_RELEASE = 0.025, 0.035   # of the body's height above a joint's ground
 SLOW, SLOW_RELEASE = 0.35, 0.5    # body heights a second, horizontally
 GROUND = 2.0                      # percentile of a joint's height in the user's frames: its ground
 FADE = 6                          # frames over which a lock's offset fades in and out
+# a quadruped's paws: of its leg's length (MANN's Placement height), a person's thresholds in leg lengths
+# (about half the body's height) for LOW, looser for SLOW (experiments.md, "Planted paws")
+PAW_LOW, PAW_LOW_RELEASE = 0.05, 0.07
+PAW_SLOW, PAW_SLOW_RELEASE = 1.5, 2.0
 TOES = re.compile(r"toe|ball", re.IGNORECASE)
+HANDS = re.compile(r"hand", re.IGNORECASE)   # a quadruped's front feet
+TAIL = re.compile(r"tail", re.IGNORECASE)    # what tells a quadruped from a person by joint names
 
 
 @dataclass(frozen=True)
 class Leg:
-    """Joint indices of one leg: ``toe`` is -1 where the skeleton has none."""
+    """Joint indices of one leg: ``toe`` is -1 where the skeleton has none; ``paw`` is then the offset
+    (3,) of the End Site below ``foot`` that stands on the ground, () where there is none (or a toe)."""
 
     hip: int
     knee: int
     foot: int
     toe: int
+    paw: tuple = ()
 
 
 def legs(skeleton):
     """The legs of ``skeleton``: each joint named as a foot or ankle (not a toe) on one side, with a
-    parent and grandparent below the root (knee and hip) and, where it has one, a child named as a toe."""
+    parent and grandparent below the root (knee and hip) and, where it has one, a child named as a toe.
+    A skeleton with a tail is a quadruped, as the dog's (a human skeleton's names and a tail): its joints
+    named as hands are its front feet, the forearm and upper arm above them its knee and hip (the
+    shoulder blade above those is left as it is), and a foot without a toe stands on the End Site below
+    it, its paw."""
     names, parents = skeleton.names, skeleton.parents
+    quadruped = any(TAIL.search(n) for n in names)
+    sites = {int(j): tuple(float(v) for v in offset) for j, offset in skeleton.end_sites}
     out = []
     for j, name in enumerate(names):
-        if not FEET.search(name) or TOES.search(name) or not unsided(name)[0]:
+        if not (FEET.search(name) or quadruped and HANDS.search(name)) or TOES.search(name) or not unsided(name)[0]:
             continue
         knee = int(parents[j])
         hip = int(parents[knee]) if knee > 0 else -1
         if hip <= 0:
             continue
         toes = [c for c in skeleton.children(j) if TOES.search(names[c])]
-        out.append(Leg(hip, knee, j, toes[0] if toes else -1))
+        paw = sites.get(j, ()) if quadruped and not toes else ()
+        out.append(Leg(hip, knee, j, toes[0] if toes else -1, paw))
     return tuple(out)
 
 
 def plant(motion, gaps, height):
     """``motion`` with feet planted on the frames strictly inside each ``(start, end)`` key pair;
-    ``height`` the body's height in the motion's units. Unchanged where no leg is found."""
+    ``height`` the body's height in the motion's units (a quadruped's: its leg's length, MANN's
+    Placement). ``[(0, F)]`` plants a motion generated from its first frame (Follow Path, from its
+    start pose): each foot's ground is then found in all its frames (one frame cannot tell it: a paw
+    may be lifted), its contacts locked where the first frame has them or at their mean positions.
+    Unchanged where no leg is found.
+
+    A leg stands on its ankle (and toe), or on its paw: the paw's target, less the lowest segment as
+    the model turned it, is the ankle's, since :func:`solve_leg` keeps the foot's world rotation. That
+    keeps the leg's shape: a dog's hock or pastern angled as in the model's stride, only hip and knee
+    (shoulder and elbow) bending, in the leg's plane; an IK over all three segments would be free to
+    straighten or buckle the lowest joint, which the network, trained on real strides, set."""
     found = legs(motion.skeleton)
     if not found or not gaps:
         return motion
     generated = np.zeros(motion.n_frames, dtype=bool)
     for start, end in gaps:
         generated[start + 1:end] = True
+    seen = ~generated if np.count_nonzero(~generated) > 1 else np.ones_like(generated)   # where feet find their ground
     parents = motion.skeleton.parents
     grot, gpos = forward_kinematics(motion.rotations, motion.positions, parents)
     u = AXES.index(motion.up)
-    feet = [leg.foot for leg in found]
-    toes = [leg.toe for leg in found if leg.toe >= 0]
-    floor = dict(zip(feet + toes, ground(gpos, ~generated, feet + toes, motion.up, GROUND)))
-    targets = {}
-    for joints, carried in ((feet, None), (toes, [leg.foot for leg in found if leg.toe >= 0])):
-        path = gpos[:, joints]
-        if carried:   # a toe moves with its foot's target where it has no contact of its own
-            path = path + np.stack([targets[j] for j in carried], axis=1) - gpos[:, carried]
-        lowest = np.array([floor[j] for j in joints])
-        on = contacts(path, lowest, u, height, motion.fps)
-        held = path + offsets(path, on, generated)
-        held[..., u] = np.maximum(held[..., u], lowest)
-        targets.update(zip(joints, np.moveaxis(held, 1, 0)))
+    below = np.stack([quat.rotate(grot[:, leg.foot], np.asarray(leg.paw)) if leg.paw else np.zeros_like(gpos[:, 0])
+                      for leg in found], axis=1)                    # (F, L, 3): the foot joint to where it stands
+    stands = gpos[:, [leg.foot for leg in found]] + below
+    paws = np.array([bool(leg.paw) for leg in found])
+    held = _held(stands, ground(stands, seen, slice(None), motion.up, GROUND), generated, u, height, motion.fps, paws)
+    toed = [k for k, leg in enumerate(found) if leg.toe >= 0]
+    toes = [found[k].toe for k in toed]
+    # a toe moves with its foot's target where it has no contact of its own
+    path = gpos[:, toes] + held[:, toed] - stands[:, toed]
+    toe_targets = dict(zip(toed, np.moveaxis(_held(path, ground(gpos, seen, toes, motion.up, GROUND), generated, u,
+                                                   height, motion.fps), 1, 0)))
     rows = np.flatnonzero(generated)
     rotations = motion.rotations.copy()
-    for leg in found:
-        toe = targets[leg.toe][rows] if leg.toe >= 0 else None
-        rotations[rows] = solve_leg(rotations[rows], grot[rows], gpos[rows], parents, leg, targets[leg.foot][rows], toe, u)
+    for k, leg in enumerate(found):
+        toe = toe_targets[k][rows] if k in toe_targets else None
+        ankle = held[rows, k] - below[rows, k]
+        rotations[rows] = solve_leg(rotations[rows], grot[rows], gpos[rows], parents, leg, ankle, toe, u)
     return replace(motion, rotations=rotations)
 
 
-def contacts(feet, floor, up, height, fps):
+def _held(path, lowest, generated, up, height, fps, paws=False):
+    """(F, K, 3): the points ``path`` (F, K, 3) held where they are in contact (:func:`contacts` with their
+    grounds ``lowest`` (K,), :func:`offsets`), and never below their grounds."""
+    held = path + offsets(path, contacts(path, lowest, up, height, fps, paws), generated)
+    held[..., up] = np.maximum(held[..., up], lowest)
+    return held
+
+
+def contacts(feet, floor, up, height, fps, paws=False):
     """(F, K) bool: frames where each of the K joints ``feet`` (F, K, 3) is in contact with its ground
-    ``floor`` (K,): low and slow to enter (``LOW``, ``SLOW``), within the looser release thresholds to stay."""
+    ``floor`` (K,): low and slow to enter (``LOW``, ``SLOW``), within the looser release thresholds to stay;
+    ``paws`` (bool, or (K,)) where they are a quadruped's paws, ``height`` then its leg's length (``PAW_*``)."""
     h = (feet[..., up] - floor) / height
     flat = np.delete(feet, up, axis=-1)
     step = np.linalg.norm(np.diff(flat, axis=0), axis=-1) * fps / height    # (F - 1, K)
     speed = np.concatenate([step[:1], 0.5 * (step[1:] + step[:-1]), step[-1:]]) if len(step) else np.zeros_like(h)
-    enter = (h < LOW) & (speed < SLOW)
-    stay = (h < LOW_RELEASE) & (speed < SLOW_RELEASE)
+    enter = (h < np.where(paws, PAW_LOW, LOW)) & (speed < np.where(paws, PAW_SLOW, SLOW))
+    stay = (h < np.where(paws, PAW_LOW_RELEASE, LOW_RELEASE)) & (speed < np.where(paws, PAW_SLOW_RELEASE, SLOW_RELEASE))
     frame = np.arange(len(h))[:, None]
     # in contact: staying, and entered since the last frame that did not stay
     last_enter = np.maximum.accumulate(np.where(enter, frame, -1), axis=0)

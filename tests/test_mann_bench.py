@@ -41,6 +41,9 @@ def test_bench_mann_measures_the_test_split_paths_gaps_and_speed(mocap, tmp_path
     assert 1.0 < follow["skating"] / follow["skating_capture"] < 6
     assert 0.1 < follow["angular"] / follow["angular_capture"] < 1.2
     assert follow["deviation"] < 5                                     # measured 0.1 cm from the clip's track
+    # planted paws (inference/contacts.py) slide less and the legs turn more
+    # (measured 0.101 -> 0.042 cm/frame, 0.21 -> 0.34 deg)
+    assert follow["skating_planted"] < 0.9 * follow["skating"] and follow["angular_planted"] > follow["angular"]
     assert set(r["paths"]) == {f"{s} {g}" for s in ("circle", "square", "star") for g in ("walk", "trot", "canter")}
     for name, p in r["paths"].items():
         # measured: walks 0.7-3.8 cm from the path, trots 6-16, canters 15-55; 4.0-4.2 s for 4 s of path
@@ -53,6 +56,10 @@ def test_bench_mann_measures_the_test_split_paths_gaps_and_speed(mocap, tmp_path
         # this clip's first seconds: a dog walking, then sitting down and sitting, where interpolation is hard to beat
         # (measured 1.9 / 3.7 / 8.9 cm against 0.8 / 1.7 / 4.3)
         assert 0 < g["interpolation"]["error"] < g["model"]["error"] < 15
+        # planting the fill's paws lowers its skating (measured 0.09-0.19 -> 0.03-0.04 cm/frame) and leaves its
+        # error no worse (1.50 / 2.81 / 7.82 -> 1.46 / 2.80 / 7.81 cm)
+        planted = g["model_planted"]
+        assert planted["skating"] < g["model"]["skating"] and planted["error"] < g["model"]["error"] + 0.05
     assert 0 < r["speed"]["ms_per_frame"] < 20 and r["speed"]["bytes"] == (MODELS / "mann-dog.onnx").stat().st_size
     assert "circle walk" in printed and "paper" in printed and "ms a frame" in printed
     assert sorted(p.name for p in plots.glob("*.png")) == sorted(

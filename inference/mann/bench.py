@@ -14,6 +14,11 @@ capture on the model's test split (the clip names its file carries as ``betwixt.
 4. speed: milliseconds per frame of the controller at batch 1 on one thread, and the file's size,
    beside the issue's goals and the paper's.
 
+Skating and angular update are given for the network's motion as it comes (the paper's measures are
+of the raw network) and with the paws planted (``inference/contacts.py``, as the command line and the
+add-on plant them by default): the controller's motion all but its start pose, a gap's frames with a
+second of the clip on either side as context.
+
 Lengths are in the data's units (the dog's: cm), as the model's ``units_per_metre`` says.
 """
 
@@ -21,6 +26,7 @@ import time
 
 import numpy as np
 
+from ..contacts import plant
 from ..errors import DataError
 from ..motion import Motion, forward_kinematics
 from ..transition import Gap, interpolation
@@ -47,7 +53,7 @@ def test_clips(model, data, count=None, seconds=None):
 
 def follow_capture(model, clips):
     """Per clip and frame-weighted over all: skating, angular update and track deviation of the
-    controller following each clip's root track from START, beside the capture's."""
+    controller following each clip's root track from START, raw and planted, beside the capture's."""
     start = int(round(START * model.fps))
     paths, captures = [], []
     for clip in clips:
@@ -57,19 +63,29 @@ def follow_capture(model, clips):
         captures.append(clip.frames(start))
     rows = {}
     for path, out, capture in zip(paths, model.follow(paths, start=[(c, start) for c in clips]), captures):
-        pc, po = metrics.paws(capture), metrics.paws(out)
-        ground = metrics.paw_ground(pc)
-        sc, so = metrics.foot_skating(pc, ground), metrics.foot_skating(po, ground)
+        ground = metrics.paw_ground(metrics.paws(capture))
         deviation, facing = metrics.path_deviation(out, path.points)
-        rows[path.source] = {"frames": out.n_frames, "skating": float(so.mean()), "skating_capture": float(sc.mean()),
-                             "skating_back": float(so[2:].mean()), "skating_back_capture": float(sc[2:].mean()),
-                             "angular": metrics.angular_update(out), "angular_capture": metrics.angular_update(capture),
-                             "deviation": deviation, "facing": facing,
+        rows[path.source] = {"frames": out.n_frames, **_walked(out, ground, model.layout.height),
+                             **_walked(capture, ground, suffix="_capture"), "deviation": deviation, "facing": facing,
                              "facing_capture": metrics.path_deviation(capture, path.points)[1]}
     frames = [r["frames"] for r in rows.values()]
     total = {k: float(np.average([r[k] for r in rows.values()], weights=frames)) for k in next(iter(rows.values()))}
     total["frames"] = int(sum(frames))
     return {"clips": rows, "all": total}
+
+
+def _walked(motion, ground, height=None, suffix=""):
+    """Skating of all paws and the back ones over their ``ground`` (4,), and the legs' angular update, of
+    ``motion``; with ``height`` also of it planted (all but its first frame) as ``..._planted``."""
+    versions = {suffix: motion}
+    if height is not None:
+        versions["_planted"] = plant(motion, [(0, motion.n_frames)], height)
+    out = {}
+    for name, m in versions.items():
+        skating = metrics.foot_skating(metrics.paws(m), ground)
+        out.update({f"skating{name}": float(skating.mean()), f"skating_back{name}": float(skating[2:].mean()),
+                    f"angular{name}": metrics.angular_update(m)})
+    return out
 
 
 def shapes(speed, units_per_metre, seconds=None):
@@ -96,7 +112,8 @@ def _timed(corners, speed, name, seconds):
 
 def follow_shapes(model, seconds=None):
     """Per path and gait: deviation (units), facing (degrees), the time taken against the path's, the
-    paper's numbers; and, for the plots, each path with the dog's track and its experts' weights."""
+    paper's numbers, skating (over the paws' own grounds as the network put them) and angular update,
+    raw and planted; and, for the plots, each path with the dog's track and its experts' weights."""
     made = {(shape, gait): path for gait, speed in GAITS.items()
             for shape, path in shapes(speed, model.units_per_metre, seconds).items()}
     motions, experts = model.rollout(list(made.values()))
@@ -106,7 +123,8 @@ def follow_shapes(model, seconds=None):
         progress = metrics.path_progress(out, path.points)
         rows[f"{shape} {gait}"] = {"deviation": deviation, "facing": facing, "path_seconds": path.duration,
                                    "seconds": path.duration / progress if progress > 0 else float("inf"),
-                                   "paper_deviation": PAPER[gait][0], "paper_facing": PAPER[gait][1]}
+                                   "paper_deviation": PAPER[gait][0], "paper_facing": PAPER[gait][1],
+                                   **_walked(out, metrics.paw_ground(metrics.paws(out)), model.layout.height)}
         bones = bones_of(out.skeleton)
         plots[f"{shape} {gait}"] = {"path": path.points, "track": root(world(out, bones)[0], bones, out.fps)[0],
                                     "experts": weights}
@@ -114,32 +132,39 @@ def follow_shapes(model, seconds=None):
 
 
 def fill_gaps(model, clips, lengths=GAPS):
-    """Per gap length (seconds): mean joint error (units) and paw skating of the model's fill and of
-    interpolation over gaps starting every GAP_EVERY seconds of the test clips, with the capture's
-    skating on the same frames, and how many gaps."""
+    """Per gap length (seconds): mean joint error (units), paw skating (all paws, back paws) and the legs'
+    angular update of the model's fill, raw and planted, and of interpolation, over gaps starting every
+    GAP_EVERY seconds of the test clips, with the capture's on the same frames, and how many gaps."""
     results = {}
     for seconds in lengths:
         n = int(round(seconds * model.fps)) - 1            # in-between frames of a gap of ``seconds``
-        gaps, truths, grounds = [], [], []
+        cut = []
         for clip in clips:
             starts = np.arange(model.past - 1, clip.n_frames - n - 1 - model.past, int(round(GAP_EVERY * clip.fps)))
             if len(starts):
-                gaps.append(_gaps(clip, starts, n, model.past))
-                truths.append(np.stack([np.arange(s, s + n + 2) for s in starts]))
-                grounds.append((clip, metrics.paw_ground(metrics.paws(clip))))
-        if not gaps:
+                cut.append((clip, starts, _gaps(clip, starts, n, model.past), metrics.paw_ground(metrics.paws(clip))))
+        if not cut:
             continue
-        row = {"gaps": int(sum(g.batch for g in gaps))}
+        row = {"gaps": int(sum(g.batch for _, _, g, _ in cut))}
         for name, method in (("model", model.fill), ("interpolation", interpolation)):
-            error, skating, capture = [], [], []
-            for gap, frames, (clip, ground) in zip(gaps, truths, grounds):
+            measured = []
+            for clip, starts, gap, ground in cut:
+                frames = starts[:, None] + np.arange(n + 2)
                 rot, pos = clip.rotations[frames], clip.positions[frames]
-                filled_rot, filled_pos = rot.copy(), pos.copy()
-                filled_rot[:, 1:-1], filled_pos[:, 1:-1] = method(gap)
-                e, s, c = _measured(clip, filled_rot, filled_pos, rot, pos, ground)
-                error.append(e), skating.append(s), capture.append(c)
-            row[name] = {"error": float(np.concatenate(error).mean()), "skating": float(np.concatenate(skating).mean())}
-            row["capture_skating"] = float(np.concatenate(capture).mean())
+                filled = rot.copy()
+                filled[:, 1:-1], moved = method(gap)
+                filled_pos = pos.copy()
+                filled_pos[:, 1:-1] = moved
+                versions = {name: filled}
+                if name == "model":
+                    versions["model_planted"] = _planted(clip, starts, filled, filled_pos, model.past,
+                                                         model.layout.height)
+                measured.append({k: _measured(clip, r, filled_pos, rot, pos, ground) for k, r in versions.items()})
+            for version in measured[0]:
+                row[version] = {k: float(np.concatenate([m[version][0][k] for m in measured]).mean())
+                                for k in measured[0][version][0]}
+            row["capture"] = {k: float(np.concatenate([m[name][1][k] for m in measured]).mean())
+                              for k in measured[0][name][1]}
         results[f"{seconds:g} s"] = row
     return results
 
@@ -153,18 +178,35 @@ def _gaps(clip, starts, n, past):
     return Gap(clip.skeleton, r[before], p[before], r[starts + n + 1], p[starts + n + 1], n, r[after], p[after])
 
 
+def _planted(clip, starts, rotations, positions, past, height):
+    """The local rotations of filled windows (B, n + 2, J, 4) (translations (B, n + 2, J, 3)), keys at either
+    end, after each gap's feet are planted in the clip with ``past`` of its frames on either side."""
+    out = rotations.copy()
+    n = rotations.shape[1] - 2
+    for b, s in enumerate(starts):
+        window = slice(s + 1 - past, s + n + 2 + past)
+        r, p = clip.rotations[window].copy(), clip.positions[window].copy()
+        r[past - 1:past + n + 1], p[past - 1:past + n + 1] = rotations[b], positions[b]
+        planted = plant(Motion(clip.skeleton, r, p, clip.fps), [(past - 1, past + n)], height)
+        out[b] = planted.rotations[past - 1:past + n + 1]
+    return out
+
+
 def _measured(clip, rotations, positions, true_rotations, true_positions, ground):
-    """Per gap (B,): the mean joint error of the in-between frames of filled windows (B, n + 2, J, ...)
-    (the keys on either side included), their paws' skating over the window, and the capture's."""
+    """Per gap (B,) of filled windows (B, n + 2, J, ...) (the keys on either side included), then of the
+    capture's: the mean joint error of the in-between frames (``error``, the filled only), and over the
+    window the paws' skating (all, ``back``) and the legs' angular update."""
     parents = clip.skeleton.parents
     _, filled = forward_kinematics(rotations, positions, parents)
     _, truth = forward_kinematics(true_rotations, true_positions, parents)
-    error = np.linalg.norm(filled - truth, axis=-1)[:, 1:-1].mean(axis=(1, 2))
-    skate = []
+    out = []
     for rot, pos in ((rotations, positions), (true_rotations, true_positions)):
-        paws = [metrics.paws(Motion(clip.skeleton, r, p, clip.fps)) for r, p in zip(rot, pos)]
-        skate.append(np.array([metrics.foot_skating(w, ground).mean() for w in paws]))
-    return error, skate[0], skate[1]
+        motions = [Motion(clip.skeleton, r, p, clip.fps) for r, p in zip(rot, pos)]
+        skating = np.array([metrics.foot_skating(metrics.paws(m), ground) for m in motions])
+        out.append({"skating": skating.mean(axis=1), "skating_back": skating[:, 2:].mean(axis=1),
+                    "angular": np.array([metrics.angular_update(m) for m in motions])})
+    out[0]["error"] = np.linalg.norm(filled - truth, axis=-1)[:, 1:-1].mean(axis=(1, 2))
+    return out
 
 
 def speed(model, repeats=5):
@@ -196,24 +238,30 @@ def measure(model, data, clips=None, seconds=None):
 def table(results):
     """The results as readable lines."""
     lines = [f"{results['model']} (tau {results['tau']:g}) on the test split: {', '.join(results['test_clips'])}"]
-    lines.append("following each test clip's captured root track: model / capture (goals: skating within 1.05x, "
-                 "the paper's MANN 1.05-1.18x; angular update at least 95 %, the paper's 84-95 %)")
+    lines.append("following each test clip's captured root track, raw -> planted paws, x the capture's (goals: skating "
+                 "within 1.05x, the paper's MANN 1.05-1.18x; angular update at least 95 %, the paper's 84-95 %)")
     for name, r in list(results["follow_capture"]["clips"].items()) + [("all (frame-weighted)",
                                                                         results["follow_capture"]["all"])]:
-        lines.append(f"  {name:<22} skating {r['skating']:.3f} / {r['skating_capture']:.3f} cm/frame "
-                     f"({r['skating'] / r['skating_capture']:.2f}x), back paws {r['skating_back']:.3f} / "
-                     f"{r['skating_back_capture']:.3f} ({r['skating_back'] / r['skating_back_capture']:.2f}x); "
-                     f"angular update {r['angular']:.2f} / {r['angular_capture']:.2f} deg "
-                     f"({r['angular'] / r['angular_capture']:.0%}); track {r['deviation']:.1f} cm away")
-    lines.append("paths from standing: distance cm, facing deg (paper's MANN); seconds taken / path's")
+        lines.append(f"  {name:<22} skating {_against(r, 'skating', r['skating_capture'], '.2f')}x (capture "
+                     f"{r['skating_capture']:.3f} cm/frame), back paws "
+                     f"{_against(r, 'skating_back', r['skating_back_capture'], '.2f')}x; angular update "
+                     f"{_against(r, 'angular', r['angular_capture'], '.0%')}; track {r['deviation']:.1f} cm away")
+    lines.append("paths from standing: distance cm, facing deg (paper's MANN); seconds taken / path's; "
+                 "skating cm/frame and angular update deg, raw -> planted")
     for name, r in results["paths"].items():
         lines.append(f"  {name:<14} {r['deviation']:6.1f} ({r['paper_deviation']:.2f})  {r['facing']:5.1f} "
-                     f"({r['paper_facing']:.2f})   {r['seconds']:5.1f} / {r['path_seconds']:.1f} s")
-    lines.append("gaps on the test split: mean joint error cm, paw skating cm/frame (capture's)")
+                     f"({r['paper_facing']:.2f})   {r['seconds']:5.1f} / {r['path_seconds']:.1f} s   skating "
+                     f"{_against(r, 'skating')}, back {_against(r, 'skating_back')}; "
+                     f"angular {_against(r, 'angular', fmt='.2f')}")
+    lines.append("gaps on the test split: mean joint error cm; paw skating cm/frame, all / back; "
+                 "legs' angular update deg")
     for name, r in results["gaps"].items():
-        lines.append(f"  {name:<5} {r['gaps']:4d} gaps  model {r['model']['error']:5.2f} cm, skating "
-                     f"{r['model']['skating']:.3f}; interpolation {r['interpolation']['error']:5.2f} cm, skating "
-                     f"{r['interpolation']['skating']:.3f} ({r['capture_skating']:.3f})")
+        lines.append(f"  {name:<5} {r['gaps']:4d} gaps")
+        for version in ("model", "model_planted", "interpolation", "capture"):
+            v = r[version]
+            error = f"error {v['error']:5.2f} cm, " if "error" in v else " " * 17
+            lines.append(f"        {version.replace('_', ' '):<15} {error}skating {v['skating']:.3f} / "
+                         f"{v['skating_back']:.3f}, angular {v['angular']:.2f}")
     s = results["speed"]
     lines.append(f"speed: {s['ms_per_frame']:.2f} ms a frame at batch 1 on one thread (goal 1 ms; the paper's C++ "
                  f"about 2); file {s['bytes'] / 2**20:.1f} MiB (goal 15 MB; the paper's 22)")
@@ -221,3 +269,11 @@ def table(results):
         lines.append("the model's graph does not output the experts' blending weights (exported before it did): "
                      "no experts plot; export it again to have one")
     return "\n".join(lines)
+
+
+def _against(row, key, reference=None, fmt=".3f"):
+    """``row[key]`` -> ``row[key + '_planted']``, over ``reference`` where given, formatted by ``fmt``."""
+    raw, planted = row[key], row[key + "_planted"]
+    if reference is not None:
+        raw, planted = raw / reference, planted / reference
+    return f"{raw:{fmt}} -> {planted:{fmt}}"
