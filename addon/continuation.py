@@ -26,6 +26,12 @@ from .preferences import model_for
 from .retarget import placement
 
 
+def frames_per_step(fps, model):
+    """Scene frames (at ``fps``) per model frame: 1 where the rates agree (a BVH importer's 30.000003 fps)."""
+    ratio = fps / model.fps
+    return 1.0 if abs(ratio - 1.0) < transitions.SAME_RATE else ratio
+
+
 def read_start(context, count, frames, seed):
     """The plan of ``count`` continuations of ``frames`` scene frames after the current frame (its one
     gap: from the current frame to the frame after the last generated one), read from a second before
@@ -35,7 +41,7 @@ def read_start(context, count, frames, seed):
     model = model_for(context, obj, "continue")
     rig, retarget, detected = read_retarget(obj, model)
     fps = scene_fps(context.scene)
-    ratio = fps / model.fps                   # scene frames per model frame
+    ratio = frames_per_step(fps, model)
     frame = context.scene.frame_current
     keys = key_frames(channels, [rig.names[b] for b in retarget.bones])
     if not keys:
@@ -64,7 +70,7 @@ def walks(plan, progress=None, cancelled=None):
     model = plan.model
     up = placement(model).up
     frame, frames = plan.gaps[0][0], plan.options["frames"]
-    ratio = plan.fps / model.fps
+    ratio = frames_per_step(plan.fps, model)
     at = frame - plan.first
     level = floor(plan.motion.frames(0, at + 1), [], plan.motion.up) - model.floor
     start = transitions.sample(plan.motion, [at - ratio, at])   # the pose and the one a model frame before
