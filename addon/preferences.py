@@ -45,9 +45,11 @@ def offered_models(kind="rtn", context=None):
 
 def _listing(folder):
     """What the folder's listing depends on: its path and when it last changed (None: no such folder)."""
+    if folder is None:
+        return None
     try:
         return str(folder), folder.stat().st_mtime_ns
-    except (OSError, AttributeError):
+    except OSError:
         return None
 
 
