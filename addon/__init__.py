@@ -3,13 +3,13 @@
 Imports ``bpy`` and ``..inference``; never torch. Modules: :mod:`.preferences` (which model),
 :mod:`.mapping` (joints ↔ bones), :mod:`.rig` and :mod:`.retarget` (pose maths, numpy only),
 :mod:`.pose_io` (F-curves in, keys out), :mod:`.transitions` (the model over a scene's gaps),
-:mod:`.jobs` (worker thread, progress, Esc), :mod:`.operators`, :mod:`.locomotion` (Follow Path) and
-:mod:`.panels` (the user interface).
+:mod:`.jobs` (worker thread, progress, Esc), :mod:`.operators`, :mod:`.locomotion` (Follow Path),
+:mod:`.continuation` (Continue) and :mod:`.panels` (the user interface).
 """
 
 import bpy
 
-from . import locomotion, mapping, operators, panels, preferences
+from . import continuation, locomotion, mapping, operators, panels, preferences
 
 CLASSES = (
     preferences.BetwixtPreferences,
@@ -26,6 +26,7 @@ CLASSES = (
     operators.BETWIXT_OT_clear_mapping,
     operators.BETWIXT_OT_export_training_data,
     locomotion.BETWIXT_OT_follow_path,
+    continuation.BETWIXT_OT_continue_motion,
     panels.BETWIXT_UL_joints,
     panels.BETWIXT_PT_graph,
     panels.BETWIXT_PT_dopesheet,

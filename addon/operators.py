@@ -1,4 +1,5 @@
-"""The operators: Fill Gaps, Decompress, Variants (and applying one), bone mapping, training data export.
+"""The operators: Fill Gaps, Decompress, Variants (and applying one, of them or of Continue's
+continuations), bone mapping, training data export.
 
 Each generating operator reads the active armature's action into the model's space (``prepare``),
 runs the model over the gaps (``compute``, a worker thread in the user interface, see :mod:`.jobs`)
@@ -16,14 +17,14 @@ import numpy as np
 from ..inference import contacts, guard, quat
 from ..inference.bvh import read_bvh, write_bvh
 from ..inference.errors import BetwixtError
-from ..inference.modelfile import KINDS, runtime_class
+from ..inference.modelfile import KINDS, ModelError, runtime_class
 from ..inference.motion import AXES, Motion, Skeleton
 from . import mapping, transitions
 from .jobs import JobOperator
 from .pose_io import (Channels, KeyStyle, Snapshot, active_armature, key_frames, read_points, read_rig, sample,
                       world_matrix, write_bone_keys, write_points)
 from .preferences import load_model, model_for
-from .retarget import AXIS_CHANGE, Retarget
+from .retarget import AXIS_CHANGE, Retarget, placement
 from .rig import matrix_to_quat, quat_to_channels
 
 VARIANT_OF = "betwixt_variant_of"
@@ -60,28 +61,42 @@ def scene_fps(scene):
     return scene.render.fps / scene.render.fps_base
 
 
-def read_plan(context, keys_from, serves="fill"):
+def read_plan(context, keys_from, serves="fill", kind=None):
     """Read the active armature for the gaps that ``keys_from(channels, bone names)`` chooses, with the
-    model for its skeleton that ``serves`` them (see :func:`.preferences.model_for`)."""
+    model for its skeleton (of ``kind``, when given) that ``serves`` them (see :func:`.preferences.model_for`)."""
     obj = active_armature(context)
     channels = Channels(obj)
-    model = model_for(context, obj, serves)
-    rig = read_rig(obj)
-    joints, detected = mapping.mapping_for(obj, model.skeleton, rig)
-    retarget = Retarget.build(model.skeleton, rig, joints, world_matrix(obj), up=model.layout.up,
-                              trajectory=model.layout.trajectory, reference=reference_pose(model))
+    model = model_for(context, obj, serves, kind)
+    rig, retarget, detected = read_retarget(obj, model)
     fps = scene_fps(context.scene)
     gaps = keys_from(channels, [rig.names[b] for b in retarget.bones])
-    ratio = fps / model.layout.fps
+    ratio = fps / placement(model).fps
     transitions.check_gaps(model, gaps, ratio)
     before, after = transitions.margins(model, ratio)
-    first = gaps[0][0] - before
-    frames = np.arange(first, gaps[-1][1] + after + 1)
+    return plan_over(channels, model, rig, retarget, detected, gaps, fps,
+                     np.arange(gaps[0][0] - before, gaps[-1][1] + after + 1))
+
+
+def plan_over(channels, model, rig, retarget, detected, gaps, fps, frames):
+    """The :class:`Plan` of the ``gaps`` with the armature's channels read on the scene ``frames`` (whole,
+    consecutive) and in model space."""
+    obj = channels.obj
     location, rotation, scale, raw = sample(obj, channels, rig, frames, retarget.bones)
     rotations, positions = retarget.to_model(rig.pose(location, rotation, scale))
-    motion = Motion(model.skeleton, rotations, positions, model.layout.fps, name=channels.action.name)
-    return Plan(obj.name, channels.action.name, channels.slot_identifier, model, rig, retarget, first, gaps, fps,
-                motion, location, rotation, scale, raw, detected)
+    motion = Motion(model.skeleton, rotations, positions, placement(model).fps, name=channels.action.name)
+    return Plan(obj.name, channels.action.name, channels.slot_identifier, model, rig, retarget, int(frames[0]),
+                gaps, fps, motion, location, rotation, scale, raw, detected)
+
+
+def read_retarget(obj, model):
+    """``(rig, retarget, detected)``: the armature ``obj``'s bones, calibrated against ``model``'s skeleton
+    through its bone mapping (stored, or ``detected`` now: see :func:`.mapping.mapping_for`)."""
+    rig = read_rig(obj)
+    joints, detected = mapping.mapping_for(obj, model.skeleton, rig)
+    place = placement(model)
+    retarget = Retarget.build(model.skeleton, rig, joints, world_matrix(obj), up=place.up,
+                              trajectory=place.trajectory, reference=reference_pose(model))
+    return rig, retarget, detected
 
 
 def reference_pose(model):
@@ -167,7 +182,7 @@ def planted(plan, motion):
     if not plan.plant:
         return motion
     gaps = [(a - plan.first, b - plan.first) for a, b in plan.gaps]
-    return replace(contacts.plant(replace(motion, fps=plan.fps), gaps, plan.model.layout.height), fps=motion.fps)
+    return replace(contacts.plant(replace(motion, fps=plan.fps), gaps, placement(plan.model).height), fps=motion.fps)
 
 
 def write_plan(plan, channels, motion, gaps, step, breakdown):
@@ -198,9 +213,9 @@ class _Generate(JobOperator):
 
     serves = "fill"   # what the model must serve (see preferences.model_for)
 
-    def read(self, context, keys_from):
+    def read(self, context, keys_from, kind=None):
         """The plan, with this operator's options copied in: the worker thread never touches ``self``."""
-        plan = read_plan(context, keys_from, self.serves)
+        plan = read_plan(context, keys_from, self.serves, kind)
         plan.options = {"variation": self.variation, "seed": self.seed, "blend": self.blend or None}
         plan.plant = self.plant_feet
         return plan
@@ -212,9 +227,10 @@ class _Generate(JobOperator):
     def finish(self, context, plan, result):
         obj, channels = resolve(plan)
         keyed = write_plan(plan, channels, result, plan.gaps, self.step, self.breakdown)
-        height = plan.model.layout.height
+        place = placement(plan.model)
+        height = place.height
         findings = guard.check(result, [(a - plan.first, b - plan.first) for a, b in plan.gaps], height,
-                               AXES[plan.model.layout.up])
+                               AXES[place.up])
         if findings:
             self.report({"WARNING"}, "Betwixt: " + guard.summary(findings, height, lambda f: f + plan.first))
         unplanted = plan.plant and not contacts.legs(plan.model.skeleton)
@@ -268,6 +284,50 @@ def assign(obj, action, slot_identifier):
             anim.action_slot = slot
 
 
+def check_original(plan):
+    """Refuse to make variants of an action that is itself one."""
+    if original_of(bpy.data.actions[plan.action_name]).name != plan.action_name:
+        raise BetwixtError(f"action {plan.action_name!r} is itself a variant; apply it or go back to the "
+                           "original before making new variants")
+
+
+def keep_variants(plan, motions, step=1, breakdown=False, label="variant"):
+    """Each of ``motions`` (model space, as :func:`bone_edits` reads them) keyed into its own copy of the
+    plan's action, inside the plan's one gap, in place of the action's variants made before: the copies
+    ('<action> <label> <i>'), all or none. Variants and Continue's continuations alike: they are
+    previewed, applied (the keys inside the gap) and discarded by the operators below."""
+    obj, channels = resolve(plan)
+    action = channels.action
+    old = variants_of(action.name)
+    made = []
+    try:
+        for i, motion in enumerate(motions):
+            copy = action.copy()
+            made.append(copy)
+            copy.use_fake_user = True
+            copy[VARIANT_OF] = action.name
+            copy[VARIANT_GAP] = list(plan.gaps[0])
+            copy[VARIANT_INDEX] = i + 1
+            copy[VARIANT_SLOT] = plan.slot or ""
+            target = Channels(obj, action=copy, slot=channels.slot_in(copy))
+            edits = bone_edits(plan, motion, plan.gaps, step)
+            write_bone_keys(target, plan.rig, edits, plan.gaps, KeyStyle(breakdown=breakdown))
+    except BaseException:
+        for copy in made:
+            bpy.data.actions.remove(copy)
+        raise
+    for a in old:
+        bpy.data.actions.remove(a)
+    for i, copy in enumerate(made):
+        copy.name = f"{action.name} {label} {i + 1}"
+    if plan.detected is not None:
+        mapping.store(obj.data, plan.model.skeleton.names, plan.detected)
+    return made
+
+
+SOURCES = {"NOISE": "rtn", "MVAE": "mvae"}   # the Variants operator's Source -> the kind of model it uses
+
+
 class BETWIXT_OT_variants(_Generate, bpy.types.Operator):
     """Make several different transitions for the selected gap, each in its own action, to compare"""
 
@@ -281,6 +341,11 @@ class BETWIXT_OT_variants(_Generate, bpy.types.Operator):
                                  min=2, max=16)
     variation: bpy.props.FloatProperty(name="Variation", description="How different the variants are",
                                        default=1.0, min=0.0, soft_max=2.0)
+    source: bpy.props.EnumProperty(
+        name="Source", description="Where the variety comes from",
+        items=[("NOISE", "Noise (RTN)", "The in-betweening model's noise input, drawn anew for each variant"),
+               ("MVAE", "Motion VAE", "The Motion VAE's latent space: transitions sampled toward the key "
+                "(needs a Motion VAE model that makes variants)")])
 
     def prepare(self, context):
         frame = context.scene.frame_current
@@ -294,52 +359,32 @@ class BETWIXT_OT_variants(_Generate, bpy.types.Operator):
                 raise BetwixtError("select the two keys around one gap (or put the current frame inside a gap) "
                                    "to make variants of it")
             return chosen
-        plan = self.read(context, one_gap)
+        try:
+            plan = self.read(context, one_gap, SOURCES[self.source])
+        except ModelError as e:
+            if self.source != "MVAE":
+                raise
+            raise ModelError(f"{e}; or make variants with Source: Noise (RTN)") from None
         plan.count = self.count
-        if original_of(bpy.data.actions[plan.action_name]).name != plan.action_name:
-            raise BetwixtError(f"action {plan.action_name!r} is itself a variant; apply it or go back to the "
-                               "original before making new variants")
+        check_original(plan)
         return plan
 
     def compute(self, plan, progress, cancelled):
+        made = transitions.variants(plan.model, plan.motion, plan.first, plan.gaps[0], plan.fps, plan.count,
+                                    **plan.options)
         out = []
-        for i in range(plan.count):
-            options = dict(plan.options, seed=plan.options["seed"] + i)
-            out.append(planted(plan, transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps, None,
-                                                      cancelled, **options)))
+        for i, motion in enumerate(made):
+            if cancelled():
+                raise transitions.Cancelled()
+            out.append(planted(plan, motion))
             progress(i + 1, plan.count)
         return out
 
     def finish(self, context, plan, result):
-        obj, channels = resolve(plan)
-        action = channels.action
-        old = variants_of(action.name)
-        made = []
-        try:
-            for i, motion in enumerate(result):
-                copy = action.copy()
-                made.append(copy)
-                copy.use_fake_user = True
-                copy[VARIANT_OF] = action.name
-                copy[VARIANT_GAP] = list(plan.gaps[0])
-                copy[VARIANT_INDEX] = i + 1
-                copy[VARIANT_SLOT] = plan.slot or ""
-                target = Channels(obj, action=copy, slot=channels.slot_in(copy))
-                edits = bone_edits(plan, motion, plan.gaps, self.step)
-                write_bone_keys(target, plan.rig, edits, plan.gaps, KeyStyle(breakdown=self.breakdown))
-        except BaseException:
-            for copy in made:
-                bpy.data.actions.remove(copy)
-            raise
-        for a in old:
-            bpy.data.actions.remove(a)
-        for i, copy in enumerate(made):
-            copy.name = f"{action.name} variant {i + 1}"
-        if plan.detected is not None:
-            mapping.store(obj.data, plan.model.skeleton.names, plan.detected)
+        made = keep_variants(plan, result, self.step, self.breakdown)
         a, b = plan.gaps[0]
-        return (f"Betwixt: {len(made)} variants of frames {a}–{b} in actions '{made[0].name}' … "
-                f"'{made[-1].name}'; preview and apply one in the Betwixt panel")
+        return (f"Betwixt: {len(made)} variants of frames {a}–{b} by model {plan.model.name} in actions "
+                f"'{made[0].name}' … '{made[-1].name}'; preview and apply one in the Betwixt panel")
 
 
 class BETWIXT_OT_preview_variant(bpy.types.Operator):

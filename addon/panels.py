@@ -2,10 +2,11 @@
 
 import bpy
 
+from ..inference.modelfile import ModelError
 from . import mapping
 from .locomotion import SPEEDS
-from .operators import original_of, variants_of
-from .preferences import draw_model
+from .operators import SOURCES, original_of, variants_of
+from .preferences import draw_error, draw_model, model_for
 
 # What unmapped joints cost (docs/rig-suite.md: a rig without toes, a spine of one bone against the
 # whole rig's error over Bezier's), for the panel's warning
@@ -28,11 +29,27 @@ class BETWIXT_PG_settings(bpy.types.PropertyGroup):
     seed: bpy.props.IntProperty(name="Seed", default=0, min=0)
     count: bpy.props.IntProperty(name="Variants", description="How many variants to make", default=4,
                                  min=2, max=16)
+    source: bpy.props.EnumProperty(name="Source", description="Where the variants' variety comes from",
+                                   items=[("NOISE", "Noise (RTN)", "The in-betweening model's noise input"),
+                                          ("MVAE", "Motion VAE", "The Motion VAE's latent space")])
+    continuations: bpy.props.IntProperty(name="Continuations", description="How many continuations Continue "
+                                         "makes", default=4, min=1, max=16)
+    frames: bpy.props.IntProperty(name="Frames", description="How many frames each continuation keys after the "
+                                  "current frame", default=60, min=1, soft_max=600, max=3600)
     plant_feet: bpy.props.BoolProperty(name="Plant Feet", description="Hold feet that touch the ground where "
                                        "they stand (foot IK after the model)", default=True)
     show_mapping: bpy.props.BoolProperty(name="Show Bone Mapping", default=False)
     gait: bpy.props.EnumProperty(name="Speed", description="How fast Follow Path moves the character along "
                                  "the curve", items=SPEEDS)
+
+
+def _unable(context, obj, request, kind=None):
+    """Why the armature ``obj`` has no model for ``request`` (see :func:`.preferences.model_for`), or None."""
+    try:
+        model_for(context, obj, request, kind)
+    except ModelError as e:
+        return str(e)
+    return None
 
 
 class BETWIXT_UL_joints(bpy.types.UIList):
@@ -102,8 +119,24 @@ class _BetwixtPanel:
         box = layout.box()
         row = box.row(align=True)
         row.prop(settings, "count")
-        op = _options(row.operator("betwixt.variants", icon="DUPLICATE"), settings, generate=False)
-        op.count = settings.count
+        row.prop(settings, "source", text="")
+        why = _unable(context, obj, "variants", SOURCES[settings.source]) if settings.source == "MVAE" else None
+        sub = row.row(align=True)
+        sub.enabled = why is None
+        op = _options(sub.operator("betwixt.variants", icon="DUPLICATE"), settings, generate=False)
+        op.count, op.source = settings.count, settings.source
+        if why:
+            draw_error(box, why)
+        row = box.row(align=True)
+        row.prop(settings, "continuations", text="")
+        row.prop(settings, "frames")
+        why = _unable(context, obj, "continue")
+        sub = row.row(align=True)
+        sub.enabled = why is None
+        op = sub.operator("betwixt.continue_motion", icon="FF")
+        op.count, op.frames, op.seed = settings.continuations, settings.frames, settings.seed
+        if why:
+            draw_error(box, why)
         current = obj.animation_data.action if obj.animation_data else None
         original = original_of(current)
         variants = variants_of(original.name) if original is not None else []
@@ -147,6 +180,7 @@ def draw_key_menu(self, context):
     layout.operator("betwixt.fill_gaps", text="Betwixt: Fill Gaps")
     layout.operator("betwixt.decompress", text="Betwixt: Decompress")
     layout.operator("betwixt.variants", text="Betwixt: Variants")
+    layout.operator("betwixt.continue_motion", text="Betwixt: Continue")
 
 
 MENUS = ("GRAPH_MT_key", "DOPESHEET_MT_key", "VIEW3D_MT_object_animation")

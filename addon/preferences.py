@@ -1,5 +1,6 @@
-"""Which models Betwixt uses: per model kind (in-betweening, and the kinds to come), one of the
-shipped models of that kind, or an .onnx file chosen in the preferences, which wins when set.
+"""Which models Betwixt uses: per model kind (in-betweening, locomotion, continuations), one of the
+models of that kind offered (the shipped ones, then those in the user's Model Folder), or an .onnx
+file chosen in the preferences, which wins when set.
 
 Models are loaded once and kept while their file is unchanged; a file that cannot be used is
 remembered with its error, so the panel can say why on every redraw without reloading it.
@@ -24,11 +25,41 @@ def shipped_models(kind="rtn"):
     return sorted(shipped(kind), key=lambda p: (p.stem != DEFAULTS.get(kind), p.name))
 
 
+def model_folder(context=None):
+    """The user's Model Folder (a Path), or None when unset."""
+    prefs = preferences(context)
+    chosen = prefs.model_folder.strip() if prefs is not None else ""
+    return Path(bpy.path.abspath(chosen)) if chosen else None
+
+
+def offered_models(kind="rtn", context=None):
+    """The model files of ``kind`` offered in the preferences: the shipped ones (its default first), then
+    those in the Model Folder, by name; a folder's file named as one before it is passed over."""
+    files = shipped_models(kind)
+    folder = model_folder(context)
+    if folder is not None and folder.is_dir():
+        names = {p.stem for p in files}
+        files += [p for p in shipped(kind, folder) if p.stem not in names]
+    return files
+
+
+def _listing(folder):
+    """What the folder's listing depends on: its path and when it last changed (None: no such folder)."""
+    if folder is None:
+        return None
+    try:
+        return str(folder), folder.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
 def _items_of(kind):
     def items(self, context):
-        if kind not in _items:   # asked on every redraw; the shipped files do not change while Blender runs
-            _items[kind] = [(p.stem, p.stem, _trained_on(p)) for p in shipped_models(kind)]
-        return _items[kind]
+        # asked on every redraw: listed again only when the Model Folder, or what is in it, changes
+        key = (kind, _listing(model_folder(context)))
+        if key not in _items:
+            _items[key] = [(p.stem, p.stem, _trained_on(p)) for p in offered_models(kind, context)]
+        return _items[key]
     return items
 
 
@@ -42,10 +73,14 @@ def _trained_on(path):
 
 
 class BetwixtPreferences(bpy.types.AddonPreferences):
-    """Two settings per model kind: ``<kind>_model``, a shipped model, and ``<kind>_file``, a file."""
+    """A Model Folder, whose models are offered beside the shipped ones, and two settings per model kind:
+    ``<kind>_model``, one of those offered, and ``<kind>_file``, a file."""
 
     bl_idname = ROOT
-    __annotations__ = {}
+    __annotations__ = {"model_folder": bpy.props.StringProperty(
+        name="Model Folder", subtype="DIR_PATH",
+        description="A folder of models (.onnx files exported by 'python -m training export') to offer beside the "
+                    "shipped ones: models of your own, or a Motion VAE for Continue")}
     for kind in KINDS:
         title = runtime_class(kind).TITLE
         __annotations__[f"{kind}_model"] = bpy.props.EnumProperty(
@@ -58,6 +93,7 @@ class BetwixtPreferences(bpy.types.AddonPreferences):
     del kind, title
 
     def draw(self, context):
+        self.layout.prop(self, "model_folder")
         for kind in KINDS:
             box = self.layout.box()
             box.prop(self, f"{kind}_model")
@@ -75,10 +111,13 @@ def model_file(context=None, kind="rtn"):
     chosen = getattr(prefs, f"{kind}_file", "").strip() if prefs is not None else ""
     if chosen:
         return Path(bpy.path.abspath(chosen))
-    files = shipped_models(kind)
+    files = offered_models(kind, context)
     if not files:
-        raise ModelError(f"no {kind} model is shipped with this build of Betwixt; choose an .onnx model file "
-                         f"in Preferences > Add-ons > Betwixt")
+        folder = model_folder(context)
+        raise ModelError(f"no {runtime_class(kind).TITLE} model: none is shipped with this build of Betwixt"
+                         + (f" and the Model Folder {str(folder)!r} holds none" if folder is not None else "")
+                         + "; put one (an .onnx file made by 'python -m training export') in a folder and set it "
+                         "as the Model Folder in Preferences > Add-ons > Betwixt")
     name = getattr(prefs, f"{kind}_model", "") if prefs is not None else ""
     return next((p for p in files if p.stem == name), files[0])
 
@@ -102,31 +141,50 @@ def load_model(context=None, kind="rtn"):
     return cached[1]
 
 
-DOES = {"fill": "fill gaps", "variants": "make variants", "follow-path": "follow paths"}
+DOES = {"fill": "fill gaps", "variants": "make variants", "follow-path": "follow paths",
+        "continue": "make continuations"}
+CALLS = {"fill": "fill", "variants": "variants", "follow-path": "follow", "continue": "walk"}   # the model's method
 
 
-def model_for(context, obj, serves=None):
-    """The active model of the kind whose skeleton the armature ``obj`` plays (:func:`.mapping.played`:
-    a rig mapped to the dog's skeleton gets the locomotion model, a human rig the in-betweening one),
-    or :class:`ModelError`. With ``serves`` ("fill", "variants", "follow-path"), that model must serve
-    it. A model that cannot be loaded is an error where its kind serves ``serves``; otherwise it is
-    passed over (a broken in-betweening model does not stop Follow Path, nor a kind none is shipped of
-    the others)."""
+def serves(model, request):
+    """Whether ``model`` serves ``request``: it says so (``SERVES``) and has the method the add-on calls."""
+    return request in model.SERVES and callable(getattr(model, CALLS.get(request, ""), None))
+
+
+def model_for(context, obj, request=None, kind=None):
+    """The active model for the armature ``obj``: of the skeleton it plays (:func:`.mapping.played`: a rig
+    mapped to the dog's skeleton gets the locomotion model, a human rig the in-betweening one), the first
+    of that skeleton's models (and of ``kind``, when given) that serves ``request`` ("fill", "variants",
+    "follow-path", "continue": :func:`serves`), or :class:`ModelError`. A model that cannot be loaded is an
+    error where it is of ``kind``, or, without ``kind``, where its kind serves ``request``; otherwise it is passed over
+    (a broken in-betweening model does not stop Follow Path, nor a kind none is shipped of the others)."""
     models, failed = [], []
-    for kind in KINDS:
+    for k in KINDS:
         try:
-            models.append(load_model(context, kind))
+            models.append(load_model(context, k))
         except ModelError as e:
-            if serves is not None and serves in runtime_class(kind).SERVES:
+            if k == kind or kind is None and request in runtime_class(k).SERVES:
                 raise
             failed.append(e)
     if not models:
         raise failed[0]
-    chosen = models[mapping.played(obj, [m.skeleton for m in models])]
-    if serves is None or serves in chosen.SERVES:
+    played = models[mapping.played(obj, [m.skeleton for m in models])]
+    same = [m for m in models if m.skeleton.same_hierarchy(played.skeleton) and kind in (None, m.file.kind)]
+    chosen = next((m for m in same if request is None or serves(m, request)), same[0] if same else None)
+    what = DOES.get(request, request)
+    if chosen is None:
+        wanted = load_model(context, kind)
+        raise ModelError(f"armature {obj.name!r} plays the skeleton of model {played.name} ({played.TITLE}), and the "
+                         f"{wanted.TITLE} model {wanted.name} is of another skeleton; map its bones to model "
+                         f"{wanted.name}'s skeleton (Betwixt panel: the menu beside Detect, {wanted.TITLE}) or "
+                         f"choose a {wanted.TITLE} model trained on this one")
+    if request is None or serves(chosen, request):
         return chosen
-    others = [m for m in models if serves in m.SERVES]
-    what = DOES.get(serves, serves)
+    if kind is not None:
+        raise ModelError(f"model {chosen.name} ({chosen.TITLE}) does not {what} (it serves: "
+                         f"{', '.join(chosen.SERVES)}); choose a {chosen.TITLE} model that does in "
+                         "Preferences > Add-ons > Betwixt")
+    others = [m for m in models if serves(m, request)]
     raise ModelError(f"armature {obj.name!r} plays the skeleton of model {chosen.name} ({chosen.TITLE}), which "
                      f"does not {what}" + (f"; to {what}, map its bones to model {others[0].name}'s skeleton "
                                            f"(Betwixt panel: the menu beside Detect, {others[0].TITLE})" if others else ""))
@@ -143,10 +201,7 @@ def draw_model(layout, context, kind="rtn", obj=None):
     try:
         model = load_model(context, kind) if obj is None else model_for(context, obj)
     except ModelError as e:
-        col = layout.column(align=True)
-        col.alert = True
-        for i, line in enumerate(_wrap(str(e))):
-            col.label(text=line, icon="ERROR" if i == 0 else "BLANK1")
+        draw_error(layout, str(e))
         return None
     sk = model.skeleton
     col = layout.column(align=True)
@@ -154,6 +209,14 @@ def draw_model(layout, context, kind="rtn", obj=None):
     col.label(text=f"Skeleton: {len(sk)} joints, root {sk.names[0]}")
     col.label(text=f"{model.file.fps:g} fps" + (f", gaps up to {model.max_gap} frames" if "fill" in model.SERVES else ""))
     return model
+
+
+def draw_error(layout, text):
+    """``text`` in red lines of the panel's width, an error icon on the first."""
+    col = layout.column(align=True)
+    col.alert = True
+    for i, line in enumerate(_wrap(text)):
+        col.label(text=line, icon="ERROR" if i == 0 else "BLANK1")
 
 
 def _wrap(text, width=48):

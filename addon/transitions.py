@@ -15,7 +15,9 @@ import numpy as np
 
 from ..inference import quat
 from ..inference.errors import BetwixtError
-from ..inference.inbetween import fill_gaps, fill_order
+from ..inference.inbetween import fill_gaps, fill_order, floor, gap_in
+from ..inference.motion import AXES
+from .retarget import placement
 
 SAME_RATE = 1e-6
 
@@ -73,7 +75,7 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, *
     ``kwargs`` go to the model (variation, seed, blend). ``progress(done, total)`` after each gap;
     ``cancelled()`` is asked before each and raises :class:`Cancelled` when true.
     """
-    ratio = scene_fps / model.layout.fps
+    ratio = scene_fps / placement(model).fps
 
     def step(done, total):
         if progress is not None:
@@ -92,18 +94,60 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, *
     return motion
 
 
+def variants(model, motion, first, gap, scene_fps, k, **kwargs):
+    """``k`` motions, each ``motion`` (as in :func:`fill`) with the gap ``(a, b)`` (scene frames) generated
+    by one of the ``k`` transitions that ``model.variants`` makes in one call (the RTN's noise, or a
+    Motion VAE's latent), read as :func:`fill` reads a gap: its floor, at the model's frame rate.
+    ``kwargs`` go to the model (variation, seed, blend)."""
+    a, b = gap
+    ratio = scene_fps / placement(model).fps
+    if abs(ratio - 1.0) < SAME_RATE:
+        span, at, n = motion, (a - first, b - first), None
+    else:
+        span, n = _at_model_rate(model, motion, first, a, b, ratio, margins(model, ratio)[1])
+        at = (model.past - 1, model.past - 1 + n)
+    up = AXES.index(span.up)
+    level = floor(span, [at], span.up) - model.floor
+    lowered = span.positions.copy()
+    lowered[:, 0, up] -= level
+    rot, pos = model.variants(gap_in(replace(span, positions=lowered), *at, model.past), k, **kwargs)
+    out = []
+    for i in range(k):
+        rotations, positions = span.rotations.copy(), span.positions.copy()
+        rotations[at[0] + 1:at[1]], positions[at[0] + 1:at[1]] = rot[i, 0], pos[i, 0]
+        positions[at[0] + 1:at[1], 0, up] += level
+        filled = replace(span, rotations=quat.unroll(rotations), positions=positions)
+        out.append(filled if n is None else _put_back(motion, first, a, b, filled, n, model.past))
+    return out
+
+
 def _fill_resampled(model, motion, first, a, b, ratio, after, **kwargs):
     """One gap at the model's frame rate; ``after``: how many scene frames after key ``b`` are the
     user's (see inference.inbetween.frames_after)."""
+    span, n = _at_model_rate(model, motion, first, a, b, ratio, after)
+    filled = fill_gaps(model, span, [(model.past - 1, model.past - 1 + n)], **kwargs)
+    return _put_back(motion, first, a, b, filled, n, model.past)
+
+
+def _at_model_rate(model, motion, first, a, b, ratio, after):
+    """``(span, n)``: the gap from scene frame ``a`` to ``b`` of ``motion`` sampled at the model's rate, in
+    ``n`` model frames (:func:`model_frames`): the past context and key ``a`` (rows 0 to past - 1), the
+    gap, key ``b`` and up to ``after`` scene frames after it (model frames: at most ``past``)."""
     n = model_frames(a, b, ratio)
     step = (b - a) / n
     past = model.past
     after = min(past, int(min(after, motion.n_frames - 1 - (b - first)) / step + 1e-9))   # model frames, in the motion
     times = a - first + step * np.arange(-(past - 1), n + 1 + after)   # context, gap, target, the frames after
-    filled = fill_gaps(model, sample(motion, times), [(past - 1, past - 1 + n)], **kwargs)
-    span = filled.frames(past - 1, past + n)                    # key a, the generated frames, key b
+    return sample(motion, times), n
+
+
+def _put_back(motion, first, a, b, span, n, past):
+    """``motion`` with the scene frames strictly between ``a`` and ``b`` sampled from the generated
+    ``span`` (as :func:`_at_model_rate` cut it into ``n`` model frames)."""
+    step = (b - a) / n
+    generated = span.frames(past - 1, past + n)                    # key a, the generated frames, key b
     inside = np.arange(a + 1, b)
-    out = sample(span, (inside - a) / step)
+    out = sample(generated, (inside - a) / step)
     rotations, positions = motion.rotations.copy(), motion.positions.copy()
     rotations[inside - first], positions[inside - first] = out.rotations, out.positions
     return replace(motion, rotations=quat.unroll(rotations), positions=positions)
