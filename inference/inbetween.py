@@ -13,7 +13,7 @@ from . import quat
 from .guard import feet, ground
 from .modelfile import ModelError
 from .motion import AXES, forward_kinematics
-from .transition import Gap
+from .transition import Gap, toward_spline
 
 
 def gap_in(motion, start, end, past, after=None):
@@ -61,6 +61,12 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, **kwargs):
     snapping onto it. ``progress(done, total)`` is called after each gap filled (it may raise to
     stop the work).
 
+    Where the frames on both sides of a gap's keys are the user's (Fill Gaps, not Decompress's
+    generated ones), a plain fill's root path on the ground leans ``model.spline`` of the way to the
+    spline through the keys' velocities (:func:`.transition.toward_spline`): the momentum the
+    animator's motion carries into and out of the gap, which a model can lose on motion unlike its
+    training data.
+
     The model reads the motion standing on the floor it learned on (``model.floor``): the floor of
     ``motion`` is found from its feet (:func:`floor`), so a rig standing higher or lower (an armature
     object raised, a capture whose floor is elsewhere) gets the same fill, moved with it.
@@ -70,9 +76,16 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, **kwargs):
     out = replace(motion, rotations=motion.rotations.copy(), positions=motion.positions.copy())
     out.positions[:, 0, up] -= level
     order = fill_order(gaps, model.past, passes)
+    generated = np.zeros(motion.n_frames + 1, dtype=bool)
+    for start, end in gaps:
+        generated[start + 1:end] = True
     for done, (i, after) in enumerate(order, 1):
         start, end = gaps[i]
-        rot, pos = model.fill(gap_in(out, start, end, model.past, after), **kwargs)
+        gap = gap_in(out, start, end, model.past, after)
+        rot, pos = model.fill(gap, **kwargs)
+        if model.spline and not kwargs.get("variation") and gap.after is not None and start > 0 and not (
+                generated[start - 1] or generated[end + 1]):
+            pos = toward_spline(gap, pos, model.layout.trajectory, model.layout.up, model.spline)
         out.rotations[start + 1:end], out.positions[start + 1:end] = rot[0], pos[0]
         if progress is not None:
             progress(done, len(order))

@@ -100,6 +100,7 @@ class Model:
 
     TITLE = None
     SERVES = ()
+    spline = 0.0    # the share of a plain fill's root ground path taken from the keys' spline (fill_gaps)
 
     def __init__(self, file, session):
         self.file, self.session = file, session

@@ -79,4 +79,34 @@ def interpolation(gap):
     return rot, pos
 
 
+def hermite(start, rate0, end, rate1, n, fps=1.0):
+    """(..., n + 1, D): the cubic Hermite curve a frame from ``start`` (..., D) to ``end`` over ``n``
+    frames at ``fps``, leaving at ``rate0`` (..., D) per second and arriving at ``rate1``."""
+    s = np.arange(n + 1)[:, None] / n
+    duration = n / fps
+    return ((2 * s**3 - 3 * s**2 + 1) * np.expand_dims(start, -2) + (s**3 - 2 * s**2 + s) * np.expand_dims(
+        rate0 * duration, -2) + (3 * s**2 - 2 * s**3) * np.expand_dims(end, -2) + (s**3 - s**2) * np.expand_dims(
+        rate1 * duration, -2))
+
+
+def root_spline(gap, joint):
+    """(B, n, 3): the local translation of ``joint`` through each gap on the cubic Hermite curve from
+    the last key to the target, leaving at the velocity of the last two frames before the gap and
+    arriving at that of the target and the frame after it (``gap.after`` is needed): the path a spline
+    through the animator's keys gives the root."""
+    p0, p1 = gap.past_positions[:, -1, joint], gap.target_positions[:, joint]
+    rate0 = p0 - gap.past_positions[:, -2, joint]
+    rate1 = gap.after_positions[:, 0, joint] - p1
+    return hermite(p0, rate0, p1, rate1, gap.length + 1)[:, 1:-1]
+
+
+def toward_spline(gap, positions, joint, up, share):
+    """``positions`` (B, n, J, 3), a fill of ``gap``, with ``joint``'s ground path ``share`` of the way
+    to :func:`root_spline` (its height along ``up``, 0-2, stays the fill's)."""
+    ground = [a for a in range(3) if a != up]
+    out = positions.copy()
+    out[:, :, joint, ground] += share * (root_spline(gap, joint)[:, :, ground] - positions[:, :, joint, ground])
+    return out
+
+
 BASELINES = {"zero_velocity": zero_velocity, "interpolation": interpolation}

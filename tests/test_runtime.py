@@ -48,10 +48,11 @@ def test_fill_changes_only_the_gap_and_lands_on_the_target(model, clip):
     assert same_rotation(out.rotations[131:], motion.rotations[131:]) < 1e-12
     assert np.all(np.abs(np.linalg.norm(out.rotations, axis=-1) - 1) < 1e-9)
     # with the frame after the key known, the end blend runs the root into the key at its velocity
-    # (the backward fill's start blend does too, but its end blend moves that frame by 1/30 of its miss)
+    # (the backward fill's start blend does too, but its end blend moves that frame by 1/30 of its miss),
+    # and so does the spline through the keys that the root's ground path leans to (up to its curvature)
     into_key = 2 * motion.positions[131, 0] - motion.positions[132, 0]
     forwards = fill_gaps(open_model(model.path, both_ways=False), motion, [(100, 131)])
-    np.testing.assert_allclose(forwards.positions[130, 0], into_key, atol=1e-6)
+    np.testing.assert_allclose(forwards.positions[130, 0], into_key, atol=0.05)
     assert np.abs(out.positions[130, 0] - into_key).max() < 0.5
     # without it, the target blend alone rises to 1 on the key, so the last generated frame is
     # 30/31 of the way there
@@ -455,3 +456,34 @@ def test_the_command_line_warns_where_to_look(model, clip, tmp_path):
     # the test model is four steps old: its motion is poor (feet through the floor, which planting
     # feet would hold up), and the warning says where
     assert "warning: look at" in result.stderr
+
+
+def test_a_plain_fill_keeps_the_momentum_of_the_keys(mocap, lafan1_zip, monkeypatch):
+    """On a walk the shipped model never saw (Bandai-1's, brought onto LaFAN1's skeleton) the network's
+    own ground path leaves the momentum the keys carry (it slows, even turns back, at the start of a
+    2 s gap); taking most of the root's path from the spline through the keys' velocities errs far
+    less. Decompress, whose keys are surrounded by generated frames, and variants keep the network's
+    path."""
+    from inference.dataset import subject_of
+    from inference.retarget import Retargeting, natural_pose
+
+    model = open_model(ROOT / "inference" / "models" / "rtn-lafan1.onnx")
+    lafan = [m for m in read_motions(lafan1_zip) if subject_of(m.name) in (1, 2, 3, 4)]
+    bandai = read_motions(mocap / "bandai1.zip")
+    onto = Retargeting.build(bandai[0].skeleton, lafan[0].skeleton, natural_pose(bandai), natural_pose(lafan))
+    walk = onto(next(m for m in bandai if "walk_normal" in m.name))
+
+    def root_error():
+        errors = []
+        for a in range(20, walk.n_frames - 80, 23):
+            out = fill_gaps(model, walk, [(a, a + 60)])
+            errors.append(np.linalg.norm(out.positions[a + 1:a + 60, 0] - walk.positions[a + 1:a + 60, 0], axis=-1).mean())
+        return float(np.mean(errors))
+
+    ours = root_error()
+    monkeypatch.setattr(model, "spline", 0.0)
+    assert ours < 0.5 * root_error()
+    monkeypatch.setattr(model, "spline", 1.0)
+    network = fill_gaps(model, walk, [(0, 60), (60, 120)])
+    monkeypatch.setattr(model, "spline", 0.0)
+    np.testing.assert_array_equal(network.positions, fill_gaps(model, walk, [(0, 60), (60, 120)]).positions)

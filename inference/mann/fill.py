@@ -19,6 +19,7 @@ import numpy as np
 from .. import quat
 from ..motion import Motion
 from ..rtn.blends import start_blend, start_ramp, target_blend, target_ramp
+from ..transition import hermite
 from .actions import ACTIONS, labels
 from .features import root, world
 from .path import Path
@@ -51,7 +52,7 @@ def plan(gap, bones, fps, beyond, known):
         end[2] += 2 * np.pi * np.round((start[2] - end[2]) / (2 * np.pi))     # facing: the nearer way round
         rate0 = before["rate"] if before["rate"] is not None else np.zeros(3)
         rate1 = after["rate"] if after["rate"] is not None else (end - start) * fps / n
-        curve = _hermite(start, rate0, end, rate1, n, fps)
+        curve = hermite(start, rate0, end, rate1, n, fps)
         on = end + np.arange(1, beyond + 1)[:, None] / fps * np.concatenate([rate1[:2], [0.0]])
         track = np.concatenate([curve, on])
         named = [a if a in known and a not in SPEED_DECIDES else None for a in (before["action"], after["action"])]
@@ -61,15 +62,6 @@ def plan(gap, bones, fps, beyond, known):
         floors.append((before["floor"], after["floor"]))
         resting.append(before["action"] == after["action"] in RESTING)
     return paths, np.array(floors), np.array(resting)
-
-
-def _hermite(start, rate0, end, rate1, n, fps):
-    """(n + 1, D): the cubic Hermite curve a frame from ``start`` (D,) to ``end`` over ``n`` frames at
-    ``fps``, leaving at ``rate0`` (D,) per second and arriving at ``rate1``."""
-    s = np.arange(n + 1)[:, None] / n
-    basis = np.concatenate([2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s, 3 * s**2 - 2 * s**3, s**3 - s**2], axis=1)
-    duration = n / fps
-    return basis @ np.stack([start, rate0 * duration, end, rate1 * duration])
 
 
 def onto_keys(rotations, hips, gap, floors, blend=None):
