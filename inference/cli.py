@@ -307,9 +307,20 @@ def _bench_speed(args):
         shown = ", ".join(f"{k} {v:.2f}" for k, v in value.items()) if isinstance(value, dict) else \
             (f"{value:.2f}" if isinstance(value, float) else value)
         print(f"{key}: {shown}")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    _write_json(args.json, results)
+
+
+def _write_json(path, results):
+    """A measuring command's results as JSON at ``path`` (None: not asked for)."""
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(results, indent=2) + "\n")
+
+
+def _printed(text, name, start):
+    """A measuring command's table on stdout and its time since ``start`` on stderr."""
+    print(text)
+    print(f"{name}: {time.perf_counter() - start:.1f} s", file=sys.stderr)
 
 
 def describe(motion):
@@ -370,9 +381,7 @@ def _bench(args):
     print(format_table(results))
     print(f"benchmark: {time.perf_counter() - start:.1f} s in all ({time.perf_counter() - loaded:.1f} s scoring)",
           file=sys.stderr)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    _write_json(args.json, results)
     if args.plots:
         from .plots import plot_errors
 
@@ -389,11 +398,8 @@ def _bench_mann(args):
     data = load_motion_set(args.data, args.cache)
     start = time.perf_counter()
     results, plots = measure(model, data, args.clips, args.seconds)
-    print(table(results))
-    print(f"bench-mann: {time.perf_counter() - start:.1f} s", file=sys.stderr)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    _printed(table(results), "bench-mann", start)
+    _write_json(args.json, results)
     if args.plots:
         from .plots import plot_experts, plot_paths
 
@@ -413,11 +419,8 @@ def _bench_mvae(args):
     data = load_motion_set(args.data, args.cache)
     start = time.perf_counter()
     results, plots = measure(model, data, args.starts, args.frames, rtn, _progress("walking", unit="walk"))
-    print(table(results))
-    print(f"bench-mvae: {time.perf_counter() - start:.1f} s", file=sys.stderr)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    _printed(table(results), "bench-mvae", start)
+    _write_json(args.json, results)
     if args.plots:
         from .plots import plot_latent, plot_walks
 
