@@ -278,8 +278,10 @@ def test_variants_from_noise_are_the_rtn_s_own_variants_and_its_plain_fill_witho
         for action in continuations(obj):
             made = keys_at(snapshot(obj, action), lambda f: (f > a) & (f < b))
             assert made.keys() == filled.keys()
-            for key in made:
-                assert np.abs(made[key] - filled[key]).max() < 1e-3, (fps, key)   # one batch of 2 against one of 1
+            for key in made:   # Fill Gaps leans the root's ground path to the keys' spline (fill_gaps) and
+                # plants the feet under it; variants keep the network's path: the legs differ by up to a degree
+                if key[0] != 'pose.bones["Hips"].location':
+                    assert np.abs(made[key] - filled[key]).max() < 0.05, (fps, key)
         assert bpy.ops.betwixt.discard_variants() == {"FINISHED"}
 
 
