@@ -12,6 +12,8 @@ import onnxruntime
 import pytest
 import torch
 
+from commands import train_and_export
+
 ROOT = Path(__file__).resolve().parents[1]
 TEST_CLIPS = {"D1_008_KAN01_002", "D1_009_KAN01_002", "D1_010_KAN01_003", "D1_ex04_KAN02_003", "D1_058_KAN01_001"}
 RESTART = 4e-4   # a warm-restart cycle of a few steps, so that four steps show the schedule at work
@@ -48,15 +50,9 @@ def split(dog):
 def run(dog_zip, cache, tmp_path_factory):
     """Four real optimiser steps and the export of their checkpoint."""
     out = tmp_path_factory.mktemp("mann")
-    train = [sys.executable, "-m", "training", "mann", "--data", str(dog_zip), "--out", str(out), "--steps", "4",
-             "--batch", "8", "--validate-every", "4", "--restart-epochs", str(RESTART), "--cache", str(cache),
-             "--threads", "1"]
-    result = subprocess.run(train, cwd=ROOT, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-2000:]
-    model = out / "mann-dog.onnx"
-    result = subprocess.run([sys.executable, "-m", "training", "export", str(out / "checkpoint.pt"), "-o", str(model)],
-                            cwd=ROOT, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-2000:]
+    model = train_and_export("mann", ["--data", str(dog_zip), "--steps", "4", "--batch", "8", "--validate-every", "4",
+                                      "--restart-epochs", str(RESTART), "--cache", str(cache), "--threads", "1"],
+                             out, "mann-dog.onnx")
     return {"out": out, "checkpoint": out / "checkpoint.pt", "model": model}
 
 

@@ -3,8 +3,6 @@ of their checkpoint, random walks with the exported file (batched, seeded), ``py
 and bad requests refused with one clear error and nothing written."""
 
 import json
-import subprocess
-import sys
 import zipfile
 from dataclasses import replace
 from pathlib import Path
@@ -12,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from commands import train_and_export
 from inference.bvh import read_bvh
 from inference.cli import main
 from inference.modelfile import ModelError, open_model
@@ -41,15 +40,10 @@ def run(lafan1_zip, tmp_path_factory):
     for name in TRAINING_CLIPS:
         extracted(lafan1_zip, name, data)
     out = tmp_path_factory.mktemp("mvae")
-    train = [sys.executable, "-m", "training", "mvae", "--data", str(data), "--out", str(out), "--steps", "6",
-             "--batch", "8", "--rollout", "3", "--supervised", "2", "--ramp", "2", "--validate-every", "3",
-             "--cache", str(tmp_path_factory.mktemp("cache")), "--threads", "1"]
-    result = subprocess.run(train, cwd=ROOT, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-2000:]
-    model = out / "mvae.onnx"
-    result = subprocess.run([sys.executable, "-m", "training", "export", str(out / "checkpoint.pt"), "-o", str(model)],
-                            cwd=ROOT, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-2000:]
+    model = train_and_export("mvae", ["--data", str(data), "--steps", "6", "--batch", "8", "--rollout", "3",
+                                      "--supervised", "2", "--ramp", "2", "--validate-every", "3",
+                                      "--cache", str(tmp_path_factory.mktemp("cache")), "--threads", "1"],
+                             out, "mvae.onnx")
     return {"out": out, "model": model}
 
 
