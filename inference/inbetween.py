@@ -13,7 +13,7 @@ from . import quat
 from .guard import feet, ground
 from .modelfile import ModelError
 from .motion import AXES, forward_kinematics
-from .transition import Gap, toward_spline
+from .transition import Gap, held, toward_spline
 
 
 def gap_in(motion, start, end, past, after=None):
@@ -62,8 +62,8 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, **kwargs):
     stop the work).
 
     Where the frames on both sides of a gap's keys are the user's (Fill Gaps, not Decompress's
-    generated ones), a plain fill's root path on the ground leans ``model.spline`` of the way to the
-    spline through the keys' velocities (:func:`.transition.toward_spline`): the momentum the
+    generated ones), a plain fill's root path on the ground (not a hold's) leans ``model.spline`` of the
+    way to the spline through the keys' velocities (:func:`.transition.toward_spline`): the momentum the
     animator's motion carries into and out of the gap, which a model can lose on motion unlike its
     training data.
 
@@ -84,7 +84,7 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, **kwargs):
         gap = gap_in(out, start, end, model.past, after)
         rot, pos = model.fill(gap, **kwargs)
         if model.spline and not kwargs.get("variation") and gap.after is not None and start > 0 and not (
-                generated[start - 1] or generated[end + 1]):
+                generated[start - 1] or generated[end + 1] or held(gap, model.layout.height)[0]):
             pos = toward_spline(gap, pos, model.layout.trajectory, model.layout.up, model.spline)
         out.rotations[start + 1:end], out.positions[start + 1:end] = rot[0], pos[0]
         if progress is not None:
