@@ -113,10 +113,15 @@ def poses(motion, pair=None):
 def rotations_from(forward, up):
     """Unit quaternions (..., 4) of the rotations that take +Z to ``forward`` and +Y, as near as
     orthogonality allows, to ``up`` (..., 3 each; not necessarily unit or orthogonal)."""
+    return quat.from_matrix(matrices_from(forward, up))
+
+
+def matrices_from(forward, up):
+    """The rotation matrices (..., 3, 3) of :func:`rotations_from`: columns the rotated +X, +Y, +Z."""
     z = forward / np.maximum(np.linalg.norm(forward, axis=-1, keepdims=True), 1e-9)
     x = np.cross(up, z)
     x /= np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-9)
-    return quat.from_matrix(np.stack([x, np.cross(z, x), z], axis=-1))
+    return np.stack([x, np.cross(z, x), z], axis=-1)
 
 
 def motion_of(pose, origin, theta, skeleton, fps, name=""):

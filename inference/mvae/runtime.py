@@ -14,12 +14,18 @@ from dataclasses import replace
 import numpy as np
 
 from .. import quat
-from ..modelfile import Model, ModelError, session
+from ..contacts import legs
+from ..inbetween import floor
+from ..modelfile import Model, ModelError, Placement, session
+from ..motion import forward_kinematics
 from .features import hips_pair, motion_of, poses
+from .floor import Legs
 
 MAX_K = 256             # continuations of one request
 MAX_FRAMES = 36_000     # frames of one continuation: 20 minutes at 30 fps
 MAX_TOTAL = 1_000_000   # generated frames of one request (poses of 267 values: 2 GiB in float64)
+PAST = 1.0              # s: the frames up to a start (and around a key) whose feet find the floor
+LEG_SHARE = 0.55        # a leg (hip to ankle joint) of the body's height as the RTN measures it (LaFAN1: 85.9 / 157.9)
 
 
 class MVAEModel(Model):
@@ -31,31 +37,46 @@ class MVAEModel(Model):
     def __init__(self, file, session):
         super().__init__(file, session)
         try:
-            self.layout = file.json("betwixt.layout")
+            self.pose_layout = file.json("betwixt.layout")
             self.latent = int(file.metadata["betwixt.latent"])
             self.fps = float(file.fps)
-            self.pair = tuple(self.skeleton.index(name) for name in self.layout["facing"])
-            size = int(self.layout["size"])
+            self.pair = tuple(self.skeleton.index(name) for name in self.pose_layout["facing"])
+            size = int(self.pose_layout["size"])
         except (KeyError, TypeError, ValueError) as e:
             raise ModelError(f"{file.path}: incomplete model metadata ({e}); export it again") from None
         if len(file.normalisation.get("pose_mean", ())) != size or hips_pair(self.skeleton) != self.pair:
             raise ModelError(f"{file.path}: normalisation or facing does not match the pose layout; export it again")
+        self.legs = Legs.of(self.skeleton)
+        self.past = int(round(PAST * self.fps))
+        self.layout = Placement(trajectory=0, up=1, height=_height(self.skeleton), fps=self.fps)
         self._encoder = None
 
-    def walk(self, motion, frame, frames, k=1, seed=None):
+    def walk(self, motion, frame, frames, k=1, seed=None, grounded=True):
         """K random walks of ``frames`` frames from ``frame`` of ``motion`` (a frame number of the motion as
         given; it and the frame before it are the start): K motions at the model's frame rate, each the motion
-        up to ``frame`` then the generated frames. ``seed``: a numpy Generator's seed (None: fresh)."""
+        up to ``frame`` then the generated frames. ``seed``: a numpy Generator's seed (None: fresh).
+
+        The walks stand on the floor under the start's feet (the lowest they reach in the second up to it),
+        which the network sees as its own (``floor``); ``grounded``: each generated pose lifted so that no
+        foot goes under it (:mod:`.floor`)."""
         motion, frame = self._start(motion, frame, frames, k)
-        start, origin, theta = poses(motion.frames(frame - 1, frame + 1), self.pair)
-        rng = np.random.default_rng(seed)
-        pose = np.repeat(start.astype(np.float32), k, axis=0)
-        walked = np.empty((k, frames, start.shape[1]), dtype=np.float32)
-        for t in range(frames):
-            z = rng.standard_normal((k, self.latent), dtype=np.float32)
+        level = floor(motion.frames(max(0, frame + 1 - self.past), frame + 1), []) - self.floor
+        start, origin, theta = poses(_lowered(motion.frames(frame - 1, frame + 1), level), self.pair)
+        walked = self._rollout(np.repeat(start, k, axis=0), frames, np.random.default_rng(seed), grounded)
+        return [self._joined(motion, frame, walked[i], origin[1], theta[1], level, i) for i in range(k)]
+
+    def _rollout(self, pose, steps, rng, grounded=True):
+        """``steps`` poses (B, steps, D) generated after raw poses ``pose`` (B, D), z drawn from ``rng``:
+        one onnxruntime call of batch B a step; ``grounded``: each pose lifted onto the model's floor."""
+        pose = pose.astype(np.float32)
+        out = np.empty((len(pose), steps, pose.shape[1]))
+        for t in range(steps):
+            z = rng.standard_normal((len(pose), self.latent), dtype=np.float32)
             pose = self.session.run(["pose"], {"previous": pose, "z": z})[0]
-            walked[:, t] = pose
-        return [self._joined(motion, frame, walked[i].astype(np.float64), origin[1], theta[1], i) for i in range(k)]
+            if grounded and self.legs is not None:
+                self.legs.lift(pose, self.floor)
+            out[:, t] = pose
+        return out
 
     def encode(self, previous, pose):
         """The posterior's mean and log variance (B, latent) each of raw poses ``previous`` and ``pose``
@@ -92,11 +113,30 @@ class MVAEModel(Model):
             frame = min(max(at, 1), motion.n_frames - 1)
         return motion, frame
 
-    def _joined(self, motion, frame, walked, origin, theta, i):
-        """``motion`` up to ``frame`` and then the poses ``walked`` (N, D) generated from there."""
+    def _joined(self, motion, frame, walked, origin, theta, level, i):
+        """``motion`` up to ``frame`` and then the poses ``walked`` (N, D) generated from there, raised by
+        ``level`` from the model's floor to the motion's."""
         generated = motion_of(walked, origin, theta, motion.skeleton, self.fps)
         positions = np.repeat(motion.positions[frame:frame + 1], len(walked), axis=0)
-        positions[:, 0] = generated.positions[:, 0]          # the rest keep the start's local translations
+        positions[:, 0] = generated.positions[:, 0] + [0.0, level, 0.0]   # the rest keep the start's translations
         rotations = np.concatenate([motion.rotations[:frame + 1], generated.rotations])
         return replace(motion, rotations=quat.unroll(rotations), positions=np.concatenate(
             [motion.positions[:frame + 1], positions]), name=f"{motion.name} walk {i + 1} by {self.name}")
+
+
+def _lowered(motion, level):
+    """``motion`` (Y up) with its root lowered by ``level``."""
+    positions = motion.positions.copy()
+    positions[:, 0, 1] -= level
+    return replace(motion, positions=positions)
+
+
+def _height(skeleton):
+    """The body's height, for thresholds that scale with it (feet planting): a leg's length over
+    LEG_SHARE, or the rest pose's largest extent where no legs are found."""
+    found = legs(skeleton)
+    if not found:
+        rest = np.zeros((len(skeleton), 4)) + [1.0, 0.0, 0.0, 0.0]
+        return float(np.ptp(forward_kinematics(rest, skeleton.offsets, skeleton.parents)[1], axis=0).max())
+    leg = found[0]
+    return float(np.linalg.norm(skeleton.offsets[[leg.knee, leg.foot]], axis=-1).sum()) / LEG_SHARE
