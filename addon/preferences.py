@@ -110,10 +110,12 @@ def model_for(context, obj, serves=None):
     a rig mapped to the dog's skeleton gets the locomotion model, a human rig the in-betweening one),
     or :class:`ModelError`. With ``serves`` ("fill", "variants", "follow-path"), that model must serve
     it. A model that cannot be loaded is an error where its kind serves ``serves``; otherwise it is
-    passed over (a broken in-betweening model does not stop Follow Path, nor a kind none is shipped of
-    the others)."""
+    passed over (a broken in-betweening model does not stop Follow Path). A kind with no model at all
+    (none shipped, no file chosen: the Motion VAE, until one is) is passed over whatever it serves."""
     models, failed = [], []
     for kind in KINDS:
+        if not shipped_models(kind) and not getattr(preferences(context), f"{kind}_file", "").strip():
+            continue
         try:
             models.append(load_model(context, kind))
         except ModelError as e:

@@ -2,13 +2,17 @@
 test_mvae.py): the floor step that keeps a walk's feet on the floor, variants that reach a key, and bad
 requests refused with one clear error."""
 
+import re
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from inference.bvh import read_bvh
-from inference.inbetween import floor
+from inference.cli import main
+from inference.inbetween import floor, gap_in
+from inference.modelfile import ModelError
+from inference.motion import forward_kinematics
 from tests.test_mvae import clip, model, run  # noqa: F401  (fixtures: a subject 5 clip, the tiny model)
 
 FEET = ("LeftToe", "RightToe", "LeftFoot", "RightFoot")
@@ -41,3 +45,95 @@ def test_a_walk_stands_on_the_floor_under_the_start(model, clip):  # noqa: F811
     for a, b in zip(raised, walks):
         np.testing.assert_allclose(a.positions[101:, 0], b.positions[101:, 0] + [0, 50, 0], atol=1e-6)
         np.testing.assert_allclose(a.rotations, b.rotations, atol=1e-9)
+
+
+def two_gaps(motion, past):
+    """Gaps of 30 frames after frames 100 and 300 of ``motion`` as one batch of two."""
+    one, two = gap_in(motion, 100, 131, past), gap_in(motion, 300, 331, past)
+    return replace(one, **{name: np.concatenate([getattr(one, name), getattr(two, name)]) for name in
+                           ("past_rotations", "past_positions", "target_rotations", "target_positions",
+                            "after_rotations", "after_positions")})
+
+
+def test_variants_have_the_rtns_shapes_are_seeded_and_differ(model, clip):  # noqa: F811
+    motion = read_bvh(clip)
+    gap = two_gaps(motion, model.past)
+    rot, pos = model.variants(gap, 3, seed=2)
+    assert rot.shape == (3, 2, 30, 22, 4) and pos.shape == (3, 2, 30, 22, 3)
+    assert np.isfinite(rot).all() and np.isfinite(pos).all()
+    np.testing.assert_allclose(np.linalg.norm(rot, axis=-1), 1.0, atol=1e-9)
+    # the joints other than the hips keep the last key's local translations
+    np.testing.assert_array_equal(pos[:, 0, :, 1:], np.broadcast_to(motion.positions[100, 1:], pos[:, 0, :, 1:].shape))
+    again = model.variants(gap, 3, seed=2)
+    np.testing.assert_array_equal(rot, again[0])
+    np.testing.assert_array_equal(pos, again[1])
+    assert np.abs(model.variants(gap, 3, seed=3)[0] - rot).max() > 1e-3
+    for i, j in ((0, 1), (0, 2), (1, 2)):   # each unlike the others, in both gaps
+        assert (np.abs(rot[i] - rot[j]).max(axis=(1, 2, 3)) > 1e-3).all()
+    from inference.mvae.control import candidates
+    draws = np.random.default_rng(2).standard_normal((2 * candidates(3), 31, model.latent))
+    np.testing.assert_array_equal(model.variants(gap, 3, noise=draws)[0], rot)   # noise: the seed's draws
+
+
+def test_variants_end_on_the_key(model, clip):  # noqa: F811
+    from inference.mvae.control import onto_key
+
+    motion = read_bvh(clip)
+    gap = gap_in(motion, 100, 131, model.past)
+    key = motion.global_transforms()[1][131]
+
+    def miss(rot, pos):   # (k,) the last in-between frame's mean joint distance to the key
+        return np.linalg.norm(forward_kinematics(rot[:, 0, -1], pos[:, 0, -1], motion.skeleton.parents)[1] - key,
+                              axis=-1).mean(axis=-1)
+
+    blended, raw = model.variants(gap, 4, seed=0), model.variants(gap, 4, seed=0, blend=1)   # 1: the key alone
+    assert (miss(*blended) < 0.5 * miss(*raw)).all(), (miss(*blended), miss(*raw))
+    # the blend's last frame, the key's own, is the key exactly
+    walk = model.walk(motion, 100, 31, k=2, seed=0)
+    rot, hips = onto_key(np.stack([w.rotations[101:] for w in walk]), np.stack([w.positions[101:, 0] for w in walk]),
+                         motion.rotations[131], motion.positions[131, 0], blend=10)
+    assert np.abs(np.abs(np.sum(rot[:, -1] * motion.rotations[131], axis=-1)) - 1).max() < 1e-12
+    np.testing.assert_allclose(hips[:, -1], np.broadcast_to(motion.positions[131, 0], (2, 3)), atol=1e-12)
+    np.testing.assert_allclose(rot[:, :20], np.stack([w.rotations[101:121] for w in walk]), atol=1e-12)  # untouched
+
+
+def test_variants_command_writes_k_files(run, clip, tmp_path):  # noqa: F811
+    out = tmp_path / "variants"
+    assert main(["variants", str(clip), "--gap", "100:131", "-k", "3", "-o", str(out), "--model",
+                 str(run["model"])]) == 0
+    files = sorted(out.glob("*.bvh"))
+    assert [f.name for f in files] == [f"obstacles1_subject5-variant0{i}.bvh" for i in (1, 2, 3)]
+    source = read_bvh(clip).global_transforms()[1]
+    written = [read_bvh(f).global_transforms()[1] for f in files]
+    for w in written:
+        assert len(w) == len(source)
+        np.testing.assert_allclose(w[:101], source[:101], atol=1e-3)
+        np.testing.assert_allclose(w[131:], source[131:], atol=1e-3)
+    assert np.abs(written[0][101:131] - written[1][101:131]).max() > 1.0   # cm
+
+
+@pytest.mark.parametrize("k, words", [(0, "0 variants (k): give 1 to 64"), (-2, "-2 variants (k): give 1 to 64"),
+                                      (65, "65 variants (k): give 1 to 64")])
+def test_a_bad_number_of_variants_is_refused(model, clip, k, words):  # noqa: F811
+    with pytest.raises(ModelError, match=re.escape(words)):
+        model.variants(gap_in(read_bvh(clip), 100, 131, model.past), k)
+
+
+def test_nan_around_the_gap_is_refused_and_the_motion_kept(model, clip):  # noqa: F811
+    motion = read_bvh(clip)
+    rotations = motion.rotations.copy()
+    rotations[131, 17] = np.nan
+    broken = replace(motion, rotations=rotations)
+    with pytest.raises(ModelError, match="the key after the gap: joint 'LeftHand' is not a number"):
+        model.variants(gap_in(broken, 100, 131, model.past), 2)
+    assert np.isnan(broken.rotations[131, 17]).all() and np.array_equal(broken.rotations[:131], motion.rotations[:131])
+
+
+def test_the_command_refuses_bad_gaps_in_one_line_and_writes_nothing(run, clip, tmp_path, capsys):  # noqa: F811
+    out = tmp_path / "variants"
+    for gap, k, words in (("100:99999", "3", "the keys 100:99999 are not two frames of its 5391"),
+                          ("100:131", "0", "0 variants (k): give 1 to 64")):
+        assert main(["variants", str(clip), "--gap", gap, "-k", k, "-o", str(out), "--model", str(run["model"])]) == 2
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1
+    assert not out.exists()

@@ -3,7 +3,7 @@
     .venv/bin/python tools/mvae_control.py floor --model MVAE.onnx --data ../shared/mocap/lafan1-27.zip \\
         [--starts 8 --frames 3000 --json F]
     .venv/bin/python tools/mvae_control.py variants --model MVAE.onnx --data ../shared/mocap/lafan1-27.zip \\
-        [--rtn inference/models/rtn-lafan1.onnx --gaps 30,60 --k 8 --json F]
+        [--rtn inference/models/rtn-lafan1.onnx --gaps 30,60 -k 8 --every 100 --json F]
 
 ``floor``: the walks of ``tools/mvae_walk.py`` (two from each of ``--starts`` poses spread over subject 5)
 with and without the floor step: the share of frames whose lowest foot (toes and feet) is more than 5 or
@@ -11,7 +11,7 @@ with and without the floor step: the share of frames whose lowest foot (toes and
 it, and whose lowest foot is more than 10 or 30 cm above it (the capture's shares beside them, its floor
 the clip's lowest foot).
 
-``variants``: K variants of gaps of each length cut every 100 frames from subject 5's clips, the Motion
+``variants``: K variants of gaps of each length cut every ``--every`` frames of subject 5's clips, the Motion
 VAE's beside the RTN's: the target error before the blend (the last in-between frame's distance from the
 key, root on the floor and joints, with a blend of one frame, which is the key's alone), the joints' mean distance to the capture over the gap, foot skating
 (../shared/docs/metrics.md, toes and feet, each foot's ground the clip's) and the spread (mean pairwise
@@ -74,10 +74,10 @@ def gaps_of(clips, length, every=100, past=30):
     return [(c, s, s + length + 1) for c in clips for s in range(past, c.n_frames - length - past - 1, every)]
 
 
-def variants(models, clips, length, k, seed=0):
-    """Per model, the means over the gaps of :func:`measures` of its K variants."""
+def variants(models, clips, length, k, every, seed=0):
+    """Per model, the means over the gaps of :func:`measures` and :func:`miss` of its K variants."""
     rows = {name: [] for name in models}
-    for i, (clip, start, end) in enumerate(gaps_of(clips, length)):
+    for i, (clip, start, end) in enumerate(gaps_of(clips, length, every)):
         truth = clip.global_transforms()[1][start + 1:end]
         ground = paw_ground(truth[:, [clip.skeleton.index(f) for f in FEET]])
         for name, model in models.items():
@@ -121,6 +121,7 @@ def main():
                         "rtn-lafan1.onnx")
     parser.add_argument("--gaps", default="30,60")
     parser.add_argument("-k", type=int, default=8)
+    parser.add_argument("--every", type=int, default=100, help="frames between the starts of two gaps")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     model = open_model(args.model, kind="mvae")
@@ -130,7 +131,7 @@ def main():
         results = floor_step(model, clips, args.starts, args.frames)
     else:
         models = {"mvae": model, "rtn": open_model(args.rtn, kind="rtn")}
-        results = {n: variants(models, clips, int(n), args.k) for n in args.gaps.split(",")}
+        results = {n: variants(models, clips, int(n), args.k, args.every) for n in args.gaps.split(",")}
     results["seconds"] = time.perf_counter() - began
     print(json.dumps(results, indent=1))
     if args.json:

@@ -17,11 +17,13 @@ from .. import quat
 from ..contacts import legs
 from ..inbetween import floor
 from ..modelfile import Model, ModelError, Placement, session
-from ..motion import forward_kinematics
-from .features import hips_pair, motion_of, poses
+from ..motion import Motion, forward_kinematics
+from .control import STEER, candidates, diverse, misses, onto_key, steered
+from .features import fields, hips_pair, motion_of, poses
 from .floor import Legs
 
 MAX_K = 256             # continuations of one request
+MAX_VARIANTS = 64       # variants of one gap
 MAX_FRAMES = 36_000     # frames of one continuation: 20 minutes at 30 fps
 MAX_TOTAL = 1_000_000   # generated frames of one request (poses of 267 values: 2 GiB in float64)
 PAST = 1.0              # s: the frames up to a start (and around a key) whose feet find the floor
@@ -32,7 +34,7 @@ class MVAEModel(Model):
     """A Motion VAE model file, checked and ready (opened by :func:`..modelfile.open_model`)."""
 
     TITLE = "Continuations (Motion VAE)"
-    SERVES = ("continue",)
+    SERVES = ("continue", "variants")
 
     def __init__(self, file, session):
         super().__init__(file, session)
@@ -62,20 +64,103 @@ class MVAEModel(Model):
         motion, frame = self._start(motion, frame, frames, k)
         level = floor(motion.frames(max(0, frame + 1 - self.past), frame + 1), []) - self.floor
         start, origin, theta = poses(_lowered(motion.frames(frame - 1, frame + 1), level), self.pair)
-        walked = self._rollout(np.repeat(start, k, axis=0), frames, np.random.default_rng(seed), grounded)
-        return [self._joined(motion, frame, walked[i], origin[1], theta[1], level, i) for i in range(k)]
+        rng = np.random.default_rng(seed)
+        walked = self._rollout(np.repeat(start, k, axis=0), frames,
+                               lambda t: rng.standard_normal((k, self.latent), dtype=np.float32), grounded)
+        return [self._joined(motion, frame, walked[i].astype(np.float64), origin[1], theta[1], level, i)
+                for i in range(k)]
 
-    def _rollout(self, pose, steps, rng, grounded=True):
-        """``steps`` poses (B, steps, D) generated after raw poses ``pose`` (B, D), z drawn from ``rng``:
-        one onnxruntime call of batch B a step; ``grounded``: each pose lifted onto the model's floor."""
+    def variants(self, gap, k, variation=1.0, seed=None, blend=None, noise=None):
+        """``k`` different transitions of every gap of ``gap`` (a batch of B, see :func:`..inbetween.gap_in`)
+        that reach its key, as :meth:`..rtn.runtime.RTNModel.variants` gives them: local rotations (k, B, n,
+        J, 4) and translations (k, B, n, J, 3). Sampling-based control (:mod:`.control`): C =
+        ``candidates(k)`` roll-outs of a gap run from its last two frames to the key's frame, z ``variation``
+        times N(0, I) drawn from ``seed`` (or ``noise`` (B * C, n + 1, latent) when given), the floor step
+        on the floor of the frames around the gap; the k that end nearest the key and differ most are
+        put onto it by the target blend over ``blend`` frames (default BLEND)."""
+        n, c = self._check_gap(gap, k)
+        starts = [self._gap_start(gap, b) for b in range(gap.batch)]
+        if noise is None:
+            noise = np.random.default_rng(seed).standard_normal((gap.batch * c, n + 1, self.latent))
+        z = (variation * np.asarray(noise)).astype(np.float32)
+
+        def steer(so_far, left):   # each gap's roll-outs resampled among themselves
+            return np.concatenate([b * c + steered(so_far[b * c:(b + 1) * c], s["root"], s["key"], left, self.fps,
+                                                   self.layout.height) for b, s in enumerate(starts)])
+
+        rolled = self._rollout(np.repeat(np.concatenate([s["pose"] for s in starts]), c, axis=0), n + 1,
+                               lambda t: z[:, t], steer=steer).reshape(gap.batch, c, n + 1, -1)
+        rotations = np.empty((k, gap.batch, n, len(self.skeleton), 4))
+        positions = np.repeat(np.repeat(gap.past_positions[None, :, -1:], n, axis=2), k, axis=0)
+        for b, start in enumerate(starts):
+            score = misses(rolled[b], start["root"], start["key"], self.fps, self.layout.height)
+            chosen = rolled[b, diverse(score, rolled[b], start["root"], self.fps, k)]
+            made = [motion_of(pose.astype(np.float64), *start["root"], self.skeleton, self.fps) for pose in chosen]
+            hips = np.stack([m.positions[:, 0] for m in made]) + [0.0, start["level"], 0.0]
+            rot, hips = onto_key(np.stack([m.rotations for m in made]), hips, gap.target_rotations[b],
+                                 gap.target_positions[b, 0], blend)
+            # signs continuous with the caller's own last key
+            last = np.repeat(gap.past_rotations[None, b, -1:], k, axis=0)
+            rotations[:, b] = quat.unroll(np.concatenate([last, rot[:, :n]], axis=1), axis=1)[:, 1:]
+            positions[:, b, :, 0] = hips[:, :n]
+        return rotations, positions
+
+    def _check_gap(self, gap, k):
+        """``(n, C)``: the gap's length and its roll-outs, once the request is checked."""
+        self.check_skeleton(gap.skeleton)
+        n = int(gap.length)
+        for name, value, most in (("variants (k)", k, MAX_VARIANTS), ("frames in the gap", n, MAX_FRAMES)):
+            if not 1 <= value <= most:
+                raise ModelError(f"{value} {name}: give 1 to {most:,}")
+        c = candidates(k)
+        if gap.batch * c * (n + 1) > MAX_TOTAL:
+            raise ModelError(f"{gap.batch} gaps of {n} frames are {gap.batch * c * (n + 1):,} frames to roll out "
+                             f"for {k} variants, more than {MAX_TOTAL:,}; ask for fewer variants or shorter gaps")
+        for label, arrays in (("a frame before the gap", (gap.past_rotations, gap.past_positions)),
+                              ("the key after the gap", (gap.target_rotations, gap.target_positions)),
+                              ("a frame after that key", (gap.after_rotations, gap.after_positions))):
+            for values in arrays:
+                bad = np.argwhere(~np.isfinite(values)) if values is not None else ()
+                if len(bad):
+                    raise ModelError(f"{label}: joint {self.skeleton.names[bad[0][-2]]!r} is not a number (NaN "
+                                     "or infinite); fix that key first")
+        return n, c
+
+    def _gap_start(self, gap, b):
+        """Where the ``b``-th gap of ``gap`` starts and what it must reach, in the network's space: its
+        last two frames as a raw pose (1, D) (the key twice where it is the clip's first frame), the root
+        (origin, facing angle) there, ``key``: the key's root and joints in its root frame (J, 3), and
+        ``level``: how far the floor of the frames around the gap is above the model's."""
+        rotations = [gap.past_rotations[b], gap.target_rotations[b, None]]
+        positions = [gap.past_positions[b], gap.target_positions[b, None]]
+        if gap.after_rotations is not None:
+            rotations.append(gap.after_rotations[b])
+            positions.append(gap.after_positions[b])
+        around = Motion(self.skeleton, np.concatenate(rotations), np.concatenate(positions), self.fps)
+        level = floor(around, []) - self.floor
+        last = len(gap.past_rotations[b]) - 1
+        start = around.frames(last - 1, last + 1) if last else _held(around.frames(0, 1))   # the key still
+        pose, origin, theta = poses(_lowered(start, level), self.pair)
+        key, key_origin, key_theta = poses(_lowered(_held(around.frames(last + 1, last + 2)), level), self.pair)
+        joints = key[0, slice(*fields(len(self.skeleton))["positions"])].reshape(-1, 3)
+        return {"pose": pose, "root": (origin[1], theta[1]), "key": (key_origin[1], key_theta[1], joints),
+                "level": level}
+
+    def _rollout(self, pose, steps, draw, grounded=True, steer=None):
+        """``steps`` poses (B, steps, D) generated after raw poses ``pose`` (B, D), z (B, latent) of step
+        t ``draw(t)``: one onnxruntime call of batch B a step; ``grounded``: each pose lifted onto the
+        model's floor; ``steer(poses so far (B, t + 1, D), frames left)``, every STEER frames, the indices
+        (B,) of the roll-outs to go on with."""
         pose = pose.astype(np.float32)
-        out = np.empty((len(pose), steps, pose.shape[1]))
+        out = np.empty((len(pose), steps, pose.shape[1]), dtype=np.float32)
         for t in range(steps):
-            z = rng.standard_normal((len(pose), self.latent), dtype=np.float32)
-            pose = self.session.run(["pose"], {"previous": pose, "z": z})[0]
+            pose = self.session.run(["pose"], {"previous": pose, "z": draw(t)})[0]
             if grounded and self.legs is not None:
                 self.legs.lift(pose, self.floor)
             out[:, t] = pose
+            if steer is not None and (t + 1) % STEER == 0 and t + 1 < steps:
+                index = steer(out[:, :t + 1], steps - t - 1)
+                out[:, :t + 1], pose = out[index, :t + 1], out[index, t]
         return out
 
     def encode(self, previous, pose):
@@ -129,6 +214,12 @@ def _lowered(motion, level):
     positions = motion.positions.copy()
     positions[:, 0, 1] -= level
     return replace(motion, positions=positions)
+
+
+def _held(frame):
+    """A motion of one frame as two identical frames: a pose standing still."""
+    return replace(frame, rotations=np.repeat(frame.rotations, 2, axis=0),
+                   positions=np.repeat(frame.positions, 2, axis=0))
 
 
 def _height(skeleton):
