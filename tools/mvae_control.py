@@ -4,6 +4,7 @@
         [--starts 8 --frames 3000 --json F]
     .venv/bin/python tools/mvae_control.py variants --model MVAE.onnx --data ../shared/mocap/lafan1-27.zip \\
         [--rtn inference/models/rtn-lafan1.onnx --gaps 30,60 -k 8 --every 100 --json F]
+    .venv/bin/python tools/mvae_control.py follow --model MVAE.onnx --data ../shared/mocap/lafan1-27.zip [--json F]
 
 ``floor``: the walks of ``tools/mvae_walk.py`` (two from each of ``--starts`` poses spread over subject 5)
 with and without the floor step: the share of frames whose lowest foot (toes and feet) is more than 5 or
@@ -11,11 +12,16 @@ with and without the floor step: the share of frames whose lowest foot (toes and
 it, and whose lowest foot is more than 10 or 30 cm above it (the capture's shares beside them, its floor
 the clip's lowest foot).
 
-``variants``: K variants of gaps of each length cut every ``--every`` frames of subject 5's clips, the Motion
-VAE's beside the RTN's: the target error before the blend (the last in-between frame's distance from the
-key, root on the floor and joints, with a blend of one frame, which is the key's alone), the joints' mean distance to the capture over the gap, foot skating
-(../shared/docs/metrics.md, toes and feet, each foot's ground the clip's) and the spread (mean pairwise
-distance of the K variants' joints over the gap), all in cm.
+``variants``: K variants of gaps of each length cut every ``--every`` frames of subject 5's clips, the
+Motion VAE's beside the RTN's: the target error before the blend (the last in-between frame's distance
+from the key, root on the floor and joints, with a blend of one frame, which is the key's alone), the
+joints' mean distance to the capture over the gap, foot skating (../shared/docs/metrics.md, toes and
+feet, each foot's ground the clip's) and the spread (mean pairwise distance of the K variants' joints
+over the gap), all in cm.
+
+``follow``: bench-mann's circle, square and star (one lap) at 1 and 2 m/s from the model's standing
+start: the root's mean distance to the path (cm) and its facing's angle to the path (degrees), the time
+taken against the path's, foot skating (the walk's own ground) and the hips' height range.
 """
 
 import argparse
@@ -30,9 +36,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from inference.dataset import load_motion_set  # noqa: E402
 from inference.inbetween import floor, gap_in  # noqa: E402
-from inference.mann.metrics import foot_skating, paw_ground  # noqa: E402
+from inference.mann.bench import shapes  # noqa: E402
+from inference.mann.metrics import foot_skating, path_deviation, path_progress, paw_ground  # noqa: E402
 from inference.modelfile import open_model  # noqa: E402
 from inference.motion import forward_kinematics  # noqa: E402
+from inference.mvae.features import root_of  # noqa: E402
+
+SPEEDS = {"walk": 1.0, "jog": 2.0}   # m/s
 
 FEET = ("LeftToe", "RightToe", "LeftFoot", "RightFoot")
 
@@ -109,9 +119,30 @@ def miss(rotations, positions, clip, end):
             "miss_joints": float(np.linalg.norm(last - key, axis=-1).mean())}
 
 
+def follow(model):
+    """Per path and speed: deviation (cm), facing (degrees), seconds taken against the path's, skating
+    and the hips' height range."""
+    made = {f"{shape} {gait}": path for gait, speed in SPEEDS.items()
+            for shape, path in shapes(speed, model.units_per_metre).items()}
+    rows = {}
+    for (name, path), out in zip(made.items(), model.follow(list(made.values()))):
+        world = out.global_transforms()[1]
+        origin, theta = root_of(world, model.pair)
+        track = (origin[:, [0, 2]], theta)
+        deviation, facing = path_deviation(out, path.points, track)
+        progress = path_progress(out, path.points, track)
+        feet = world[:, [out.skeleton.index(f) for f in FEET]]
+        with np.errstate(over="ignore"):
+            skating = float(foot_skating(feet, paw_ground(feet)).mean())
+        rows[name] = {"deviation": deviation, "facing": facing, "path_seconds": path.duration,
+                      "seconds": path.duration / progress if progress > 0 else float("inf"), "skating": skating,
+                      "hips_min": float(world[:, 0, 1].min()), "hips_max": float(world[:, 0, 1].max())}
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("floor", "variants"))
+    parser.add_argument("what", choices=("floor", "variants", "follow"))
     parser.add_argument("--model", type=Path, required=True)
     parser.add_argument("--data", type=Path, required=True, help="LaFAN1 (subject 5 is read)")
     parser.add_argument("--cache", default=None)
@@ -129,6 +160,8 @@ def main():
     began = time.perf_counter()
     if args.what == "floor":
         results = floor_step(model, clips, args.starts, args.frames)
+    elif args.what == "follow":
+        results = follow(model)
     else:
         models = {"mvae": model, "rtn": open_model(args.rtn, kind="rtn")}
         results = {n: variants(models, clips, int(n), args.k, args.every) for n in args.gaps.split(",")}

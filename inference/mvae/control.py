@@ -1,6 +1,10 @@
 """Sampling-based control of a Motion VAE (Ling et al. 2020, §4.2): many roll-outs of random latent
 sequences, and the ones that best do what is asked kept.
 
+Following a path (:func:`along`): every COMMIT frames, FOLLOWERS roll-outs of HORIZON frames from
+where the character is; the one whose root keeps nearest the path's positions, facing its direction at
+the horizon, gives the next COMMIT frames (receding horizon: the rest are drawn again).
+
 Variants to a key: from the frames before a gap, :func:`candidates` roll-outs run to the key's frame
 (one onnxruntime call a frame for all of them, the floor step included). Every STEER frames, those that
 can no longer reach the key in the time left go on as copies of those nearer it (:func:`steered`), so
@@ -19,11 +23,14 @@ from .features import fields, root_path
 
 CANDIDATES = 64         # roll-outs per variant asked for
 MOST_CANDIDATES = 1024  # roll-outs of one gap (more variants share them)
-POOL = 4                # variants are chosen among the best POOL per variant asked for
+POOL = 8                # variants are chosen among the best POOL per variant asked for
 FACING = 0.25           # of the body's height: the score of a facing one radian off the key's
-STEER = 2               # frames between two resamplings of the roll-outs
+STEER = 4               # frames between two resamplings of the roll-outs
 TURN = 1.5              # radians a second: how fast it may still turn to the key's facing
 PACE = 1.0              # body heights a second: how fast a roll-out may still go to reach the key's root
+FOLLOWERS = 128         # roll-outs a path, each time the next frames along it are chosen
+HORIZON = 30            # frames each is rolled out to be judged against the path
+COMMIT = 5              # frames of the best one kept before choosing again
 
 
 def candidates(k):
@@ -84,9 +91,18 @@ def diverse(score, rolled, start, fps, k):
 def onto_key(rotations, hips, key_rotations, key_hips, blend=None):
     """Local rotations (K, T, J, 4) and the hips' positions (K, T, 3) of K roll-outs whose last frame is
     the key's, pulled onto the key (``key_rotations`` (J, 4), ``key_hips`` (3,)) by the target blend over
-    ``blend`` frames (default BLEND): the same, their last frame the key."""
+    ``blend`` frames (default: all T): the same, their last frame the key."""
     k, t, j = rotations.shape[:3]
     frames = np.concatenate([hips, rotations.reshape(k, t, 4 * j)], axis=-1)
     key = np.broadcast_to(np.concatenate([key_hips, key_rotations.reshape(-1)]), (k, 3 + 4 * j))
-    frames = target_blend(frames, key, target_ramp(t, blend))
+    frames = target_blend(frames, key, target_ramp(t, t if blend is None else blend))
     return quat.normalize(frames[..., 3:].reshape(k, t, j, 4)), frames[..., :3]
+
+
+def along(rolled, start, positions, facing, fps, height):
+    """(C,) how far C roll-outs ``rolled`` (C, T, D) from the root ``start`` ``(origin (3,), facing angle)``
+    stray from a path: their root's mean distance to its ``positions`` (T, 2) as (x, z), and FACING of
+    ``height`` a radian between their last facing and the path's ``facing`` angle there."""
+    origins, turned = root_path(rolled, start[0], start[1], fps)
+    return (np.linalg.norm(origins[..., [0, 2]] - positions, axis=-1).mean(axis=-1)
+            + FACING * height * np.abs(np.angle(np.exp(1j * (turned[:, -1] - facing)))))

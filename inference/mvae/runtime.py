@@ -1,11 +1,12 @@
 """The Motion VAE runtime: continuations of a pose by a random walk in the latent space (Ling et al.
-2020, §4.1), several at once.
+2020, §4.1), several at once; variants of a gap that reach its key and paths followed, by
+sampling-based control (§4.2, :mod:`.control`).
 
 From a pose of a motion (and the frame before it, which its velocities need), every frame of K
 continuations is one onnxruntime call of batch K: each continuation's last pose and a z drawn from
-N(0, I) give its next pose. The poses then go back to motions (:func:`.features.motion_of`): the root
-integrated from where the start stood, each joint's rotation from its forward and up vectors, at the
-model's frame rate.
+N(0, I) give its next pose, lifted onto the floor (:mod:`.floor`). The poses then go back to motions
+(:func:`.features.motion_of`): the root integrated from where the start stood, each joint's rotation
+from its forward and up vectors, at the model's frame rate.
 """
 
 import base64
@@ -16,10 +17,11 @@ import numpy as np
 from .. import quat
 from ..contacts import legs
 from ..inbetween import floor
+from ..mann.path import Path, check, desired
 from ..modelfile import Model, ModelError, Placement, session
 from ..motion import Motion, forward_kinematics
-from .control import STEER, candidates, diverse, misses, onto_key, steered
-from .features import fields, hips_pair, motion_of, poses
+from .control import COMMIT, FOLLOWERS, HORIZON, STEER, along, candidates, diverse, misses, onto_key, steered
+from .features import fields, hips_pair, motion_of, poses, root_path
 from .floor import Legs
 
 MAX_K = 256             # continuations of one request
@@ -27,6 +29,8 @@ MAX_VARIANTS = 64       # variants of one gap
 MAX_FRAMES = 36_000     # frames of one continuation: 20 minutes at 30 fps
 MAX_TOTAL = 1_000_000   # generated frames of one request (poses of 267 values: 2 GiB in float64)
 PAST = 1.0              # s: the frames up to a start (and around a key) whose feet find the floor
+SETTLE = 1.0            # s: without a start pose, the data's mean pose stands still this long first
+STANDING = 1.6          # m: a standing adult's height, for paths given in metres
 LEG_SHARE = 0.55        # a leg (hip to ankle joint) of the body's height as the RTN measures it (LaFAN1: 85.9 / 157.9)
 
 
@@ -34,7 +38,7 @@ class MVAEModel(Model):
     """A Motion VAE model file, checked and ready (opened by :func:`..modelfile.open_model`)."""
 
     TITLE = "Continuations (Motion VAE)"
-    SERVES = ("continue", "variants")
+    SERVES = ("continue", "variants", "follow-path")
 
     def __init__(self, file, session):
         super().__init__(file, session)
@@ -51,6 +55,8 @@ class MVAEModel(Model):
         self.legs = Legs.of(self.skeleton)
         self.past = int(round(PAST * self.fps))
         self.layout = Placement(trajectory=0, up=1, height=_height(self.skeleton), fps=self.fps)
+        self.units_per_metre = self.layout.height / STANDING
+        self.actions = ("idle", "move")   # what a path may name; the Motion VAE goes by its positions alone
         self._encoder = None
 
     def walk(self, motion, frame, frames, k=1, seed=None, grounded=True):
@@ -77,7 +83,7 @@ class MVAEModel(Model):
         ``candidates(k)`` roll-outs of a gap run from its last two frames to the key's frame, z ``variation``
         times N(0, I) drawn from ``seed`` (or ``noise`` (B * C, n + 1, latent) when given), the floor step
         on the floor of the frames around the gap; the k that end nearest the key and differ most are
-        put onto it by the target blend over ``blend`` frames (default BLEND)."""
+        put onto it by the target blend over ``blend`` frames (default: the whole gap, the model's own)."""
         n, c = self._check_gap(gap, k)
         starts = [self._gap_start(gap, b) for b in range(gap.batch)]
         if noise is None:
@@ -104,6 +110,76 @@ class MVAEModel(Model):
             rotations[:, b] = quat.unroll(np.concatenate([last, rot[:, :n]], axis=1), axis=1)[:, 1:]
             positions[:, b, :, 0] = hips[:, :n]
         return rotations, positions
+
+    def follow(self, paths, start=None, progress=None):
+        """One :class:`~..motion.Motion` per :class:`~..mann.path.Path` in ``paths`` (the model's units, Y
+        up), as :meth:`..mann.runtime.MANNModel.follow` gives them: the model's skeleton following it at the
+        model's frame rate from its first point, facing along it (or as the path says), for as long as it
+        lasts. Sampling-based control (:func:`.control.along`), deterministic. ``start``: ``(motion,
+        frame)``, or one per path, the pose to start from (it and the frame before it), placed at the
+        path's start; None: the training data's mean pose after SETTLE s of standing still.
+        ``progress(done, total)`` is called after each COMMIT frames chosen; it may raise to stop."""
+        for path in paths:
+            check(path, self.actions)
+        wants = [desired(p, self.fps, HORIZON, self.actions, np.inf) for p in paths]
+        starts = start if isinstance(start, list) else [start] * len(paths)
+        if len(starts) != len(paths):
+            raise ModelError(f"{len(starts)} start poses for {len(paths)} paths; give one, or one per path")
+        if not paths:
+            return []
+        begun = [self._begun(s) for s in starts]
+        roots = [(np.array([w.positions[0, 0], 0.0, w.positions[0, 1]]), w.facing) for w in wants]
+        frames = max(w.frames for w in wants) - 1
+        chosen = self._along(np.concatenate([b[0] for b in begun]), roots, wants, frames, progress)
+        motions = []
+        for (pose, level), root, w, path in zip(begun, roots, wants, paths):
+            still = pose.copy()
+            still[:, :3] = 0.0   # the start pose where the path starts, facing along it
+            made = motion_of(np.concatenate([still, chosen[len(motions), :w.frames - 1]]), *root, self.skeleton,
+                             self.fps, name=f"{self.name} following {path.source}")
+            made.positions[:, 0, 1] += level
+            motions.append(made)
+        return motions
+
+    def _begun(self, start):
+        """``(pose (1, D), level)``: a start ``(motion, frame)``'s raw pose on the model's floor and how
+        far its own floor is above that; or, for None, the data's mean pose (still) after SETTLE s of
+        standing still, on the model's floor."""
+        if start is None:
+            pose = np.asarray(self.file.normalisation["pose_mean"], dtype=np.float64)[None].copy()
+            pose[:, :3] = 0.0
+            pose[:, slice(*fields(len(self.skeleton))["velocities"])] = 0.0
+            still = desired(Path(np.array([0.0, SETTLE]), np.zeros((2, 2)), facing=np.zeros(2)), self.fps, HORIZON,
+                            self.actions, np.inf)
+            frames = still.frames - 1
+            return self._along(pose, [(np.zeros(3), 0.0)], [still], frames)[:, -1].astype(np.float64), 0.0
+        motion, frame = self._start(*start, 1, 1)
+        level = floor(motion.frames(max(0, frame + 1 - self.past), frame + 1), []) - self.floor
+        return poses(_lowered(motion.frames(frame - 1, frame + 1), level), self.pair)[0], level
+
+    def _along(self, pose, roots, wants, frames, progress=None):
+        """The poses (B, frames, D) of B characters from raw poses ``pose`` (B, D) at ``roots`` (origin,
+        facing angle) along the :class:`~..mann.path.Desired` ``wants``, COMMIT frames at a time: of
+        FOLLOWERS roll-outs of HORIZON frames each, the one nearest its path (:func:`.control.along`);
+        ``progress(done, total)`` after each choice."""
+        b, rng = len(pose), np.random.default_rng(0)
+        roots = list(roots)
+        out = np.empty((b, frames + COMMIT, pose.shape[1]), dtype=np.float32)
+        for t in range(0, frames, COMMIT):
+            rolled = self._rollout(np.repeat(pose, FOLLOWERS, axis=0), HORIZON, lambda _: rng.standard_normal(
+                (b * FOLLOWERS, self.latent), dtype=np.float32)).reshape(b, FOLLOWERS, HORIZON, -1)
+            for i, w in enumerate(wants):   # (a path that ended is held at its last point)
+                ahead = np.minimum(np.arange(t + 1, t + 1 + HORIZON), len(w.positions) - 1)
+                facing = np.arctan2(*w.directions[ahead[-1]])
+                best = rolled[i, np.argmin(along(rolled[i], roots[i], w.positions[ahead], facing, self.fps,
+                                                 self.layout.height))]
+                out[i, t:t + COMMIT] = best[:COMMIT]
+                origins, turned = root_path(best[:COMMIT], *roots[i], self.fps)
+                roots[i] = (origins[-1], turned[-1])
+            pose = out[:, t + COMMIT - 1]
+            if progress is not None:
+                progress(t // COMMIT + 1, -(-frames // COMMIT))
+        return out[:, :frames]
 
     def _check_gap(self, gap, k):
         """``(n, C)``: the gap's length and its roll-outs, once the request is checked."""
