@@ -55,10 +55,9 @@ class Legs:
 
     def lift(self, pose, floor):
         """``pose`` (B, D) raised, in place, wherever a foot is under ``floor``: every joint's height by
-        the lowest foot's depth. Returns that lift (B,), 0 where no foot was under."""
+        the lowest foot's depth."""
         lift = np.maximum(floor - self.lowest(pose), 0.0)
         pose[:, self.heights] += lift[:, None].astype(pose.dtype)
-        return lift
 
 
 def _chain(parents, joint):
