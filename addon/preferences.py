@@ -156,10 +156,13 @@ def model_for(context, obj, request=None, kind=None):
     mapped to the dog's skeleton gets the locomotion model, a human rig the in-betweening one), the first
     of that skeleton's models (and of ``kind``, when given) that serves ``request`` ("fill", "variants",
     "follow-path", "continue": :func:`serves`), or :class:`ModelError`. A model that cannot be loaded is an
-    error where it is of ``kind``, or, without ``kind``, where its kind serves ``request``; otherwise it is passed over
-    (a broken in-betweening model does not stop Follow Path, nor a kind none is shipped of the others)."""
+    error where it is of ``kind``, or, without ``kind``, where its kind serves ``request``; otherwise it is passed
+    over (a broken in-betweening model does not stop Follow Path). A kind with no model at all (none shipped or
+    in the Model Folder, no file chosen) is passed over unless it is ``kind``."""
     models, failed = [], []
     for k in KINDS:
+        if k != kind and not offered_models(k, context) and not getattr(preferences(context), f"{k}_file", "").strip():
+            continue
         try:
             models.append(load_model(context, k))
         except ModelError as e:
@@ -167,7 +170,9 @@ def model_for(context, obj, request=None, kind=None):
                 raise
             failed.append(e)
     if not models:
-        raise failed[0]
+        raise failed[0] if failed else ModelError(
+            "no model: none is shipped with this build of Betwixt nor in the Model Folder; set a Model Folder "
+            "holding .onnx files made by 'python -m training export' in Preferences > Add-ons > Betwixt")
     played = models[mapping.played(obj, [m.skeleton for m in models])]
     same = [m for m in models if m.skeleton.same_hierarchy(played.skeleton) and kind in (None, m.file.kind)]
     chosen = next((m for m in same if request is None or serves(m, request)), same[0] if same else None)

@@ -69,14 +69,15 @@ def main(argv=None):
     _model_options(var, variation=1.0)
     var.set_defaults(run=_variants, serves="variants")
 
-    follow = commands.add_parser("follow-path", help="a four-legged character walking along a path (MANN)")
+    follow = commands.add_parser("follow-path", help="a character walking along a path (MANN: four-legged; Motion "
+                                                      "VAE: two-legged)")
     follow.add_argument("path", type=Path, help="a CSV with the header time,x,y[,action] (seconds; metres on the "
                                                 "ground in Blender's axes, Z up) or a BVH whose root track to follow")
     follow.add_argument("-o", "--output", required=True, type=Path)
     follow.add_argument("--model", type=Path, help="model file (default: the shipped one serving follow-path, for "
                                                    "the skeleton of --start or of a BVH path)")
-    follow.add_argument("--tau", type=float, default=0.5,
-                        help="how much the network's own plan of the next second counts against the path's "
+    follow.add_argument("--tau", type=float,
+                        help="MANN: how much the network's own plan of the next second counts against the path's "
                              "(0: the path alone; default 0.5)")
     follow.add_argument("--start", type=_start, metavar="FILE.bvh:FRAME",
                         help="start from this frame of a BVH file (0 is the first) with the second before it as the "
@@ -172,15 +173,22 @@ def _contacts_option(parser):
 
 def _load(args):
     """The input motion and the model that will serve the command; both checked before anything runs."""
-    from .modelfile import ModelError, find_model, open_model
+    from .modelfile import find_model, open_model
 
     motion = read_bvh(args.file)
     model = open_model(args.model) if args.model else find_model(motion.skeleton, serves=args.serves)
+    _serving(model, args)
+    model.check_skeleton(motion.skeleton)
+    return motion, model, {"blend": args.blend, "variation": args.variation, "seed": args.seed}
+
+
+def _serving(model, args):
+    """Refuse a model that does not serve the command."""
+    from .modelfile import ModelError
+
     if args.serves not in model.SERVES:
         raise ModelError(f"{model.path}: a {model.file.kind!r} model does not serve {args.command}; choose a model "
                          f"that does ('python -m inference models' lists what each serves)")
-    model.check_skeleton(motion.skeleton)
-    return motion, model, {"blend": args.blend, "variation": args.variation, "seed": args.seed}
 
 
 def _fill(args):
@@ -256,12 +264,14 @@ def _follow_path(args):
     from .modelfile import find_model, open_model
 
     start = (read_bvh(args.start[0]), args.start[1]) if args.start else None
+    options = {} if args.tau is None else {"tau": args.tau}   # only MANN's controller weighs its own plan
     if args.model:
-        model = open_model(args.model, kind="mann", tau=args.tau)
+        model = open_model(args.model, kind="mann" if options else None, **options)
+        _serving(model, args)
     else:   # the skeleton to find a model for: the start's, a BVH path's, or any
         given = start[0].skeleton if start else \
             (read_bvh(args.path).skeleton if args.path.suffix.lower() == ".bvh" else None)
-        model = find_model(given, serves=args.serves, tau=args.tau)
+        model = find_model(given, serves=args.serves, **options)
     if start:
         model.check_skeleton(start[0].skeleton)
     path = read_path(args.path, model.skeleton, model.units_per_metre, model.actions)

@@ -39,10 +39,11 @@ def angular_update(motion, joints=LEGS):
     return float(np.degrees(2 * np.arccos(np.minimum(dot, 1.0))).mean())
 
 
-def path_deviation(motion, points):
+def path_deviation(motion, points, track=None):
     """The root's distance to a path (polyline ``points`` (N, 2) on the ground) and its facing's angle to
-    the path's direction there, each the mean over frames: (units, degrees)."""
-    ground, theta = _root_track(motion)
+    the path's direction there, each the mean over frames: (units, degrees). ``track``: the root's ground
+    positions (F, 2) and facing angles (F,) where they are not MANN's root (a biped's)."""
+    ground, theta = _root_track(motion) if track is None else track
     which, _, distance = _nearest(ground, points)
     along = np.diff(points, axis=0)[which]
     facing = np.stack([np.sin(theta), np.cos(theta)], axis=-1)
@@ -51,11 +52,12 @@ def path_deviation(motion, points):
     return float(distance.mean()), float(angle.mean())
 
 
-def path_progress(motion, points):
+def path_progress(motion, points, track=None):
     """How much of a path (polyline ``points`` (N, 2)) the root covers from its first frame to its last:
     the distance along the path between the nearest points, over the path's length (1: all of it).
-    Progress counts round a closed path (a lap ending where it began is 1, not 0)."""
-    ground, _ = _root_track(motion)
+    Progress counts round a closed path (a lap ending where it began is 1, not 0). ``track`` as in
+    :func:`path_deviation`."""
+    ground, _ = _root_track(motion) if track is None else track
     which, u, _ = _nearest(ground, points)
     legs = np.linalg.norm(np.diff(points, axis=0), axis=-1)
     length = legs.sum()

@@ -113,10 +113,26 @@ def poses(motion, pair=None):
 def rotations_from(forward, up):
     """Unit quaternions (..., 4) of the rotations that take +Z to ``forward`` and +Y, as near as
     orthogonality allows, to ``up`` (..., 3 each; not necessarily unit or orthogonal)."""
+    return quat.from_matrix(matrices_from(forward, up))
+
+
+def matrices_from(forward, up):
+    """The rotation matrices (..., 3, 3) of :func:`rotations_from`: columns the rotated +X, +Y, +Z."""
     z = forward / np.maximum(np.linalg.norm(forward, axis=-1, keepdims=True), 1e-9)
     x = np.cross(up, z)
     x /= np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-9)
-    return quat.from_matrix(np.stack([x, np.cross(z, x), z], axis=-1))
+    return np.stack([x, np.cross(z, x), z], axis=-1)
+
+
+def root_path(pose, origin, theta, fps):
+    """The root of poses (..., F, D) that follow a frame whose root stood at ``origin`` (..., 3) facing
+    ``theta`` (...), integrated frame by frame: each frame's origin (..., F, 3) and facing angle (...,
+    F + 1; the start's first)."""
+    dx, dz, dtheta = (pose[..., k] / fps for k in range(3))
+    theta = np.broadcast_to(np.asarray(theta, dtype=np.float64)[..., None], dtheta.shape[:-1] + (1,))
+    turned = np.concatenate([theta, theta + np.cumsum(dtheta, axis=-1)], axis=-1)
+    step = quat.rotate(yaw(turned[..., :-1]), np.stack([dx, np.zeros_like(dx), dz], axis=-1))
+    return np.asarray(origin)[..., None, :] + np.cumsum(step, axis=-2), turned
 
 
 def motion_of(pose, origin, theta, skeleton, fps, name=""):
@@ -125,10 +141,7 @@ def motion_of(pose, origin, theta, skeleton, fps, name=""):
     hips placed by the pose, the other joints at ``skeleton``'s rest offsets."""
     f, j = len(pose), len(skeleton)
     part = fields(j)
-    dx, dz, dtheta = (pose[:, k] / fps for k in range(3))
-    turned = theta + np.concatenate([[0.0], np.cumsum(dtheta)])          # (F + 1,): the start's, then each frame's
-    step = quat.rotate(yaw(turned[:-1]), np.stack([dx, np.zeros(f), dz], axis=-1))
-    origins = origin + np.cumsum(step, axis=0)
+    origins, turned = root_path(pose, origin, theta, fps)
     facing = yaw(turned[1:])[:, None]
     orient = pose[:, slice(*part["orientations"])].reshape(f, j, 6)
     world = quat.mul(facing, rotations_from(orient[..., :3], orient[..., 3:]))

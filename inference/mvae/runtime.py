@@ -1,11 +1,12 @@
 """The Motion VAE runtime: continuations of a pose by a random walk in the latent space (Ling et al.
-2020, §4.1), several at once.
+2020, §4.1), several at once; variants of a gap that reach its key and paths followed, by
+sampling-based control (§4.2, :mod:`.control`).
 
 From a pose of a motion (and the frame before it, which its velocities need), every frame of K
 continuations is one onnxruntime call of batch K: each continuation's last pose and a z drawn from
-N(0, I) give its next pose. The poses then go back to motions (:func:`.features.motion_of`): the root
-integrated from where the start stood, each joint's rotation from its forward and up vectors, at the
-model's frame rate.
+N(0, I) give its next pose, lifted onto the floor (:mod:`.floor`). The poses then go back to motions
+(:func:`.features.motion_of`): the root integrated from where the start stood, each joint's rotation
+from its forward and up vectors, at the model's frame rate.
 """
 
 import base64
@@ -14,48 +15,229 @@ from dataclasses import replace
 import numpy as np
 
 from .. import quat
-from ..modelfile import Model, ModelError, session
-from .features import hips_pair, motion_of, poses
+from ..contacts import legs
+from ..inbetween import floor
+from ..mann.path import Path, check, desired
+from ..modelfile import Model, ModelError, Placement, session
+from ..motion import Motion, forward_kinematics
+from .control import COMMIT, FOLLOWERS, HORIZON, STEER, along, candidates, diverse, misses, onto_key, steered
+from .features import fields, hips_pair, motion_of, poses, root_path
+from .floor import Legs
 
 MAX_K = 256             # continuations of one request
+MAX_VARIANTS = 64       # variants of one gap
 MAX_FRAMES = 36_000     # frames of one continuation: 20 minutes at 30 fps
 MAX_TOTAL = 1_000_000   # generated frames of one request (poses of 267 values: 2 GiB in float64)
+PAST = 1.0              # s: the frames up to a start (and around a key) whose feet find the floor
+SETTLE = 1.0            # s: without a start pose, the data's mean pose stands still this long first
+STANDING = 1.6          # m: a standing adult's height, for paths given in metres
+LEG_SHARE = 0.55        # a leg (hip to ankle joint) of the body's height as the RTN measures it (LaFAN1: 85.9 / 157.9)
 
 
 class MVAEModel(Model):
     """A Motion VAE model file, checked and ready (opened by :func:`..modelfile.open_model`)."""
 
     TITLE = "Continuations (Motion VAE)"
-    SERVES = ("continue",)
+    SERVES = ("continue", "variants", "follow-path")
 
     def __init__(self, file, session):
         super().__init__(file, session)
         try:
-            self.layout = file.json("betwixt.layout")
+            self.pose_layout = file.json("betwixt.layout")
             self.latent = int(file.metadata["betwixt.latent"])
             self.fps = float(file.fps)
-            self.pair = tuple(self.skeleton.index(name) for name in self.layout["facing"])
-            size = int(self.layout["size"])
+            self.pair = tuple(self.skeleton.index(name) for name in self.pose_layout["facing"])
+            size = int(self.pose_layout["size"])
         except (KeyError, TypeError, ValueError) as e:
             raise ModelError(f"{file.path}: incomplete model metadata ({e}); export it again") from None
         if len(file.normalisation.get("pose_mean", ())) != size or hips_pair(self.skeleton) != self.pair:
             raise ModelError(f"{file.path}: normalisation or facing does not match the pose layout; export it again")
+        self.legs = Legs.of(self.skeleton)
+        self.past = int(round(PAST * self.fps))
+        self.layout = Placement(trajectory=0, up=1, height=_height(self.skeleton), fps=self.fps)
+        self.units_per_metre = self.layout.height / STANDING
+        self.actions = ("idle", "move")   # what a path may name; the Motion VAE goes by its positions alone
         self._encoder = None
 
-    def walk(self, motion, frame, frames, k=1, seed=None):
+    def walk(self, motion, frame, frames, k=1, seed=None, grounded=True):
         """K random walks of ``frames`` frames from ``frame`` of ``motion`` (a frame number of the motion as
         given; it and the frame before it are the start): K motions at the model's frame rate, each the motion
-        up to ``frame`` then the generated frames. ``seed``: a numpy Generator's seed (None: fresh)."""
+        up to ``frame`` then the generated frames. ``seed``: a numpy Generator's seed (None: fresh).
+
+        The walks stand on the floor under the start's feet (the lowest they reach in the second up to it),
+        which the network sees as its own (``floor``); ``grounded``: each generated pose lifted so that no
+        foot goes under it (:mod:`.floor`)."""
         motion, frame = self._start(motion, frame, frames, k)
-        start, origin, theta = poses(motion.frames(frame - 1, frame + 1), self.pair)
+        level = floor(motion.frames(max(0, frame + 1 - self.past), frame + 1), []) - self.floor
+        start, origin, theta = poses(_lowered(motion.frames(frame - 1, frame + 1), level), self.pair)
         rng = np.random.default_rng(seed)
-        pose = np.repeat(start.astype(np.float32), k, axis=0)
-        walked = np.empty((k, frames, start.shape[1]), dtype=np.float32)
-        for t in range(frames):
-            z = rng.standard_normal((k, self.latent), dtype=np.float32)
-            pose = self.session.run(["pose"], {"previous": pose, "z": z})[0]
-            walked[:, t] = pose
-        return [self._joined(motion, frame, walked[i].astype(np.float64), origin[1], theta[1], i) for i in range(k)]
+        walked = self._rollout(np.repeat(start, k, axis=0), frames,
+                               lambda t: rng.standard_normal((k, self.latent), dtype=np.float32), grounded)
+        return [self._joined(motion, frame, walked[i].astype(np.float64), origin[1], theta[1], level, i)
+                for i in range(k)]
+
+    def variants(self, gap, k, variation=1.0, seed=None, blend=None, noise=None):
+        """``k`` different transitions of every gap of ``gap`` (a batch of B, see :func:`..inbetween.gap_in`)
+        that reach its key, as :meth:`..rtn.runtime.RTNModel.variants` gives them: local rotations (k, B, n,
+        J, 4) and translations (k, B, n, J, 3). Sampling-based control (:mod:`.control`): C =
+        ``candidates(k)`` roll-outs of a gap run from its last two frames to the key's frame, z ``variation``
+        times N(0, I) drawn from ``seed`` (or ``noise`` (B * C, n + 1, latent) when given), the floor step
+        on the floor of the frames around the gap; the k that end nearest the key and differ most are
+        put onto it by the target blend over ``blend`` frames (default: the whole gap, the model's own)."""
+        n, c = self._check_gap(gap, k)
+        starts = [self._gap_start(gap, b) for b in range(gap.batch)]
+        if noise is None:
+            noise = np.random.default_rng(seed).standard_normal((gap.batch * c, n + 1, self.latent))
+        z = (variation * np.asarray(noise)).astype(np.float32)
+
+        def steer(so_far, left):   # each gap's roll-outs resampled among themselves
+            return np.concatenate([b * c + steered(so_far[b * c:(b + 1) * c], s["root"], s["key"], left, self.fps,
+                                                   self.layout.height) for b, s in enumerate(starts)])
+
+        rolled = self._rollout(np.repeat(np.concatenate([s["pose"] for s in starts]), c, axis=0), n + 1,
+                               lambda t: z[:, t], steer=steer).reshape(gap.batch, c, n + 1, -1)
+        rotations = np.empty((k, gap.batch, n, len(self.skeleton), 4))
+        positions = np.repeat(np.repeat(gap.past_positions[None, :, -1:], n, axis=2), k, axis=0)
+        for b, start in enumerate(starts):
+            score = misses(rolled[b], start["root"], start["key"], self.fps, self.layout.height)
+            chosen = rolled[b, diverse(score, rolled[b], start["root"], self.fps, k)]
+            made = [motion_of(pose.astype(np.float64), *start["root"], self.skeleton, self.fps) for pose in chosen]
+            hips = np.stack([m.positions[:, 0] for m in made]) + [0.0, start["level"], 0.0]
+            rot, hips = onto_key(np.stack([m.rotations for m in made]), hips, gap.target_rotations[b],
+                                 gap.target_positions[b, 0], blend)
+            # signs continuous with the caller's own last key
+            last = np.repeat(gap.past_rotations[None, b, -1:], k, axis=0)
+            rotations[:, b] = quat.unroll(np.concatenate([last, rot[:, :n]], axis=1), axis=1)[:, 1:]
+            positions[:, b, :, 0] = hips[:, :n]
+        return rotations, positions
+
+    def follow(self, paths, start=None, progress=None):
+        """One :class:`~..motion.Motion` per :class:`~..mann.path.Path` in ``paths`` (the model's units, Y
+        up), as :meth:`..mann.runtime.MANNModel.follow` gives them: the model's skeleton following it at the
+        model's frame rate from its first point, facing along it (or as the path says), for as long as it
+        lasts. Sampling-based control (:func:`.control.along`), deterministic. ``start``: ``(motion,
+        frame)``, or one per path, the pose to start from (it and the frame before it), placed at the
+        path's start; None: the training data's mean pose after SETTLE s of standing still.
+        ``progress(done, total)`` is called after each COMMIT frames chosen; it may raise to stop."""
+        for path in paths:
+            check(path, self.actions)
+        wants = [desired(p, self.fps, HORIZON, self.actions, np.inf) for p in paths]
+        starts = start if isinstance(start, list) else [start] * len(paths)
+        if len(starts) != len(paths):
+            raise ModelError(f"{len(starts)} start poses for {len(paths)} paths; give one, or one per path")
+        if not paths:
+            return []
+        begun = [self._begun(s) for s in starts]
+        roots = [(np.array([w.positions[0, 0], 0.0, w.positions[0, 1]]), w.facing) for w in wants]
+        frames = max(w.frames for w in wants) - 1
+        chosen = self._along(np.concatenate([b[0] for b in begun]), roots, wants, frames, progress)
+        motions = []
+        for (pose, level), root, w, path in zip(begun, roots, wants, paths):
+            still = pose.copy()
+            still[:, :3] = 0.0   # the start pose where the path starts, facing along it
+            made = motion_of(np.concatenate([still, chosen[len(motions), :w.frames - 1]]), *root, self.skeleton,
+                             self.fps, name=f"{self.name} following {path.source}")
+            made.positions[:, 0, 1] += level
+            motions.append(made)
+        return motions
+
+    def _begun(self, start):
+        """``(pose (1, D), level)``: a start ``(motion, frame)``'s raw pose on the model's floor and how
+        far its own floor is above that; or, for None, the data's mean pose (still) after SETTLE s of
+        standing still, on the model's floor."""
+        if start is None:
+            pose = np.asarray(self.file.normalisation["pose_mean"], dtype=np.float64)[None].copy()
+            pose[:, :3] = 0.0
+            pose[:, slice(*fields(len(self.skeleton))["velocities"])] = 0.0
+            still = desired(Path(np.array([0.0, SETTLE]), np.zeros((2, 2)), facing=np.zeros(2)), self.fps, HORIZON,
+                            self.actions, np.inf)
+            frames = still.frames - 1
+            return self._along(pose, [(np.zeros(3), 0.0)], [still], frames)[:, -1].astype(np.float64), 0.0
+        motion, frame = self._start(*start, 1, 1)
+        level = floor(motion.frames(max(0, frame + 1 - self.past), frame + 1), []) - self.floor
+        return poses(_lowered(motion.frames(frame - 1, frame + 1), level), self.pair)[0], level
+
+    def _along(self, pose, roots, wants, frames, progress=None):
+        """The poses (B, frames, D) of B characters from raw poses ``pose`` (B, D) at ``roots`` (origin,
+        facing angle) along the :class:`~..mann.path.Desired` ``wants``, COMMIT frames at a time: of
+        FOLLOWERS roll-outs of HORIZON frames each, the one nearest its path (:func:`.control.along`);
+        ``progress(done, total)`` after each choice."""
+        b, rng = len(pose), np.random.default_rng(0)
+        roots = list(roots)
+        out = np.empty((b, frames + COMMIT, pose.shape[1]), dtype=np.float32)
+        for t in range(0, frames, COMMIT):
+            rolled = self._rollout(np.repeat(pose, FOLLOWERS, axis=0), HORIZON, lambda _: rng.standard_normal(
+                (b * FOLLOWERS, self.latent), dtype=np.float32)).reshape(b, FOLLOWERS, HORIZON, -1)
+            for i, w in enumerate(wants):   # (a path that ended is held at its last point)
+                ahead = np.minimum(np.arange(t + 1, t + 1 + HORIZON), len(w.positions) - 1)
+                facing = np.arctan2(*w.directions[ahead[-1]])
+                best = rolled[i, np.argmin(along(rolled[i], roots[i], w.positions[ahead], facing, self.fps,
+                                                 self.layout.height))]
+                out[i, t:t + COMMIT] = best[:COMMIT]
+                origins, turned = root_path(best[:COMMIT], *roots[i], self.fps)
+                roots[i] = (origins[-1], turned[-1])
+            pose = out[:, t + COMMIT - 1]
+            if progress is not None:
+                progress(t // COMMIT + 1, -(-frames // COMMIT))
+        return out[:, :frames]
+
+    def _check_gap(self, gap, k):
+        """``(n, C)``: the gap's length and its roll-outs, once the request is checked."""
+        self.check_skeleton(gap.skeleton)
+        n = int(gap.length)
+        for name, value, most in (("variants (k)", k, MAX_VARIANTS), ("frames in the gap", n, MAX_FRAMES)):
+            if not 1 <= value <= most:
+                raise ModelError(f"{value} {name}: give 1 to {most:,}")
+        c = candidates(k)
+        if gap.batch * c * (n + 1) > MAX_TOTAL:
+            raise ModelError(f"{gap.batch} gaps of {n} frames are {gap.batch * c * (n + 1):,} frames to roll out "
+                             f"for {k} variants, more than {MAX_TOTAL:,}; ask for fewer variants or shorter gaps")
+        for label, arrays in (("a frame before the gap", (gap.past_rotations, gap.past_positions)),
+                              ("the key after the gap", (gap.target_rotations, gap.target_positions)),
+                              ("a frame after that key", (gap.after_rotations, gap.after_positions))):
+            for values in arrays:
+                bad = np.argwhere(~np.isfinite(values)) if values is not None else ()
+                if len(bad):
+                    raise ModelError(f"{label}: joint {self.skeleton.names[bad[0][-2]]!r} is not a number (NaN "
+                                     "or infinite); fix that key first")
+        return n, c
+
+    def _gap_start(self, gap, b):
+        """Where the ``b``-th gap of ``gap`` starts and what it must reach, in the network's space: its
+        last two frames as a raw pose (1, D) (the key twice where it is the clip's first frame), the root
+        (origin, facing angle) there, ``key``: the key's root and joints in its root frame (J, 3), and
+        ``level``: how far the floor of the frames around the gap is above the model's."""
+        rotations = [gap.past_rotations[b], gap.target_rotations[b, None]]
+        positions = [gap.past_positions[b], gap.target_positions[b, None]]
+        if gap.after_rotations is not None:
+            rotations.append(gap.after_rotations[b])
+            positions.append(gap.after_positions[b])
+        around = Motion(self.skeleton, np.concatenate(rotations), np.concatenate(positions), self.fps)
+        level = floor(around, []) - self.floor
+        last = len(gap.past_rotations[b]) - 1
+        start = around.frames(last - 1, last + 1) if last else _held(around.frames(0, 1))   # the key still
+        pose, origin, theta = poses(_lowered(start, level), self.pair)
+        key, key_origin, key_theta = poses(_lowered(_held(around.frames(last + 1, last + 2)), level), self.pair)
+        joints = key[0, slice(*fields(len(self.skeleton))["positions"])].reshape(-1, 3)
+        return {"pose": pose, "root": (origin[1], theta[1]), "key": (key_origin[1], key_theta[1], joints),
+                "level": level}
+
+    def _rollout(self, pose, steps, draw, grounded=True, steer=None):
+        """``steps`` poses (B, steps, D) generated after raw poses ``pose`` (B, D), z (B, latent) of step
+        t ``draw(t)``: one onnxruntime call of batch B a step; ``grounded``: each pose lifted onto the
+        model's floor; ``steer(poses so far (B, t + 1, D), frames left)``, every STEER frames, the indices
+        (B,) of the roll-outs to go on with."""
+        pose = pose.astype(np.float32)
+        out = np.empty((len(pose), steps, pose.shape[1]), dtype=np.float32)
+        for t in range(steps):
+            pose = self.session.run(["pose"], {"previous": pose, "z": draw(t)})[0]
+            if grounded and self.legs is not None:
+                self.legs.lift(pose, self.floor)
+            out[:, t] = pose
+            if steer is not None and (t + 1) % STEER == 0 and t + 1 < steps:
+                index = steer(out[:, :t + 1], steps - t - 1)
+                out[:, :t + 1], pose = out[index, :t + 1], out[index, t]
+        return out
 
     def encode(self, previous, pose):
         """The posterior's mean and log variance (B, latent) each of raw poses ``previous`` and ``pose``
@@ -92,11 +274,36 @@ class MVAEModel(Model):
             frame = min(max(at, 1), motion.n_frames - 1)
         return motion, frame
 
-    def _joined(self, motion, frame, walked, origin, theta, i):
-        """``motion`` up to ``frame`` and then the poses ``walked`` (N, D) generated from there."""
+    def _joined(self, motion, frame, walked, origin, theta, level, i):
+        """``motion`` up to ``frame`` and then the poses ``walked`` (N, D) generated from there, raised by
+        ``level`` from the model's floor to the motion's."""
         generated = motion_of(walked, origin, theta, motion.skeleton, self.fps)
         positions = np.repeat(motion.positions[frame:frame + 1], len(walked), axis=0)
-        positions[:, 0] = generated.positions[:, 0]          # the rest keep the start's local translations
+        positions[:, 0] = generated.positions[:, 0] + [0.0, level, 0.0]   # the rest keep the start's translations
         rotations = np.concatenate([motion.rotations[:frame + 1], generated.rotations])
         return replace(motion, rotations=quat.unroll(rotations), positions=np.concatenate(
             [motion.positions[:frame + 1], positions]), name=f"{motion.name} walk {i + 1} by {self.name}")
+
+
+def _lowered(motion, level):
+    """``motion`` (Y up) with its root lowered by ``level``."""
+    positions = motion.positions.copy()
+    positions[:, 0, 1] -= level
+    return replace(motion, positions=positions)
+
+
+def _held(frame):
+    """A motion of one frame as two identical frames: a pose standing still."""
+    return replace(frame, rotations=np.repeat(frame.rotations, 2, axis=0),
+                   positions=np.repeat(frame.positions, 2, axis=0))
+
+
+def _height(skeleton):
+    """The body's height, for thresholds that scale with it (feet planting): a leg's length over
+    LEG_SHARE, or the rest pose's largest extent where no legs are found."""
+    found = legs(skeleton)
+    if not found:
+        rest = np.zeros((len(skeleton), 4)) + [1.0, 0.0, 0.0, 0.0]
+        return float(np.ptp(forward_kinematics(rest, skeleton.offsets, skeleton.parents)[1], axis=0).max())
+    leg = found[0]
+    return float(np.linalg.norm(skeleton.offsets[[leg.knee, leg.foot]], axis=-1).sum()) / LEG_SHARE

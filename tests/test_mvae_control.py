@@ -1,0 +1,188 @@
+"""The Motion VAE's control, with a tiny model trained by our own training command (the fixtures of
+test_mvae.py): the floor step that keeps a walk's feet on the floor, variants that reach a key, and bad
+requests refused with one clear error."""
+
+import re
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from inference.bvh import read_bvh
+from inference.cli import main
+from inference.inbetween import floor, gap_in
+from inference.modelfile import ModelError
+from inference.motion import forward_kinematics
+from tests.test_mvae import clip, model, run  # noqa: F401  (fixtures: a subject 5 clip, the tiny model)
+
+FEET = ("LeftToe", "RightToe", "LeftFoot", "RightFoot")
+
+
+def lowest_feet(motions, skeleton, first):
+    """(K, F) the lowest foot's height in each motion's frames from ``first`` on."""
+    feet = [skeleton.index(f) for f in FEET]
+    return np.array([m.global_transforms()[1][first:, feet, 1].min(axis=1) for m in motions])
+
+
+def test_the_floor_step_keeps_every_foot_on_the_floor(model, clip):  # noqa: F811
+    motion = read_bvh(clip)
+    ground = floor(motion.frames(100 + 1 - model.past, 101), [])
+    sunk = lowest_feet(model.walk(motion, 100, 60, k=4, seed=0, grounded=False), motion.skeleton, 101) - ground
+    assert (sunk < -1.0).mean() > 0.5      # the tiny model sinks without it (measured: 99 % of frames)
+    walks = model.walk(motion, 100, 60, k=4, seed=0)
+    standing = lowest_feet(walks, motion.skeleton, 101) - ground
+    assert standing.min() > -1e-3           # cm: float32 poses
+    assert (standing < 0.5).mean() > 0.5    # lifted onto the floor, not thrown up
+    np.testing.assert_allclose(walks[0].rotations[:101], motion.rotations[:101], atol=1e-12)
+
+
+def test_a_walk_stands_on_the_floor_under_the_start(model, clip):  # noqa: F811
+    motion = read_bvh(clip)
+    positions = motion.positions.copy()
+    positions[:, 0, 1] += 50.0             # the armature raised half a metre
+    raised = model.walk(replace(motion, positions=positions), 100, 30, k=2, seed=1)
+    walks = model.walk(motion, 100, 30, k=2, seed=1)
+    for a, b in zip(raised, walks):
+        np.testing.assert_allclose(a.positions[101:, 0], b.positions[101:, 0] + [0, 50, 0], atol=1e-6)
+        np.testing.assert_allclose(a.rotations, b.rotations, atol=1e-9)
+
+
+def two_gaps(motion, past):
+    """Gaps of 30 frames after frames 100 and 300 of ``motion`` as one batch of two."""
+    one, two = gap_in(motion, 100, 131, past), gap_in(motion, 300, 331, past)
+    return replace(one, **{name: np.concatenate([getattr(one, name), getattr(two, name)]) for name in
+                           ("past_rotations", "past_positions", "target_rotations", "target_positions",
+                            "after_rotations", "after_positions")})
+
+
+def test_variants_have_the_rtns_shapes_are_seeded_and_differ(model, clip):  # noqa: F811
+    motion = read_bvh(clip)
+    gap = two_gaps(motion, model.past)
+    rot, pos = model.variants(gap, 3, seed=2)
+    assert rot.shape == (3, 2, 30, 22, 4) and pos.shape == (3, 2, 30, 22, 3)
+    assert np.isfinite(rot).all() and np.isfinite(pos).all()
+    np.testing.assert_allclose(np.linalg.norm(rot, axis=-1), 1.0, atol=1e-9)
+    # the joints other than the hips keep the last key's local translations
+    np.testing.assert_array_equal(pos[:, 0, :, 1:], np.broadcast_to(motion.positions[100, 1:], pos[:, 0, :, 1:].shape))
+    again = model.variants(gap, 3, seed=2)
+    np.testing.assert_array_equal(rot, again[0])
+    np.testing.assert_array_equal(pos, again[1])
+    assert np.abs(model.variants(gap, 3, seed=3)[0] - rot).max() > 1e-3
+    for i, j in ((0, 1), (0, 2), (1, 2)):   # each unlike the others, in both gaps
+        assert (np.abs(rot[i] - rot[j]).max(axis=(1, 2, 3)) > 1e-3).all()
+    from inference.mvae.control import candidates
+    draws = np.random.default_rng(2).standard_normal((2 * candidates(3), 31, model.latent))
+    np.testing.assert_array_equal(model.variants(gap, 3, noise=draws)[0], rot)   # noise: the seed's draws
+
+
+def test_variants_end_on_the_key(model, clip):  # noqa: F811
+    from inference.mvae.control import onto_key
+
+    motion = read_bvh(clip)
+    gap = gap_in(motion, 100, 131, model.past)
+    key = motion.global_transforms()[1][131]
+
+    def miss(rot, pos):   # (k,) the last in-between frame's mean joint distance to the key
+        return np.linalg.norm(forward_kinematics(rot[:, 0, -1], pos[:, 0, -1], motion.skeleton.parents)[1] - key,
+                              axis=-1).mean(axis=-1)
+
+    blended, raw = model.variants(gap, 4, seed=0), model.variants(gap, 4, seed=0, blend=1)   # 1: the key alone
+    assert (miss(*blended) < 0.5 * miss(*raw)).all(), (miss(*blended), miss(*raw))
+    # the blend's last frame, the key's own, is the key exactly
+    walk = model.walk(motion, 100, 31, k=2, seed=0)
+    rot, hips = onto_key(np.stack([w.rotations[101:] for w in walk]), np.stack([w.positions[101:, 0] for w in walk]),
+                         motion.rotations[131], motion.positions[131, 0], blend=10)
+    assert np.abs(np.abs(np.sum(rot[:, -1] * motion.rotations[131], axis=-1)) - 1).max() < 1e-12
+    np.testing.assert_allclose(hips[:, -1], np.broadcast_to(motion.positions[131, 0], (2, 3)), atol=1e-12)
+    np.testing.assert_allclose(rot[:, :20], np.stack([w.rotations[101:121] for w in walk]), atol=1e-12)  # untouched
+
+
+def test_variants_command_writes_k_files(run, clip, tmp_path):  # noqa: F811
+    out = tmp_path / "variants"
+    assert main(["variants", str(clip), "--gap", "100:131", "-k", "3", "-o", str(out), "--model",
+                 str(run["model"])]) == 0
+    files = sorted(out.glob("*.bvh"))
+    assert [f.name for f in files] == [f"obstacles1_subject5-variant0{i}.bvh" for i in (1, 2, 3)]
+    source = read_bvh(clip).global_transforms()[1]
+    written = [read_bvh(f).global_transforms()[1] for f in files]
+    for w in written:
+        assert len(w) == len(source)
+        np.testing.assert_allclose(w[:101], source[:101], atol=1e-3)
+        np.testing.assert_allclose(w[131:], source[131:], atol=1e-3)
+    assert np.abs(written[0][101:131] - written[1][101:131]).max() > 1.0   # cm
+
+
+@pytest.mark.parametrize("k, words", [(0, "0 variants (k): give 1 to 64"), (-2, "-2 variants (k): give 1 to 64"),
+                                      (65, "65 variants (k): give 1 to 64")])
+def test_a_bad_number_of_variants_is_refused(model, clip, k, words):  # noqa: F811
+    with pytest.raises(ModelError, match=re.escape(words)):
+        model.variants(gap_in(read_bvh(clip), 100, 131, model.past), k)
+
+
+def test_nan_around_the_gap_is_refused_and_the_motion_kept(model, clip):  # noqa: F811
+    motion = read_bvh(clip)
+    rotations = motion.rotations.copy()
+    rotations[131, 17] = np.nan
+    broken = replace(motion, rotations=rotations)
+    with pytest.raises(ModelError, match="the key after the gap: joint 'LeftHand' is not a number"):
+        model.variants(gap_in(broken, 100, 131, model.past), 2)
+    assert np.isnan(broken.rotations[131, 17]).all() and np.array_equal(broken.rotations[:131], motion.rotations[:131])
+
+
+def test_the_command_refuses_bad_gaps_in_one_line_and_writes_nothing(run, clip, tmp_path, capsys):  # noqa: F811
+    out = tmp_path / "variants"
+    for gap, k, words in (("100:99999", "3", "the keys 100:99999 are not two frames of its 5391"),
+                          ("100:131", "0", "0 variants (k): give 1 to 64")):
+        assert main(["variants", str(clip), "--gap", gap, "-k", k, "-o", str(out), "--model", str(run["model"])]) == 2
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_following_paths_from_a_start_or_standing(model, clip, monkeypatch):  # noqa: F811
+    from inference.mann.metrics import path_deviation
+    from inference.mann.path import Path
+    from inference.mvae import runtime
+    from inference.mvae.features import root_of
+
+    motion = read_bvh(clip)
+    line = Path(np.array([0.0, 3.0]), np.array([[0.0, 0.0], [100.0, 0.0]]), source="line")   # +X, 1 m in 3 s
+    bend = Path(np.array([0.0, 1.0, 2.0]), np.array([[50.0, 20.0], [50.0, 50.0], [80.0, 50.0]]), source="bend")
+    calls = []
+    out = model.follow([line, bend], (motion, 100), progress=lambda done, total: calls.append((done, total)))
+    assert [o.n_frames for o in out] == [91, 61] and all(o.fps == 30.0 for o in out)
+    assert calls == [(i, 18) for i in range(1, 19)]     # every COMMIT frames of the longest path
+    for o, path in zip(out, (line, bend)):
+        assert np.isfinite(o.rotations).all() and o.skeleton.same_hierarchy(motion.skeleton)
+        origin, theta = root_of(o.global_transforms()[1], model.pair)
+        np.testing.assert_allclose(origin[0, [0, 2]], path.points[0], atol=1e-6)     # placed at the start ...
+        along = np.diff(path.points[:2], axis=0)[0]
+        assert abs(np.angle(np.exp(1j * (theta[0] - np.arctan2(*along))))) < 1e-6   # ... facing along the path
+    # the first frame is the start's pose
+    dot = np.abs(np.sum(out[0].rotations[0, 1:] * motion.rotations[100, 1:], axis=-1))
+    np.testing.assert_allclose(dot, 1.0, atol=1e-6)
+    again = model.follow([line, bend], (motion, 100))
+    np.testing.assert_array_equal(again[0].rotations, out[0].rotations)   # deterministic
+
+    def kept(followers):   # the root's mean distance to the line and its end's to the line's end
+        monkeypatch.setattr(runtime, "FOLLOWERS", followers)
+        o = model.follow([line])[0]
+        origin, theta = root_of(o.global_transforms()[1], model.pair)
+        return path_deviation(o, line.points, (origin[:, [0, 2]], theta))[0], np.linalg.norm(origin[-1, [0, 2]] -
+                                                                                                line.points[-1])
+    chosen, alone = kept(64), kept(1)   # measured: 0.18 / 1.6 cm against 0.33 / 5.7 cm
+    assert chosen[0] < alone[0] and chosen[1] < alone[1], (chosen, alone)
+
+
+def test_follow_path_command_takes_a_motion_vae(run, clip, tmp_path, capsys):  # noqa: F811
+    path = tmp_path / "path.csv"
+    path.write_text("time,x,y\n0,0,0\n2,0.6,0\n")
+    out = tmp_path / "followed.bvh"
+    assert main(["follow-path", str(path), "-o", str(out), "--model", str(run["model"]), "--start",
+                 f"{clip}:100"]) == 0
+    followed = read_bvh(out)
+    assert followed.n_frames == 61 and followed.fps == 30.0
+    assert main(["follow-path", str(path), "-o", str(tmp_path / "tau.bvh"), "--model", str(run["model"]),
+                 "--tau", "0.2"]) == 2
+    assert "a 'mvae' model where a 'mann' model is needed" in capsys.readouterr().err
+    assert not (tmp_path / "tau.bvh").exists()
