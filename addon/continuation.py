@@ -23,7 +23,6 @@ from .jobs import JobOperator
 from .operators import check_original, keep_variants, plan_over, read_retarget, scene_fps
 from .pose_io import Channels, active_armature, key_frames
 from .preferences import model_for
-from .retarget import placement
 
 
 def frames_per_step(fps, model):
@@ -68,7 +67,7 @@ def walks(plan, progress=None, cancelled=None):
     ``cancelled()`` before each raises :class:`.transitions.Cancelled` when true. Numpy and the model
     only: it runs in the worker thread."""
     model = plan.model
-    up = placement(model).up
+    up = model.layout.up
     frame, frames = plan.gaps[0][0], plan.options["frames"]
     ratio = frames_per_step(plan.fps, model)
     at = frame - plan.first

@@ -24,7 +24,7 @@ from .jobs import JobOperator
 from .pose_io import (Channels, KeyStyle, Snapshot, active_armature, key_frames, read_points, read_rig, sample,
                       world_matrix, write_bone_keys, write_points)
 from .preferences import load_model, model_for
-from .retarget import AXIS_CHANGE, Retarget, placement
+from .retarget import AXIS_CHANGE, Retarget
 from .rig import matrix_to_quat, quat_to_channels
 
 VARIANT_OF = "betwixt_variant_of"
@@ -70,7 +70,7 @@ def read_plan(context, keys_from, serves="fill", kind=None):
     rig, retarget, detected = read_retarget(obj, model)
     fps = scene_fps(context.scene)
     gaps = keys_from(channels, [rig.names[b] for b in retarget.bones])
-    ratio = fps / placement(model).fps
+    ratio = fps / model.layout.fps
     transitions.check_gaps(model, gaps, ratio)
     before, after = transitions.margins(model, ratio)
     return plan_over(channels, model, rig, retarget, detected, gaps, fps,
@@ -83,7 +83,7 @@ def plan_over(channels, model, rig, retarget, detected, gaps, fps, frames):
     obj = channels.obj
     location, rotation, scale, raw = sample(obj, channels, rig, frames, retarget.bones)
     rotations, positions = retarget.to_model(rig.pose(location, rotation, scale))
-    motion = Motion(model.skeleton, rotations, positions, placement(model).fps, name=channels.action.name)
+    motion = Motion(model.skeleton, rotations, positions, model.layout.fps, name=channels.action.name)
     return Plan(obj.name, channels.action.name, channels.slot_identifier, model, rig, retarget, int(frames[0]),
                 gaps, fps, motion, location, rotation, scale, raw, detected)
 
@@ -93,7 +93,7 @@ def read_retarget(obj, model):
     through its bone mapping (stored, or ``detected`` now: see :func:`.mapping.mapping_for`)."""
     rig = read_rig(obj)
     joints, detected = mapping.mapping_for(obj, model.skeleton, rig)
-    place = placement(model)
+    place = model.layout
     retarget = Retarget.build(model.skeleton, rig, joints, world_matrix(obj), up=place.up,
                               trajectory=place.trajectory, reference=reference_pose(model))
     return rig, retarget, detected
@@ -182,7 +182,7 @@ def planted(plan, motion):
     if not plan.plant:
         return motion
     gaps = [(a - plan.first, b - plan.first) for a, b in plan.gaps]
-    return replace(contacts.plant(replace(motion, fps=plan.fps), gaps, placement(plan.model).height), fps=motion.fps)
+    return replace(contacts.plant(replace(motion, fps=plan.fps), gaps, plan.model.layout.height), fps=motion.fps)
 
 
 def write_plan(plan, channels, motion, gaps, step, breakdown):
@@ -227,7 +227,7 @@ class _Generate(JobOperator):
     def finish(self, context, plan, result):
         obj, channels = resolve(plan)
         keyed = write_plan(plan, channels, result, plan.gaps, self.step, self.breakdown)
-        place = placement(plan.model)
+        place = plan.model.layout
         height = place.height
         findings = guard.check(result, [(a - plan.first, b - plan.first) for a, b in plan.gaps], height,
                                AXES[place.up])

@@ -158,10 +158,12 @@ def model_for(context, obj, request=None, kind=None):
     "follow-path", "continue": :func:`serves`), or :class:`ModelError`. A model that cannot be loaded is an
     error where it is of ``kind``, or, without ``kind``, where its kind serves ``request``; otherwise it is passed
     over (a broken in-betweening model does not stop Follow Path). A kind with no model at all (none shipped or
-    in the Model Folder, no file chosen) is passed over unless it is ``kind``."""
-    models, failed = [], []
+    in the Model Folder, no file chosen) is passed over unless it is ``kind``, and named, with where to put
+    one, where no other model serves ``request``."""
+    models, failed, absent = [], [], []
     for k in KINDS:
         if k != kind and not offered_models(k, context) and not getattr(preferences(context), f"{k}_file", "").strip():
+            absent.append(k)
             continue
         try:
             models.append(load_model(context, k))
@@ -189,6 +191,9 @@ def model_for(context, obj, request=None, kind=None):
         raise ModelError(f"model {chosen.name} ({chosen.TITLE}) does not {what} (it serves: "
                          f"{', '.join(chosen.SERVES)}); choose a {chosen.TITLE} model that does in "
                          "Preferences > Add-ons > Betwixt")
+    for k in absent:
+        if request in runtime_class(k).SERVES:
+            model_file(context, k)   # raises: no model of that kind, and where to put one
     others = [m for m in models if serves(m, request)]
     raise ModelError(f"armature {obj.name!r} plays the skeleton of model {chosen.name} ({chosen.TITLE}), which "
                      f"does not {what}" + (f"; to {what}, map its bones to model {others[0].name}'s skeleton "

@@ -36,27 +36,13 @@ import numpy as np
 
 from ..inference import quat
 from ..inference.errors import BetwixtError
-from ..inference.modelfile import Placement
-from ..inference.motion import AXES, forward_kinematics
+from ..inference.motion import forward_kinematics
 from ..inference.retarget import calibrate, descendant_pairs
 from .rig import affine_inverse, compose, matrix_to_quat, rotation_part
 
 # From a model's up axis to Blender's Z-up: what Blender's BVH importer does (forward -Z, up Y).
 AXIS_CHANGE = {1: np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]]), 2: np.eye(3),
                0: np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])}
-
-
-def placement(model):
-    """Where ``model``'s skeleton stands, as retargeting and planting read it (trajectory joint, up axis,
-    height, fps): a filling model's own ``layout``; for a Motion VAE, whose ``layout`` describes its pose,
-    from that: its root carries the character, its up axis, and the height of its training data's mean
-    pose (the extent of ``pose_mean``'s joint positions (J, 3) along up)."""
-    if model.file.kind != "mvae":
-        return model.layout
-    up = AXES.index(model.layout["up"])
-    start, stop = model.layout["fields"]["positions"]
-    heights = model.file.normalisation["pose_mean"][start:stop].reshape(-1, 3)[:, up]
-    return Placement(trajectory=0, up=up, height=float(np.ptp(heights)), fps=model.fps)
 
 
 class MappingError(BetwixtError):

@@ -17,7 +17,6 @@ from ..inference import quat
 from ..inference.errors import BetwixtError
 from ..inference.inbetween import fill_gaps, fill_order, floor, gap_in
 from ..inference.motion import AXES
-from .retarget import placement
 
 SAME_RATE = 1e-6
 
@@ -75,7 +74,7 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, *
     ``kwargs`` go to the model (variation, seed, blend). ``progress(done, total)`` after each gap;
     ``cancelled()`` is asked before each and raises :class:`Cancelled` when true.
     """
-    ratio = scene_fps / placement(model).fps
+    ratio = scene_fps / model.layout.fps
 
     def step(done, total):
         if progress is not None:
@@ -100,7 +99,7 @@ def variants(model, motion, first, gap, scene_fps, k, **kwargs):
     Motion VAE's latent), read as :func:`fill` reads a gap: its floor, at the model's frame rate.
     ``kwargs`` go to the model (variation, seed, blend)."""
     a, b = gap
-    ratio = scene_fps / placement(model).fps
+    ratio = scene_fps / model.layout.fps
     if abs(ratio - 1.0) < SAME_RATE:
         span, at, n = motion, (a - first, b - first), None
     else:

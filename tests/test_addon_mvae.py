@@ -4,7 +4,7 @@ imported by Blender's own BVH importer, and Variants' Source.
 The Motion VAE is a tiny one trained by our own training command (``run`` of test_mvae.py: six steps,
 poor motion), put in the Model Folder: these tests check mechanics (which actions, which keys, what is
 left alone, undo, apply, discard, failures) and that Blender's own evaluation of the keys puts every
-joint where the runtime's walk puts it. Variants use the shipped ``rtn-lafan1``.
+joint where the runtime's walk (or variants) puts it. Variants from noise use the shipped ``rtn-lafan1``.
 """
 
 import shutil
@@ -301,20 +301,40 @@ def runtime_variants(model, motion, a, b, k, seed):
     return out
 
 
-def test_variants_from_the_motion_vae_are_one_clear_error_while_it_only_continues(scene, clip):
-    from betwixt.addon import panels
-    path, _ = clip
+def test_variants_from_the_motion_vae_are_its_own_variants_and_leave_the_rest(scene, clip):
+    """Source Motion VAE: K actions whose keys inside the gap Blender evaluates to the Motion VAE's variants of
+    the gap as read (sampling toward the key, then the target blend), different from each other, the keys
+    outside the gap as they were; without any Motion VAE, one clear error that names the other Source."""
+    from betwixt.addon import operators, panels, transitions
+    path, motion = clip
+    a, b = GAP
     obj = import_bvh(path)
-    cut(obj, *GAP)
+    original = obj.animation_data.action.name
+    cut(obj, a, b)
     before = snapshot(obj)
-    assert panels._unable(bpy.context, obj, "continue") is None      # the panel offers Continue
-    why = panels._unable(bpy.context, obj, "variants", "mvae")       # and greys out Variants from it
-    assert why == ("model mvae-tiny (Continuations (Motion VAE)) does not make variants (it serves: continue); "
-                   "choose a Continuations (Motion VAE) model that does in Preferences > Add-ons > Betwixt")
-    with pytest.raises(RuntimeError, match=r"does not make variants \(it serves: continue\); .*; or make variants "
-                       r"with Source: Noise \(RTN\)"):
-        bpy.ops.betwixt.variants(source="MVAE")
-    assert same_keys(snapshot(obj), before) and len(bpy.data.actions) == 1
+    assert panels._unable(bpy.context, obj, "variants", "mvae") is None
+    plan = operators.read_plan(bpy.context, operators.selected_gaps, "variants", "mvae")
+    assert plan.model.name == "mvae-tiny"
+    assert bpy.ops.betwixt.variants(count=3, variation=1.0, seed=2, source="MVAE") == {"FINISHED"}
+    made = transitions.variants(plan.model, plan.motion, plan.first, (a, b), plan.fps, 3, variation=1.0, seed=2)
+    outside = keys_at(before, lambda f: (f <= a) | (f >= b))
+    inside = np.arange(a + 1, b)
+    wants = []
+    for i, have in enumerate(made):
+        have = operators.planted(plan, have)
+        want = forward_kinematics(have.rotations, have.positions, motion.skeleton.parents)[1][inside - plan.first]
+        action = f"{original} variant {i + 1}"
+        kept = keys_at(snapshot(obj, bpy.data.actions[action]), lambda f: (f <= a) | (f >= b))
+        assert kept.keys() == outside.keys() and all(np.array_equal(kept[k], outside[k]) for k in kept)
+        assert bpy.ops.betwixt.preview_variant(action=action) == {"FINISHED"}
+        assert np.abs(evaluated(obj, inside)[..., :3, 3] - want @ C.T).max() < 2e-3, i   # cm: float32 Euler keys
+        wants.append(want)
+    assert np.linalg.norm(wants[0] - wants[1], axis=-1).mean() > 1.0      # cm: variants, not copies
+    assert bpy.ops.betwixt.preview_variant(action=original) == {"FINISHED"}
+    assert same_keys(snapshot(obj), before)
+    assert bpy.ops.betwixt.discard_variants() == {"FINISHED"}
+    assert len(bpy.data.actions) == 1 and same_keys(snapshot(obj), before)
+
     bpy.context.preferences.addons["betwixt"].preferences.model_folder = ""
     with pytest.raises(RuntimeError, match=r"no Continuations \(Motion VAE\) model.*Source: Noise \(RTN\)"):
         bpy.ops.betwixt.variants(source="MVAE")

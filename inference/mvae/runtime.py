@@ -27,6 +27,7 @@ from .floor import Legs
 MAX_K = 256             # continuations of one request
 MAX_VARIANTS = 64       # variants of one gap
 MAX_FRAMES = 36_000     # frames of one continuation: 20 minutes at 30 fps
+MAX_GAP = 4.0           # s: the longest gap its variants span (the control is tuned on gaps of 1 and 2 s)
 MAX_TOTAL = 1_000_000   # generated frames of one request (poses of 267 values: 2 GiB in float64)
 PAST = 1.0              # s: the frames up to a start (and around a key) whose feet find the floor
 SETTLE = 1.0            # s: without a start pose, the data's mean pose stands still this long first
@@ -54,6 +55,7 @@ class MVAEModel(Model):
             raise ModelError(f"{file.path}: normalisation or facing does not match the pose layout; export it again")
         self.legs = Legs.of(self.skeleton)
         self.past = int(round(PAST * self.fps))
+        self.max_gap = int(round(MAX_GAP * self.fps))
         self.layout = Placement(trajectory=0, up=1, height=_height(self.skeleton), fps=self.fps)
         self.units_per_metre = self.layout.height / STANDING
         self.actions = ("idle", "move")   # what a path may name; the Motion VAE goes by its positions alone
@@ -185,7 +187,7 @@ class MVAEModel(Model):
         """``(n, C)``: the gap's length and its roll-outs, once the request is checked."""
         self.check_skeleton(gap.skeleton)
         n = int(gap.length)
-        for name, value, most in (("variants (k)", k, MAX_VARIANTS), ("frames in the gap", n, MAX_FRAMES)):
+        for name, value, most in (("variants (k)", k, MAX_VARIANTS), ("frames in the gap", n, self.max_gap)):
             if not 1 <= value <= most:
                 raise ModelError(f"{value} {name}: give 1 to {most:,}")
         c = candidates(k)
