@@ -55,6 +55,7 @@ class Plan:
     options: dict = None       # for the model: variation, seed, blend (read on the main thread)
     count: int = 1             # transitions per gap (variants)
     plant: bool = True         # feet planted after the model (inference/contacts.py)
+    momentum: list = None      # per gap: the velocity at both its keys is keyed (transitions.keyed_momentum)
 
 
 def scene_fps(scene):
@@ -73,8 +74,11 @@ def read_plan(context, keys_from, serves="fill", kind=None):
     ratio = fps / model.layout.fps
     transitions.check_gaps(model, gaps, ratio)
     before, after = transitions.margins(model, ratio)
-    return plan_over(channels, model, rig, retarget, detected, gaps, fps,
+    plan = plan_over(channels, model, rig, retarget, detected, gaps, fps,
                      np.arange(gaps[0][0] - before, gaps[-1][1] + after + 1))
+    plan.momentum = transitions.keyed_momentum(key_frames(channels, [rig.names[b] for b in retarget.bones]),
+                                               gaps, ratio)
+    return plan
 
 
 def plan_over(channels, model, rig, retarget, detected, gaps, fps, frames):
@@ -222,7 +226,7 @@ class _Generate(JobOperator):
 
     def compute(self, plan, progress, cancelled):
         return planted(plan, transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps, progress,
-                                              cancelled, **plan.options))
+                                              cancelled, plan.momentum, **plan.options))
 
     def finish(self, context, plan, result):
         obj, channels = resolve(plan)

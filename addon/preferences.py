@@ -158,8 +158,8 @@ def model_for(context, obj, request=None, kind=None):
     "follow-path", "continue": :func:`serves`), or :class:`ModelError`. A model that cannot be loaded is an
     error where it is of ``kind``, or, without ``kind``, where its kind serves ``request``; otherwise it is passed
     over (a broken in-betweening model does not stop Follow Path). A kind with no model at all (none shipped or
-    in the Model Folder, no file chosen) is passed over unless it is ``kind``, and named, with where to put
-    one, where no other model serves ``request``."""
+    in the Model Folder, no file chosen) is passed over unless it is ``kind``; the error names it, with
+    where to put one, where it would serve ``request``."""
     models, failed, absent = [], [], []
     for k in KINDS:
         if k != kind and not offered_models(k, context) and not getattr(preferences(context), f"{k}_file", "").strip():
@@ -191,13 +191,16 @@ def model_for(context, obj, request=None, kind=None):
         raise ModelError(f"model {chosen.name} ({chosen.TITLE}) does not {what} (it serves: "
                          f"{', '.join(chosen.SERVES)}); choose a {chosen.TITLE} model that does in "
                          "Preferences > Add-ons > Betwixt")
-    for k in absent:
-        if request in runtime_class(k).SERVES:
-            model_file(context, k)   # raises: no model of that kind, and where to put one
     others = [m for m in models if serves(m, request)]
+    wanting = [k for k in absent if request in runtime_class(k).SERVES]
+    if wanting and not others:
+        model_file(context, wanting[0])   # raises: no model of that kind, and where to put one
+    hints = [f"map its bones to model {m.name}'s skeleton (Betwixt panel: the menu beside Detect, {m.TITLE})"
+             for m in others[:1]]
+    hints += [f"put a {runtime_class(k).TITLE} model in a folder and set it as the Model Folder in Preferences > "
+              "Add-ons > Betwixt" for k in wanting]
     raise ModelError(f"armature {obj.name!r} plays the skeleton of model {chosen.name} ({chosen.TITLE}), which "
-                     f"does not {what}" + (f"; to {what}, map its bones to model {others[0].name}'s skeleton "
-                                           f"(Betwixt panel: the menu beside Detect, {others[0].TITLE})" if others else ""))
+                     f"does not {what}" + (f"; to {what}, " + ", or ".join(hints) if hints else ""))
 
 
 def forget_models():

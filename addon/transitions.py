@@ -30,6 +30,20 @@ def gaps_between(keys):
     return [(a, b) for a, b in zip(keys[:-1], keys[1:]) if b - a >= 2]
 
 
+def keyed_momentum(keys, gaps, ratio):
+    """Per gap ``(a, b)`` (scene frames), whether the animator keyed the motion's velocity at both its
+    keys: ``keys`` (sorted scene frames) hold one on the frame before ``a`` and one on the frame after ``b``
+    (within a model frame, where the scene runs faster than the model), as baked capture does; blocking
+    keys leave the velocity to the curves' interpolation (see inference.inbetween.fill_gaps)."""
+    near = max(1.0, ratio) + 1e-6
+    keys = np.asarray(keys)
+    out = []
+    for a, b in gaps:
+        before, after = keys[keys < a], keys[keys > b]
+        out.append(len(before) > 0 and a - before[-1] <= near and len(after) > 0 and after[0] - b <= near)
+    return out
+
+
 def model_frames(a, b, ratio):
     """How many model frames the gap from scene frame ``a`` to ``b`` spans."""
     if abs(ratio - 1.0) < SAME_RATE:
@@ -67,10 +81,11 @@ def sample(motion, at):
     return replace(motion, rotations=quat.unroll(rotations), positions=positions)
 
 
-def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, **kwargs):
+def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, momentum=None, **kwargs):
     """``motion`` (model space, one frame per scene frame from ``first``) with each gap generated in order.
 
     ``gaps`` are (a, b) scene frames; each gap's context comes from the frames generated before it.
+    ``momentum``: per gap, whether the velocity at its keys is keyed (:func:`keyed_momentum`).
     ``kwargs`` go to the model (variation, seed, blend). ``progress(done, total)`` after each gap;
     ``cancelled()`` is asked before each and raises :class:`Cancelled` when true.
     """
@@ -84,11 +99,13 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, *
 
     step(0, len(gaps))
     if abs(ratio - 1.0) < SAME_RATE:   # one pass over the motion, not a copy of it per gap
-        return fill_gaps(model, motion, [(a - first, b - first) for a, b in gaps], progress=step, **kwargs)
+        return fill_gaps(model, motion, [(a - first, b - first) for a, b in gaps], progress=step,
+                         momentum=momentum, **kwargs)
     # as fill_gaps does: gaps blind to the frames after their end key are filled again (fill_order)
     order = fill_order(gaps, margins(model, ratio)[1])
     for done, (i, after) in enumerate(order, 1):
-        motion = _fill_resampled(model, motion, first, *gaps[i], ratio, after, **kwargs)
+        motion = _fill_resampled(model, motion, first, *gaps[i], ratio, after,
+                                 momentum=None if momentum is None else [momentum[i]], **kwargs)
         step(done, len(order))
     return motion
 

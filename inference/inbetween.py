@@ -50,7 +50,7 @@ def fill_order(gaps, most, passes=2):
     return list(enumerate(known)) + again
 
 
-def fill_gaps(model, motion, gaps, progress=None, passes=2, **kwargs):
+def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, **kwargs):
     """``motion`` with the frames strictly inside each ``(start, end)`` key pair generated, in order,
     each gap's past context taken from the frames generated before it (Harvey & Pal 2018, §7.4).
 
@@ -65,7 +65,9 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, **kwargs):
     generated ones), a plain fill's root path on the ground (not a hold's) leans ``model.spline`` of the
     way to the spline through the keys' velocities (:func:`.transition.toward_spline`): the momentum the
     animator's motion carries into and out of the gap, which a model can lose on motion unlike its
-    training data.
+    training data. ``momentum``: per gap, whether those velocities are keyed at all (keys on the frames
+    next to both keys, not a curve's interpolation between sparse blocking keys, where the spline only
+    adds the interpolation's guess); None: every frame outside the gaps is a key, as in a BVH file.
 
     The model reads the motion standing on the floor it learned on (``model.floor``): the floor of
     ``motion`` is found from its feet (:func:`floor`), so a rig standing higher or lower (an armature
@@ -83,7 +85,8 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, **kwargs):
         start, end = gaps[i]
         gap = gap_in(out, start, end, model.past, after)
         rot, pos = model.fill(gap, **kwargs)
-        if model.spline and not kwargs.get("variation") and gap.after is not None and start > 0 and not (
+        if model.spline and not kwargs.get("variation") and gap.after is not None and start > 0 and (
+                momentum is None or momentum[i]) and not (
                 generated[start - 1] or generated[end + 1] or held(gap, model.layout.height)[0]):
             pos = toward_spline(gap, pos, model.layout.trajectory, model.layout.up, model.spline)
         out.rotations[start + 1:end], out.positions[start + 1:end] = rot[0], pos[0]

@@ -745,6 +745,35 @@ def test_filled_gap_is_closer_to_the_capture_than_bezier(betwixt_addon, clip, la
     assert filled < bezier, (filled, bezier)
 
 
+def test_the_root_leans_to_the_keys_spline_only_where_their_velocity_is_keyed(addon, clip):
+    """Baked keys on every frame carry the velocity at the gap's keys, and Fill Gaps leans the root's path
+    toward the spline through it; blocking keys every 5 frames leave it to Bezier's guess, and the root keeps
+    the network's own path."""
+    from betwixt.addon import operators, transitions
+    assert transitions.keyed_momentum([9, 10, 20, 21], [(10, 20)], 1.0) == [True]
+    assert transitions.keyed_momentum([5, 10, 20, 21], [(10, 20)], 1.0) == [False]
+    assert transitions.keyed_momentum([10, 20, 21], [(10, 20)], 1.0) == [False]       # nothing before
+    assert transitions.keyed_momentum([6, 10, 20, 24], [(10, 20)], 4.0) == [True]     # 120 fps scene, 30 fps model
+    path, motion = clip
+    a, b = GAP
+    for every, keyed in ((1, True), (5, False)):
+        bpy.ops.wm.read_homefile(use_empty=True)
+        obj = import_bvh(path)
+        for fc in channels(obj).curves().values():
+            points = fc.keyframe_points
+            for k in reversed(list(points)):
+                if (k.co[0] - a) % every and k.co[0] != b:
+                    points.remove(k, fast=True)
+            fc.update()
+        cut(obj, a, b)
+        plan = operators.read_plan(bpy.context, operators.selected_gaps)
+        assert plan.momentum == [keyed]
+        made, own = (transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps, momentum=m)
+                     for m in (plan.momentum, [False]))
+        lean = np.abs(made.positions[:, 0] - own.positions[:, 0]).max()   # cm
+        assert (lean > 0.5) == keyed, (every, lean)
+
+
 def test_models_of_other_kinds_beside_the_in_betweening_ones_change_nothing(addon, model_path, clip):
     """The shipped models of other kinds (the dog's MANN; a Motion VAE where one is shipped) lie beside
     the RTNs: the preferences offer the RTN models only for in-betweening, Fill Gaps on a human rig

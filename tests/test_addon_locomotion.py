@@ -248,7 +248,8 @@ def test_bad_input_says_what_to_do_and_changes_nothing(scene, dog, clip):
     stranger = bpy.context.active_object
     follow_with(stranger, path)
     fails("armature 'Armature' plays the skeleton of model rtn-lafan1 .* which does not follow paths; to "
-          "follow paths, map its bones to model mann-dog's skeleton", stranger)
+          r"follow paths, map its bones to model mann-dog's skeleton .*, or put a Continuations \(Motion VAE\) "
+          "model in a folder", stranger)
 
     human = import_bvh(clip[0])                                            # a human: the in-betweening model's
     from betwixt.addon.preferences import model_for
