@@ -58,6 +58,9 @@ class Plan:
     momentum: list = None      # per gap: the velocity at both its keys is keyed (transitions.keyed_momentum)
 
 
+STANCE_FRAMES = 240   # frames of an action read for the rig's natural stance (read_retarget)
+
+
 def scene_fps(scene):
     return scene.render.fps / scene.render.fps_base
 
@@ -94,13 +97,29 @@ def plan_over(channels, model, rig, retarget, detected, gaps, fps, frames):
 
 def read_retarget(obj, model):
     """``(rig, retarget, detected)``: the armature ``obj``'s bones, calibrated against ``model``'s skeleton
-    through its bone mapping (stored, or ``detected`` now: see :func:`.mapping.mapping_for`)."""
+    through its bone mapping (stored, or ``detected`` now: see :func:`.mapping.mapping_for`), at rest and,
+    where it is animated, in its natural stance (:meth:`.retarget.Retarget.build`)."""
     rig = read_rig(obj)
     joints, detected = mapping.mapping_for(obj, model.skeleton, rig)
     place = model.layout
     retarget = Retarget.build(model.skeleton, rig, joints, world_matrix(obj), up=place.up,
-                              trajectory=place.trajectory, reference=reference_pose(model))
+                              trajectory=place.trajectory, reference=reference_pose(model),
+                              moving=in_motion(obj, rig, sorted(joints.values())))
     return rig, retarget, detected
+
+
+def in_motion(obj, rig, bones):
+    """Armature-space pose matrices (F, bones, 4, 4) of the rig on up to STANCE_FRAMES frames spread evenly
+    from the first key of the ``bones``' curves to the last; None where the action has fewer than two."""
+    if obj.animation_data is None or obj.animation_data.action is None:
+        return None
+    channels = Channels(obj)
+    keys = key_frames(channels, [rig.names[b] for b in bones])
+    if len(keys) < 2:
+        return None
+    frames = np.unique(np.round(np.linspace(keys[0], keys[-1], STANCE_FRAMES)))
+    location, rotation, scale, _ = sample(obj, channels, rig, frames, bones)
+    return rig.pose(location, rotation, scale)
 
 
 def reference_pose(model):

@@ -17,7 +17,15 @@ rigid fit). Where the poses agree ``S`` is the identity and the rig moves exactl
 they differ, every bone still points where the model's bone points, so joint positions follow the
 model up to the rig's own bone lengths. A bone's roll about its own direction is not observable from
 rest positions, so between very different poses (a BVH "all bones along X" rest pose and a T-pose) a
-limb may keep a constant twist about its own axis; a natural reference pose removes it. That calibration
+limb may keep a constant twist about its own axis; a natural reference pose removes it. A rest pose
+nobody stands in (Bandai's and LaFAN1's BVH rest poses lay every bone along X) says little about how
+the rig's bones sit in a body, so where the rig's rest pose is no stance (its legs do not hang down)
+and it is animated, its natural stance (its action's frames, each turned to face one way, averaged:
+:func:`..inference.retarget.natural_stance`) is tried against the model's natural pose too, and the
+stance pair that needs the smaller turns wins: a rig of the model's own skeleton stands at rest exactly
+as the model does and keeps the rest poses; a Bandai rig gets its natural stance, as training's
+retargeting does. A rest pose that stands (CMU's T-pose) is a better stance to match than the mean of
+whatever the action does (CMU 01_01 jumps). That calibration
 (:func:`..inference.retarget.calibrate`) is shared with training, which brings other data sets'
 skeletons onto a model's the same way.
 
@@ -35,14 +43,25 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..inference import quat
+from ..inference.contacts import legs
 from ..inference.errors import BetwixtError
 from ..inference.motion import forward_kinematics
-from ..inference.retarget import calibrate, descendant_pairs
+from ..inference.retarget import calibrate, descendant_pairs, natural_stance, pelvis
 from .rig import affine_inverse, compose, matrix_to_quat, rotation_part
 
 # From a model's up axis to Blender's Z-up: what Blender's BVH importer does (forward -Z, up Y).
 AXIS_CHANGE = {1: np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]]), 2: np.eye(3),
                0: np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])}
+
+
+def _stands(skeleton, mapping, heads, up):
+    """Whether the rig's rest pose is a stance (a T- or A-pose): its mapped legs hang down, hip to foot
+    within 45 degrees of the model's ``-up`` in the rig's heads (bones, 3) in model axes. A rig without
+    mapped legs is taken to stand."""
+    down = [heads[mapping[leg.foot]] - heads[mapping[leg.hip]] for leg in legs(skeleton)
+            if leg.hip in mapping and leg.foot in mapping]
+    down = [d[up] / np.linalg.norm(d) for d in down if np.linalg.norm(d) > 0]
+    return not down or float(np.mean(down)) < -np.cos(np.radians(45))
 
 
 class MappingError(BetwixtError):
@@ -65,11 +84,13 @@ class Retarget:
     missing: np.ndarray         # (J, 4) local rotations of the joints the rig lacks: the reference pose's
 
     @classmethod
-    def build(cls, skeleton, rig, mapping, world, up=1, trajectory=0, reference=None):
+    def build(cls, skeleton, rig, mapping, world, up=1, trajectory=0, reference=None, moving=None):
         """``mapping``: {model joint index: rig bone index}; ``up``: the model's up axis (0, 1, 2);
         ``reference``: local rotations (J, 4) of a natural pose of the model's skeleton (a T-pose, a
         standing pose), tried besides its rest pose as the counterpart of the rig's rest pose; the one
-        that needs the smaller turns wins, and with it the bones' twists are right too."""
+        that needs the smaller turns wins, and with it the bones' twists are right too. ``moving``:
+        armature-space pose matrices (F, bones, 4, 4) of the rig in motion, whose natural stance is
+        tried against ``reference`` too (see the module's docstring)."""
         if len(set(mapping.values())) != len(mapping):
             raise MappingError("two model joints are mapped to the same bone; map each bone once")
         joints = np.array(sorted(mapping), dtype=np.int64)
@@ -113,7 +134,17 @@ class Retarget:
         poses = [np.tile([1.0, 0.0, 0.0, 0.0], (len(skeleton), 1))]   # the model's rest pose, and
         if reference is not None:                                       # a pose of its own, when it has one
             poses.append(quat.normalize(np.asarray(reference, dtype=np.float64)))
-        offsets = calibrate(skeleton, joints, rest_rot[bones], heads[bones], poses)
+        fits = [calibrate(skeleton, joints, rest_rot[bones], heads[bones], poses)]
+        if moving is not None and reference is not None and pelvis(skeleton) in mapping and not _stands(
+                skeleton, mapping, heads, up):
+            parents = rig.parents
+            rel = np.zeros((len(parents), 3))   # each bone's head in its parent's rest frame
+            child = np.flatnonzero(parents >= 0)
+            rel[child] = np.einsum("bji,bj->bi", rest_rot[parents[child]], heads[child] - heads[parents[child]])
+            stance, at = natural_stance(matrix_to_quat(axes.T @ rotation_part(world @ moving)),
+                                        mapping[pelvis(skeleton)], int(up), parents, rel)
+            fits.append(calibrate(skeleton, joints, quat.to_matrix(stance[bones]), at[bones], poses[-1:]))
+        offsets = min(fits, key=lambda fit: fit[1])[0]
         positional = tuple(sorted({0, int(trajectory)} & set(mapping)))
         return cls(skeleton, rig, joints, bones, positional, world, axes, float(rig_len / model_len), offsets,
                    poses[-1])

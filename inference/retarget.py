@@ -50,7 +50,9 @@ def best_rotation(a, b):
 
 
 def calibrate(skeleton, joints, rest_rot, rest_heads, poses):
-    """``O`` (K, 3, 3) such that ``G_j = R_b · O_j``, for the mapped joints ``joints`` (K,) of ``skeleton``.
+    """``(O, misfit)``: ``O`` (K, 3, 3) such that ``G_j = R_b · O_j``, for the mapped joints ``joints`` (K,)
+    of ``skeleton``, and the mean angle (radians) its bones turn, relative to their parents', to stand as
+    the counterparts do: how far apart the two stances are, so that callers can choose a stance too.
 
     Their counterparts (a rig's bones, another skeleton's joints) stand with world rotations
     ``rest_rot`` (K, 3, 3) and positions ``rest_heads`` (K, 3), in the skeleton's axes and any units.
@@ -64,7 +66,8 @@ def calibrate(skeleton, joints, rest_rot, rest_heads, poses):
         grot, heads = forward_kinematics(pose, skeleton.offsets, skeleton.parents)
         turns, misfit = _turns(skeleton.parents, joints, slot, pairs, heads, rest_heads)
         fits.append((misfit, turns @ quat.to_matrix(grot[joints])))
-    return np.swapaxes(rest_rot, -1, -2) @ min(fits, key=lambda f: f[0])[1]
+    misfit, turned = min(fits, key=lambda f: f[0])
+    return np.swapaxes(rest_rot, -1, -2) @ turned, misfit
 
 
 def _turns(parents, joints, slot, pairs, model_heads, rig_heads):
@@ -122,18 +125,37 @@ def natural_pose(motions, step=4):
     upright body; the joints above the pelvis (Bandai's ``joint_Root``) only carry it and stay at rest.
     """
     grot = np.concatenate([m.global_transforms()[0][::step] for m in motions])
-    up = AXES.index(motions[0].up)
     hips = pelvis(motions[0].skeleton)
-    twist = np.zeros(grot.shape[:1] + (4,))
-    twist[:, [0, 1 + up]] = grot[:, hips, [0, 1 + up]]
-    world = quat.mul(quat.inv(quat.normalize(twist))[:, None], grot)
-    world = quat.mean(world, axis=0)
+    world = quat.mean(quat.mul(unturned(grot, hips, AXES.index(motions[0].up))[:, None], grot), axis=0)
     parents = motions[0].skeleton.parents
     world[chain(parents, hips)[:-1]] = [1.0, 0.0, 0.0, 0.0]
     pose = world.copy()
     child = np.flatnonzero(parents >= 0)
     pose[child] = quat.mul(quat.inv(world[parents[child]]), world[child])
     return pose
+
+
+def unturned(grot, hips, up):
+    """(F, 4): per frame of world rotations ``grot`` (F, J, 4), the turn about the ``up`` axis (0-2) that
+    leaves joint ``hips``'s twist about it nil (q = twist · swing, the twist undone): turned by it, a body
+    walking any way faces one way, and its frames average into one stance."""
+    twist = np.zeros(grot.shape[:1] + (4,))
+    twist[:, [0, 1 + up]] = grot[:, hips, [0, 1 + up]]
+    return quat.inv(quat.normalize(twist))
+
+
+def natural_stance(grot, hips, up, parents, offsets):
+    """The stance a body in motion takes (as :func:`natural_pose`, from world rotations): world rotations
+    (J, 4), the mean over the frames of ``grot`` (F, J, 4), each frame turned about ``up`` (0-2) as
+    :func:`unturned` says (``hips``: the pelvis), and the joints' heads (J, 3) relative to the root's, by
+    forward kinematics of those rotations over ``offsets`` (J, 3), each joint's offset in its parent's
+    frame (``parents`` first), so that every bone points exactly as its rotation says."""
+    world = quat.mean(quat.mul(unturned(grot, hips, up)[:, None], grot), axis=0)
+    heads = np.zeros((len(parents), 3))
+    for j, p in enumerate(parents):
+        if p >= 0:
+            heads[j] = heads[p] + quat.rotate(world[p], offsets[j])
+    return world, heads
 
 
 def _chain_below(parents, j):
@@ -182,7 +204,7 @@ class Retargeting:
                             "the first --data (or --skeleton), or rename its joints as LaFAN1, Bandai or Mixamo do")
         sgrot, sheads = forward_kinematics(source_pose, source.offsets, source.parents)
         rest_rot = quat.to_matrix(sgrot[bones])
-        offsets = quat.from_matrix(calibrate(target, joints, rest_rot, sheads[bones], [target_pose]))
+        offsets = quat.from_matrix(calibrate(target, joints, rest_rot, sheads[bones], [target_pose])[0])
         carriers = [j for j in chain(target.parents, hips)   # Bandai keys every joint's translation; only these move
                     if any(c.endswith("position") for c in target.channels[j])]
         positional = tuple((int(j), int(b)) for j, b in zip(joints, bones) if j in carriers)
