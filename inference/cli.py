@@ -100,10 +100,14 @@ def main(argv=None):
     mvae.add_argument("--data", type=Path, required=True, help="LaFAN1 (folder or archive); subject 5 is measured")
     mvae.add_argument("--model", type=Path, help="model file (default: the shipped Motion VAE)")
     mvae.add_argument("--json", type=Path, help="write the results here")
-    mvae.add_argument("--plots", type=Path, help="write PNG plots of the walks' hips heights and of the KL per "
-                                                 "latent dimension here")
+    mvae.add_argument("--plots", type=Path, help="write PNG plots of the walks' hips heights, of the KL per "
+                                                 "latent dimension and of the paths followed here")
     mvae.add_argument("--starts", type=_positive, default=20, help="start poses (default 20)")
     mvae.add_argument("--frames", type=_positive, default=10_000, help="frames of each random walk (default 10,000)")
+    mvae.add_argument("--seconds", type=_positive_seconds, help="follow only the first S seconds of each path "
+                                                                "(default: a lap)")
+    mvae.add_argument("--no-floor-step", dest="grounded", action="store_false",
+                      help="walk without the floor step (to see what it does)")
     mvae.add_argument("--cache", type=Path, help="data set cache folder")
     mvae.set_defaults(run=_bench_mvae)
 
@@ -146,6 +150,16 @@ def _positive(text):
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
+
+
+def _positive_seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:   # NaN too
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
     return value
 
 
@@ -425,16 +439,19 @@ def _bench_mvae(args):
     from .mvae.bench import measure, table
 
     model = open_model(args.model, kind="mvae") if args.model else find_model(None, kind="mvae")
-    rtn = find_model(model.skeleton, kind="rtn", serves="variants") if hasattr(model, "variants") else None
+    rtn = find_model(model.skeleton, kind="rtn", serves="variants")
     data = load_motion_set(args.data, args.cache)
     start = time.perf_counter()
-    results, plots = measure(model, data, args.starts, args.frames, rtn, _progress("walking", unit="walk"))
+    following = _progress("following paths", unit="step")
+    results, plots = measure(model, data, args.starts, args.frames, rtn, _progress("walking", unit="walk"),
+                             args.seconds, args.grounded, lambda done, total: following(done, total, "paths"))
     _printed(table(results), "bench-mvae", start)
     _write_json(args.json, results)
     if args.plots:
-        from .plots import plot_latent, plot_walks
+        from .plots import plot_latent, plot_paths, plot_walks
 
-        for path in plot_walks(plots, args.plots) + plot_latent(plots["kl_dims"], args.plots):
+        written = plot_walks(plots, args.plots) + plot_latent(plots["kl_dims"], args.plots)
+        for path in written + plot_paths(plots["paths"], model.units_per_metre, args.plots):
             print(f"wrote {path}", file=sys.stderr)
 
 

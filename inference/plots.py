@@ -1,6 +1,6 @@
 """PNG plots of benchmark errors per transition frame, so a reader sees where a method drifts, and of
 what bench-mann measures: the paths the MANN controller followed, and its experts at work; and of
-bench-mvae's random walks and latent.
+bench-mvae's random walks, latent and paths (plot_paths, as bench-mann's).
 
 The only module that imports matplotlib, and only when called: the runtime inside Blender never needs it.
 """
@@ -57,7 +57,7 @@ def plot_paths(runs, units_per_metre, out_dir):
     written = []
     for name, run in runs.items():
         fig, ax = plt.subplots(figsize=(5, 5), constrained_layout=True)
-        for points, style, label in ((run["path"], "k--", "path"), (run["track"], "C0-", "the dog's root")):
+        for points, style, label in ((run["path"], "k--", "path"), (run["track"], "C0-", "the root")):
             ax.plot(points[:, 0] / units_per_metre, -points[:, 1] / units_per_metre, style, lw=1, label=label)
         ax.set(title=name, xlabel="x (m)", ylabel="y (m)", aspect="equal")
         ax.grid(alpha=0.3)

@@ -1,20 +1,24 @@
 """The Motion VAE measurements of ``python -m inference bench-mvae`` (``../shared/docs/metrics.md``), beside
 the capture on LaFAN1's test subject 5, from start poses spread evenly over its clips:
 
-1. stability: a random walk of ``frames`` frames from each start: walks with NaN, the hips' height range,
-   PEAK (the 99th percentile over frames of the fastest joint's speed), foot skating of the toes and feet
-   (each foot's ground the capture's, the 2nd percentile of its height in the start's clip; and the walk's
-   own, which tells sliding from sinking), the root's mean speed on the floor, and the share of frames with
-   a foot more than UNDER below its ground (the body sinking); each beside the capture's (every frame);
+1. stability: a random walk of ``frames`` frames from each start (with the floor step, :mod:`.floor`,
+   unless ``grounded`` is False): walks with NaN, the hips' height range, PEAK (the 99th percentile over
+   frames of the fastest joint's speed), foot skating of the toes and feet (each foot's ground the
+   capture's, the 2nd percentile of its height in the start's clip; and the walk's own, which tells
+   sliding from sinking), the root's mean speed on the floor; and where the body stands against the
+   floor: the share of frames with the lowest foot more than UNDER or DEEP below its ground, the hips
+   under the lowest ground, the lowest foot more than each of OFF above its ground; each beside the
+   capture's (every frame);
 2. diversity: the mean pairwise distance of K continuations of each start after SPREAD_AFTER seconds (the
-   root on the floor, and the joints relative to the root); and, where the model makes variants of a gap
-   (``variants``, RTN's interface), their spread against the shipped RTN's noise variants of the same gaps
-   at the same error (:func:`variants_against_rtn`);
+   root on the floor, and the joints relative to the root); and K variants of a gap after each start
+   against the shipped RTN's noise variants of the same gaps at the same error (:func:`variants_against_rtn`);
 3. latent health: the KL of every latent dimension of the encoder the file carries, on every pair of
    consecutive poses of subject 5, and the active units (KL above ACTIVE);
-4. speed: milliseconds per generated frame at batch 1, and K = 16 continuations of 10 s (one thread).
+4. two-legged paths: bench-mann's circle, square and star, one lap at each of SPEEDS from the model's
+   standing start (:func:`paths`), against the paper's MANN at the dog's nearest gait;
+5. speed: milliseconds per generated frame at batch 1, and K = 16 continuations of 10 s (one thread).
 
-Two-legged paths are not measured yet. Lengths are LaFAN1's centimetres; ``goals`` holds the issue's bar.
+Lengths are LaFAN1's centimetres; ``goals`` holds the issue's bar.
 """
 
 import time
@@ -24,17 +28,22 @@ import numpy as np
 from ..benchmark import TEST_SUBJECTS
 from ..errors import DataError
 from ..inbetween import gap_in
-from ..mann.metrics import foot_skating, paw_ground
+from ..mann.bench import PAPER, shapes
+from ..mann.metrics import foot_skating, path_deviation, path_progress, paw_ground
 from ..motion import forward_kinematics
-from .features import poses
+from .features import poses, root_of
 
 FEET = ("LeftToe", "RightToe", "LeftFoot", "RightFoot")   # toes first: metrics.md's four foot joints
 UNDER = 5.0           # cm below a foot's ground that counts as under the floor
+DEEP = 20.0           # cm below it: sunk, not a heel's slip
+OFF = (10.0, 30.0)    # cm above it: the lowest foot off the floor (a step, a jump; the capture climbs obstacles)
 ACTIVE = 0.01         # nats: a latent dimension in use, as training's validation counts it
 SPREAD_K = 8          # continuations (and variants) of one request whose spread is measured
 SPREAD_AFTER = 3.0    # s after the start
 VARIANT_GAP = 30      # in-between frames of the gaps whose variants are measured (the benchmark's 30)
-VARIATIONS = (0.25, 0.5, 1.0, 2.0, 4.0)   # RTN's noise strengths, from which the one at the model's error is taken
+VARIATIONS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)   # RTN's noise strengths; the one at the model's error is its match
+SPEEDS = {"walk": 1.0, "jog": 2.0}   # m/s of the paths; the paper's MANN at the dog's nearest gait beside each
+PAPER_GAIT = {"walk": "walk", "jog": "trot"}
 SPEED_K, SPEED_SECONDS = 16, 10.0
 GOALS = {"ms_per_frame": 0.3, "k16_10s_seconds": 1.0, "spread_over_rtn": 2.0, "root_speed_share": 0.5}
 
@@ -72,10 +81,13 @@ def per_motion(motion, ground):
     feet = foot_positions(world, motion.skeleton)
     with np.errstate(over="ignore"):   # a foot far up skates 0: 2 ** (h / H) is inf
         skating, own = foot_skating(feet, ground), foot_skating(feet, paw_ground(feet))
+    lowest = (feet[..., 1] - ground).min(axis=1)   # (F,) the lowest foot over its ground
     return {"hips": world[:, 0, 1], "fastest": np.linalg.norm(np.diff(world, axis=0), axis=-1).max(axis=1),
             "skating": skating, "skating_own": own,
             "root_speed": float(np.linalg.norm(np.diff(world[:, 0, [0, 2]], axis=0), axis=-1).mean()),
-            "under": float((ground - feet[..., 1] > UNDER).any(axis=1).mean())}
+            "under": float((lowest < -UNDER).mean()), "deep": float((lowest < -DEEP).mean()),
+            "hips_under": float((world[:, 0, 1] < ground.min()).mean()),
+            **{f"off_{h:g}": float((lowest > h).mean()) for h in OFF}}
 
 
 def pooled(rows):
@@ -91,33 +103,38 @@ def pooled(rows):
             "skating_feet": float(skating[2:].mean()),
             "skating_own_ground": float(np.average([r["skating_own"].mean() for r in rows], weights=steps)),
             "root_speed": float(np.average([r["root_speed"] for r in rows], weights=steps)),
-            "under_floor": float(np.average([r["under"] for r in rows], weights=[s + 1 for s in steps]))}
+            **{name: float(np.average([r[key] for r in rows], weights=[s + 1 for s in steps])) for name, key in
+               [("under_floor", "under"), ("deep_under_floor", "deep"), ("hips_under_floor", "hips_under")]
+               + [(f"off_floor_{h:g}", f"off_{h:g}") for h in OFF]}}
 
 
-def walks(model, clips, starts, frames, progress=None):
-    """One random walk of ``frames`` frames from each of ``starts`` start poses, measured beside the
-    capture (every frame of ``clips``); and for the plots each finite walk's hips height (frames,)."""
+def walks(model, clips, starts, frames, progress=None, grounded=True):
+    """One random walk of ``frames`` frames from each of ``starts`` start poses (``grounded``: with the
+    floor step), measured beside the capture (every frame of ``clips``); and for the plots each finite
+    walk's hips height (frames,)."""
     grounds = {c.name: paw_ground(foot_positions(c.global_transforms()[1], c.skeleton)) for c in clips}
     rows, heights = [], []
     for s, (clip, frame) in enumerate(start_poses(clips, starts)):
-        walked = model.walk(clip, frame, frames, k=1, seed=s)[0].frames(frame + 1)
+        walked = model.walk(clip, frame, frames, k=1, seed=s, grounded=grounded)[0].frames(frame + 1)
         rows.append(per_motion(walked, grounds[clip.name]))
         if rows[-1] is not None:
             heights.append(walked.positions[:, 0, 1])
         if progress:
             progress(s + 1, starts, clip.name)
     finite = [r for r in rows if r is not None]
-    return {"walks": len(rows), "frames": frames, "with_nan": len(rows) - len(finite), "model": pooled(finite),
+    return {"walks": len(rows), "frames": frames, "grounded": grounded, "with_nan": len(rows) - len(finite),
+            "model": pooled(finite),
             "capture": pooled([per_motion(c, grounds[c.name]) for c in clips])}, heights
 
 
-def continuations(model, clips, starts, k=SPREAD_K, seconds=SPREAD_AFTER):
+def continuations(model, clips, starts, k=SPREAD_K, seconds=SPREAD_AFTER, grounded=True):
     """Mean pairwise distance (cm) of ``k`` continuations of each start pose after ``seconds``: of the root
     on the floor, and of the joints relative to the root (metrics.md's spread at a stated time)."""
     frames = int(round(seconds * model.fps))
     roots, joints = [], []
     for s, (clip, frame) in enumerate(start_poses(clips, starts)):
-        at = np.stack([w.frames(-1).global_transforms()[1][0] for w in model.walk(clip, frame, frames, k, seed=s)])
+        walked = model.walk(clip, frame, frames, k, seed=s, grounded=grounded)
+        at = np.stack([w.frames(-1).global_transforms()[1][0] for w in walked])
         roots.append(_pairwise(at[:, 0, [0, 2]]).mean())
         joints.append(_pairwise(at - at[:, :1]).mean())
     return {"k": k, "seconds": seconds, "root": float(np.mean(roots)), "joints": float(np.mean(joints))}
@@ -130,43 +147,77 @@ def _pairwise(points):
 
 
 def variants_against_rtn(model, rtn, clips, starts, k=SPREAD_K):
-    """The spread of ``k`` variants of a gap of VARIANT_GAP frames after each start pose by ``model``
-    (anything with RTN's ``variants(gap, k, seed=...)``) against ``rtn``'s noise variants of the same gaps
-    at the same error. Per method: ``error``, the variants' mean joint distance to the capture over the
-    gap (cm); ``spread``, their mean pairwise joint distance over its middle third (metrics.md); and
-    ``skating`` beside the capture's. RTN runs at each of VARIATIONS; the one whose error is nearest the
-    model's is its match, and ``spread_over_rtn`` the model's spread over that one's."""
+    """``k`` variants of a gap of VARIANT_GAP frames after each start pose by ``model`` (anything with RTN's
+    ``variants(gap, k, seed=..., blend=...)``) against ``rtn``'s noise variants of the same gaps at the same
+    error, each gap cut with the method's own ``past``. Per method (:func:`_variants`): ``error``, the
+    variants' mean joint distance to the capture over the gap (cm), the error they are matched at (both
+    end on the key; the miss before the blend says how much of that the blend did); ``miss_root`` and
+    ``miss_joints``, the last in-between frame's distance from the key before the blend (cm); ``spread``,
+    their mean pairwise joint distance over the gap's middle third (metrics.md); and ``skating`` beside
+    the capture's. RTN runs at each of VARIATIONS; the one whose error is nearest the model's is its
+    match, and ``spread_over_rtn`` the model's spread over that one's."""
     worlds = {c.name: c.global_transforms()[1] for c in clips}
-    gaps = [(clip, f, gap_in(clip, f, f + VARIANT_GAP + 1, rtn.past)) for clip, f in start_poses(clips, starts)]
-    measured = {"model": _variants(lambda gap, s: model.variants(gap, k, seed=s), gaps, worlds)}
-    ladder = {v: _variants(lambda gap, s, v=v: rtn.variants(gap, k, variation=v, seed=s), gaps, worlds)
-              for v in VARIATIONS}
+    keys = start_poses(clips, starts)
+    measured = {"model": _variants(model, {}, keys, worlds, k)}
+    ladder = {v: _variants(rtn, {"variation": v}, keys, worlds, k) for v in VARIATIONS}
     variation = min(ladder, key=lambda v: abs(ladder[v]["error"] - measured["model"]["error"]))
     measured.update({"rtn": {**ladder[variation], "variation": variation},
-                     "rtn_by_variation": {f"{v:g}": r for v, r in ladder.items()}, "gaps": len(gaps), "k": k})
+                     "rtn_by_variation": {f"{v:g}": r for v, r in ladder.items()}, "gaps": len(keys), "k": k})
     measured["spread_over_rtn"] = measured["model"]["spread"] / max(ladder[variation]["spread"], 1e-9)
     return measured
 
 
-def _variants(make, gaps, worlds):
-    """Error, spread and skating (see :func:`variants_against_rtn`) of the variants ``make(gap, seed)``
-    (arrays (K, 1, VARIANT_GAP, J, ...)) of ``gaps``, (clip, key frame, gap) each; ``worlds`` the clips'
-    world joint positions by name."""
-    error, spread, skating, capture = [], [], [], []
+def _variants(method, options, keys, worlds, k):
+    """Error, miss, spread and skating (see :func:`variants_against_rtn`) of ``method.variants(gap, k,
+    seed=..., **options)`` (arrays (k, 1, VARIANT_GAP, J, ...)) of the gap after each (clip, key frame) of
+    ``keys``; ``worlds`` the clips' world joint positions (F, J, 3) by name."""
+    rows = []
     third = slice(VARIANT_GAP // 3, 2 * VARIANT_GAP // 3)
-    for s, (clip, first, gap) in enumerate(gaps):
-        rot, pos = make(gap, s)
-        world = forward_kinematics(rot[:, 0], pos[:, 0], clip.skeleton.parents)[1]   # (K, VARIANT_GAP, J, 3)
+    for s, (clip, first) in enumerate(keys):
+        gap = gap_in(clip, first, first + VARIANT_GAP + 1, method.past)
         window = worlds[clip.name][first:first + VARIANT_GAP + 2]                # the keys and the capture between
-        error.append(np.linalg.norm(world - window[None, 1:-1], axis=-1).mean())
-        spread.append(_pairwise(world[:, third]).mean())
+        world, raw = (forward_kinematics(rot[:, 0], pos[:, 0], clip.skeleton.parents)[1]   # (k, VARIANT_GAP, J, 3)
+                      for rot, pos in (method.variants(gap, k, seed=s, **options),
+                                       method.variants(gap, k, seed=s, blend=1, **options)))  # 1: the key alone
+        miss = raw[:, -1] - window[-1]                                          # (k, J, 3)
         ground = paw_ground(foot_positions(worlds[clip.name], clip.skeleton))
-        keyed = np.concatenate([np.repeat(window[None, :1], len(world), 0), world,
-                                np.repeat(window[None, -1:], len(world), 0)], axis=1)
-        skating.append(np.mean([foot_skating(foot_positions(w, clip.skeleton), ground).mean() for w in keyed]))
-        capture.append(foot_skating(foot_positions(window, clip.skeleton), ground).mean())
-    return {"error": float(np.mean(error)), "spread": float(np.mean(spread)), "skating": float(np.mean(skating)),
-            "skating_capture": float(np.mean(capture))}
+        keyed = np.concatenate([np.repeat(window[None, :1], k, 0), world, np.repeat(window[None, -1:], k, 0)], axis=1)
+        with np.errstate(over="ignore"):   # as in per_motion
+            skating = np.mean([foot_skating(foot_positions(w, clip.skeleton), ground).mean() for w in keyed])
+        rows.append({"error": np.linalg.norm(world - window[None, 1:-1], axis=-1).mean(),
+                     "miss_root": np.linalg.norm(miss[:, 0, [0, 2]], axis=-1).mean(),
+                     "miss_joints": np.linalg.norm(miss, axis=-1).mean(), "spread": _pairwise(world[:, third]).mean(),
+                     "skating": skating,
+                     "skating_capture": foot_skating(foot_positions(window, clip.skeleton), ground).mean()})
+    return {name: float(np.mean([r[name] for r in rows])) for name in rows[0]}
+
+
+def paths(model, seconds=None, progress=None):
+    """Per path and speed (``"circle walk"``...): the root's mean distance to the path (cm) and its facing's
+    mean angle to it (degrees) (:func:`..mann.metrics.path_deviation`, the biped's root from its hips),
+    the time taken against the path's (from the share of it covered in the path's time), skating (the
+    walk's own ground) and the hips' height range, beside the paper's MANN at the gait PAPER_GAIT names;
+    and, for the plots, each path (N, 2) with the root's track (F, 2). One lap of bench-mann's shapes
+    from the model's standing start, cut to ``seconds`` where given."""
+    made = {f"{shape} {gait}": path for gait, speed in SPEEDS.items()
+            for shape, path in shapes(speed, model.units_per_metre, seconds).items()}
+    rows, plots = {}, {}
+    for (name, path), out in zip(made.items(), model.follow(list(made.values()), progress=progress)):
+        world = out.global_transforms()[1]
+        origin, theta = root_of(world, model.pair)
+        track = (origin[:, [0, 2]], theta)
+        deviation, facing = path_deviation(out, path.points, track)
+        progress_share = path_progress(out, path.points, track)
+        feet = foot_positions(world, out.skeleton)
+        with np.errstate(over="ignore"):
+            skating = float(foot_skating(feet, paw_ground(feet)).mean())
+        paper = PAPER[PAPER_GAIT[name.split()[1]]]
+        rows[name] = {"deviation": deviation, "facing": facing, "path_seconds": path.duration,
+                      "seconds": path.duration / progress_share if progress_share > 0 else float("inf"),
+                      "skating": skating, "hips_min": float(world[:, 0, 1].min()),
+                      "hips_max": float(world[:, 0, 1].max()), "paper_deviation": paper[0], "paper_facing": paper[1]}
+        plots[name] = {"path": path.points, "track": track[0]}
+    return rows, plots
 
 
 def latent(model, clips):
@@ -197,19 +248,24 @@ def speed(model, clip, frames=1000, repeats=3):
             "k16_10s_seconds": best(int(round(SPEED_SECONDS * model.fps)), SPEED_K)}
 
 
-def measure(model, data, starts=20, frames=10_000, rtn=None, progress=None):
-    """Everything above as one dict (see the module's docstring) with the issue's ``goals``, and the walks'
-    hips heights for the plots. ``rtn``: the RTN whose noise variants the model's are measured against."""
+def measure(model, data, starts=20, frames=10_000, rtn=None, progress=None, seconds=None, grounded=True,
+            path_progress=None):
+    """Everything above as one dict (see the module's docstring) with the issue's ``goals``, and for the
+    plots the walks' hips heights and the paths' tracks. ``rtn``: the RTN whose noise variants the
+    model's are measured against (None: not measured); ``seconds``: the paths cut to that long;
+    ``grounded``: the walks and continuations with the floor step; ``progress(done, total, name)`` after
+    each walk, ``path_progress(done, total)`` as the paths are followed."""
     clips = test_clips(data)
-    walked, heights = walks(model, clips, starts, frames, progress)
+    walked, heights = walks(model, clips, starts, frames, progress, grounded)
+    spread = continuations(model, clips, starts, grounded=grounded)
+    followed, tracks = paths(model, seconds, path_progress)
     results = {"model": model.name, "file": str(model.path), "data": data.source, "test_clips": [c.name for c in clips],
-               "starts": starts, "walks": walked, "continuations": continuations(model, clips, starts),
-               "variants": (variants_against_rtn(model, rtn, clips, starts)
-                            if hasattr(model, "variants") and rtn is not None else None),
-               "latent": latent(model, clips), "speed": speed(model, clips[0]), "paths": None}
+               "starts": starts, "walks": walked, "continuations": spread,
+               "variants": variants_against_rtn(model, rtn, clips, starts) if rtn is not None else None,
+               "latent": latent(model, clips), "paths": followed, "speed": speed(model, clips[0])}
     results["goals"] = goals(results)
     return results, {"heights": heights, "with_nan": walked["with_nan"], "fps": model.fps, "capture": walked["capture"],
-                     "kl_dims": results["latent"]["kl_dims"]}
+                     "kl_dims": results["latent"]["kl_dims"], "paths": tracks}
 
 
 def goals(r):
@@ -236,25 +292,33 @@ def goals(r):
                  f"{s['root']:.1f} / {s['joints']:.1f}", "none; read it beside skating and PEAK", None))
     v = r["variants"]
     better = v and v["spread_over_rtn"] >= GOALS["spread_over_rtn"] and v["model"]["skating"] <= v["rtn"]["skating"]
-    rows.append(("variants' spread over RTN's noise variants at the same error",
-                 f"{v['spread_over_rtn']:.2f}x (skating {v['model']['skating']:.3f} / RTN's {v['rtn']['skating']:.3f})"
-                 if v else "not measured: this MVAEModel makes no variants yet",
-                 f"at least {GOALS['spread_over_rtn']:g}x, skating no worse", better))
+    rows.append((f"spread of K = {SPREAD_K} variants over RTN's noise variants at the same error",
+                 f"{v['spread_over_rtn']:.2f}x (error {v['model']['error']:.1f} / {v['rtn']['error']:.1f} cm at "
+                 f"noise {v['rtn']['variation']:g}; skating {v['model']['skating']:.3f} / {v['rtn']['skating']:.3f})"
+                 if v else "not measured (no RTN given)", f"at least {GOALS['spread_over_rtn']:g}x, skating no worse",
+                 better if v else None))
+    for gait, pace in SPEEDS.items():
+        followed = [p for name, p in r["paths"].items() if name.endswith(f" {gait}")]
+        deviation, facing = (float(np.mean([p[key] for p in followed])) for key in ("deviation", "facing"))
+        paper = PAPER[PAPER_GAIT[gait]]
+        rows.append((f"paths at {pace:g} m/s, circle, square, star: deviation (cm) / facing (degrees)",
+                     f"{deviation:.1f} / {facing:.1f}", f"below the paper's MANN at a {PAPER_GAIT[gait]}: "
+                     f"{paper[0]:g} / {paper[1]:g}", deviation < paper[0] and facing < paper[1]))
     lat, sp = r["latent"], r["speed"]
     rows += [("active latent units (KL > 0.01 nats)", f"{lat['active']} of {lat['dims']} (mean KL {lat['kl']:.3f})",
               "all", lat["active"] == lat["dims"]),
              ("ms per generated frame, batch 1, one thread", f"{sp['ms_per_frame']:.3f}",
               f"at most {GOALS['ms_per_frame']:g}", sp["ms_per_frame"] <= GOALS["ms_per_frame"]),
              (f"K = {SPEED_K} continuations of {SPEED_SECONDS:g} s (s)", f"{sp['k16_10s_seconds']:.2f}",
-              f"under {GOALS['k16_10s_seconds']:g}", sp["k16_10s_seconds"] < GOALS["k16_10s_seconds"]),
-             ("paths (two-legged): circle, square, star", "not measured yet", "as the MANN issue's", None)]
+              f"under {GOALS['k16_10s_seconds']:g}", sp["k16_10s_seconds"] < GOALS["k16_10s_seconds"])]
     return [{"what": what, "value": value, "goal": goal, "met": met} for what, value, goal, met in rows]
 
 
 def table(results):
     """The results as readable lines: the goals, then the details behind them."""
+    floor_step = "with" if results["walks"]["grounded"] else "WITHOUT"
     lines = [f"{results['model']} on LaFAN1's test subject 5 ({', '.join(results['test_clips'])}): model / capture, "
-             f"{results['starts']} start poses"]
+             f"{results['starts']} start poses, walks {floor_step} the floor step"]
     width = max(len(g["what"]) for g in results["goals"])
     for g in results["goals"]:
         met = {True: "met", False: "NOT MET", None: "-"}[g["met"]]
@@ -264,11 +328,23 @@ def table(results):
         lines.append(f"skating: toes {m['skating_toes']:.3f} / {c['skating_toes']:.3f}, feet {m['skating_feet']:.3f} / "
                      f"{c['skating_feet']:.3f}; on the walk's own ground (sliding without sinking) "
                      f"{m['skating_own_ground']:.3f} / {c['skating_own_ground']:.3f} cm a frame")
+        lines.append("the floor: frames with the lowest foot > " + ", > ".join(
+            f"{h:g} cm under {m[k]:.1%} / {c[k]:.1%}" for h, k in ((UNDER, "under_floor"), (DEEP, "deep_under_floor")))
+            + f"; the hips under it {m['hips_under_floor']:.2%} / {c['hips_under_floor']:.2%}; the lowest foot > "
+            + ", > ".join(f"{h:g} cm above {m[f'off_floor_{h:g}']:.1%} / {c[f'off_floor_{h:g}']:.1%}" for h in OFF))
     v = results["variants"]
     if v:
-        lines.append(f"variants of {v['gaps']} gaps of {VARIANT_GAP} frames, K = {v['k']}: error cm, spread cm, "
-                     f"skating cm a frame (the capture's {v['model']['skating_capture']:.3f})")
+        lines.append(f"variants of {v['gaps']} gaps of {VARIANT_GAP} frames, K = {v['k']}: joint error to the capture, "
+                     "miss before the blend (root / joints), spread (cm); skating cm a frame (the capture's "
+                     f"{v['model']['skating_capture']:.3f})")
         for name, row in [("model", v["model"])] + [(f"RTN noise {n}", r) for n, r in v["rtn_by_variation"].items()]:
-            lines.append(f"  {name:<15} {row['error']:6.2f} {row['spread']:6.2f} {row['skating']:.3f}")
+            lines.append(f"  {name:<15} {row['error']:6.2f}  {row['miss_root']:6.2f} / {row['miss_joints']:6.2f}  "
+                         f"{row['spread']:6.2f}  {row['skating']:.3f}")
+    lines.append("paths from standing: deviation cm, facing degrees (the paper's MANN); seconds taken / the path's; "
+                 "skating cm a frame (own ground); hips cm")
+    for name, r in results["paths"].items():
+        lines.append(f"  {name:<12} {r['deviation']:6.1f} ({r['paper_deviation']:.2f})  {r['facing']:5.1f} "
+                     f"({r['paper_facing']:.2f})  {r['seconds']:5.1f} / {r['path_seconds']:.1f} s  skating "
+                     f"{r['skating']:.3f}  hips {r['hips_min']:.0f} to {r['hips_max']:.0f}")
     lines.append("KL per latent dimension (nats): " + " ".join(f"{k:.3f}" for k in results["latent"]["kl_dims"]))
     return "\n".join(lines)
