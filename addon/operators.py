@@ -58,7 +58,7 @@ class Plan:
     momentum: list = None      # per gap: the velocity at both its keys is keyed (transitions.keyed_momentum)
 
 
-STANCE_FRAMES = 240   # frames of an action read for the rig's natural stance (read_retarget)
+STANCE_FRAMES = 60   # frames of an action read for the rig's natural stance (read_retarget)
 
 
 def scene_fps(scene):
@@ -104,7 +104,7 @@ def read_retarget(obj, model):
     place = model.layout
     retarget = Retarget.build(model.skeleton, rig, joints, world_matrix(obj), up=place.up,
                               trajectory=place.trajectory, reference=reference_pose(model),
-                              moving=in_motion(obj, rig, sorted(joints.values())))
+                              moving=lambda: in_motion(obj, rig, sorted(joints.values())))
     return rig, retarget, detected
 
 

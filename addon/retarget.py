@@ -54,6 +54,9 @@ AXIS_CHANGE = {1: np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
                0: np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])}
 
 
+SAME_STANCE = np.radians(1.0)   # a rest-pose misfit below this: the rig stands at rest as the model does
+
+
 def _stands(skeleton, mapping, heads, up):
     """Whether the rig's rest pose is a stance (a T- or A-pose): its mapped legs hang down, hip to foot
     within 45 degrees of the model's ``-up`` in the rig's heads (bones, 3) in model axes. A rig without
@@ -62,6 +65,18 @@ def _stands(skeleton, mapping, heads, up):
             if leg.hip in mapping and leg.foot in mapping]
     down = [d[up] / np.linalg.norm(d) for d in down if np.linalg.norm(d) > 0]
     return not down or float(np.mean(down)) < -np.cos(np.radians(45))
+
+
+def _natural(rig, posed, axes, rest_rot, heads, hips, up):
+    """The rig's natural stance (:func:`..inference.retarget.natural_stance`) in model axes: world
+    rotations (bones, 4) and heads (bones, 3), from its world pose matrices ``posed`` (F, bones, 4, 4) and
+    its rest rotations ``rest_rot`` (bones, 3, 3) and ``heads`` (bones, 3) in model axes; ``hips``: the
+    pelvis bone."""
+    parents = rig.parents
+    rel = np.zeros((len(parents), 3))   # each bone's head in its parent's rest frame
+    child = np.flatnonzero(parents >= 0)
+    rel[child] = np.einsum("bji,bj->bi", rest_rot[parents[child]], heads[child] - heads[parents[child]])
+    return natural_stance(matrix_to_quat(axes.T @ rotation_part(posed)), hips, up, parents, rel)
 
 
 class MappingError(BetwixtError):
@@ -88,9 +103,10 @@ class Retarget:
         """``mapping``: {model joint index: rig bone index}; ``up``: the model's up axis (0, 1, 2);
         ``reference``: local rotations (J, 4) of a natural pose of the model's skeleton (a T-pose, a
         standing pose), tried besides its rest pose as the counterpart of the rig's rest pose; the one
-        that needs the smaller turns wins, and with it the bones' twists are right too. ``moving``:
-        armature-space pose matrices (F, bones, 4, 4) of the rig in motion, whose natural stance is
-        tried against ``reference`` too (see the module's docstring)."""
+        that needs the smaller turns wins, and with it the bones' twists are right too. ``moving()``
+        gives armature-space pose matrices (F, bones, 4, 4) of the rig in motion (or None), whose natural
+        stance is tried against ``reference`` too (see the module's docstring); it is only called where
+        the rest poses differ and the rig's is no stance."""
         if len(set(mapping.values())) != len(mapping):
             raise MappingError("two model joints are mapped to the same bone; map each bone once")
         joints = np.array(sorted(mapping), dtype=np.int64)
@@ -135,15 +151,12 @@ class Retarget:
         if reference is not None:                                       # a pose of its own, when it has one
             poses.append(quat.normalize(np.asarray(reference, dtype=np.float64)))
         fits = [calibrate(skeleton, joints, rest_rot[bones], heads[bones], poses)]
-        if moving is not None and reference is not None and pelvis(skeleton) in mapping and not _stands(
-                skeleton, mapping, heads, up):
-            parents = rig.parents
-            rel = np.zeros((len(parents), 3))   # each bone's head in its parent's rest frame
-            child = np.flatnonzero(parents >= 0)
-            rel[child] = np.einsum("bji,bj->bi", rest_rot[parents[child]], heads[child] - heads[parents[child]])
-            stance, at = natural_stance(matrix_to_quat(axes.T @ rotation_part(world @ moving)),
-                                        mapping[pelvis(skeleton)], int(up), parents, rel)
-            fits.append(calibrate(skeleton, joints, quat.to_matrix(stance[bones]), at[bones], poses[-1:]))
+        if fits[0][1] > SAME_STANCE and moving is not None and reference is not None \
+                and pelvis(skeleton) in mapping and not _stands(skeleton, mapping, heads, up):
+            pose = moving()
+            if pose is not None:
+                stance, at = _natural(rig, world @ pose, axes, rest_rot, heads, mapping[pelvis(skeleton)], int(up))
+                fits.append(calibrate(skeleton, joints, quat.to_matrix(stance[bones]), at[bones], poses[-1:]))
         offsets = min(fits, key=lambda fit: fit[1])[0]
         positional = tuple(sorted({0, int(trajectory)} & set(mapping)))
         return cls(skeleton, rig, joints, bones, positional, world, axes, float(rig_len / model_len), offsets,
