@@ -1,4 +1,5 @@
-"""Follow Path: a four-legged armature walks along a curve over a frame range, by the MANN controller.
+"""Follow Path: an armature walks along a curve over a frame range, by its model's controller: MANN's
+for a four-legged rig, the Motion VAE's sampling-based control for a two-legged one (``model.follow``).
 
 ``prepare`` (main thread) reads the curve's evaluated geometry in world space (one spline: Bezier,
 poly or NURBS, its modifiers applied), lays it on the ground and times it (:func:`ground_path`),
@@ -16,17 +17,15 @@ import numpy as np
 from ..inference import contacts
 from ..inference.errors import BetwixtError
 from ..inference.mann.path import GAITS, Path
-from . import mapping, transitions
+from . import transitions
 from .jobs import JobOperator
-from .operators import Plan, resolve, scene_fps, write_plan
-from .pose_io import Channels, active_armature, read_rig, sample, world_matrix
+from .operators import Plan, read_retarget, resolve, scene_fps, write_plan
+from .pose_io import Channels, active_armature, sample
 from .preferences import model_for
-from .retarget import Retarget
 
 SPEEDS = [("RANGE", "Fit the Range", "Cover the whole curve over the frame range")] + [
     (gait.upper(), gait.title(), f"At a {gait} ({speed:g} m/s), stopping where the curve ends")
     for gait, speed in GAITS.items()]
-UP, HIPS = 1, 0   # MANN's skeleton is Y up, and its root, the hips, carries the dog through the world
 
 
 class PathError(BetwixtError):
@@ -141,9 +140,7 @@ def read_route(context, start, end, gait="RANGE"):
     model = model_for(context, obj, "follow-path")
     anim = obj.animation_data
     channels = Channels(obj) if anim is not None and anim.action is not None else None   # None: keyed afresh
-    rig = read_rig(obj)
-    joints, detected = mapping.mapping_for(obj, model.skeleton, rig)
-    retarget = Retarget.build(model.skeleton, rig, joints, world_matrix(obj), up=UP, trajectory=HIPS)
+    rig, retarget, detected = read_retarget(obj, model)
     points = curve_points(context, curve)
     if len(points) < 2 or np.linalg.norm(np.diff(points[:, :2], axis=0), axis=-1).sum() < 1e-6:
         raise PathError(f"curve {curve.name!r} has no length on the ground (seen from above, its points are "
@@ -177,8 +174,8 @@ def follow(route, progress=None, cancelled=None):
 
 
 class BETWIXT_OT_follow_path(JobOperator, bpy.types.Operator):
-    """Make the active four-legged armature walk along the selected curve over a frame range, with the
-    locomotion model"""
+    """Make the active armature walk along the selected curve over a frame range, with the locomotion
+    model (four legs) or the Motion VAE (two)"""
 
     bl_idname = "betwixt.follow_path"
     bl_label = "Follow Path"

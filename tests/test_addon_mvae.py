@@ -339,3 +339,38 @@ def test_variants_from_the_motion_vae_are_its_own_variants_and_leave_the_rest(sc
     with pytest.raises(RuntimeError, match=r"no Continuations \(Motion VAE\) model.*Source: Noise \(RTN\)"):
         bpy.ops.betwixt.variants(source="MVAE")
     assert same_keys(snapshot(obj), before) and len(bpy.data.actions) == 1
+
+
+def test_follow_path_on_a_human_rig_uses_the_motion_vae_and_undo_restores_it(scene, clip):
+    """A human rig follows a curve with the Motion VAE (the dog's model is of another skeleton): every frame
+    of the range keyed, the keys outside it as they were, Blender's evaluation of the hips the runtime's
+    walk along the path from its first point, one undo step."""
+    from betwixt.addon import locomotion
+    from test_addon_locomotion import bezier, follow_with, hips_track
+    path, motion = clip
+    obj = import_bvh(path)                       # centimetres: Blender units are the clip's
+    a, b = 40, 70
+    curve = bezier([(0.0, 0.0, 0.0), (100.0, 60.0, 0.0), (200.0, 0.0, 0.0)], "AUTO")
+    follow_with(obj, curve)
+    scene.frame_start, scene.frame_end = a, b
+    before = snapshot(obj)
+    route = locomotion.read_route(bpy.context, a, b)
+    assert route.keys.model.name == "mvae-tiny"
+    bpy.ops.ed.undo_push(message="curve")
+    assert bpy.ops.betwixt.follow_path("EXEC_DEFAULT", True) == {"FINISHED"}
+    obj = bpy.data.objects[obj.name]
+    after = snapshot(obj)
+    outside = keys_at(before, lambda f: (f < a) | (f > b))
+    kept = keys_at(after, lambda f: (f < a) | (f > b))
+    assert kept.keys() == outside.keys() and all(np.array_equal(kept[k], outside[k]) for k in kept)
+    rotations = [k for k in after if k[0].endswith("rotation_euler")]
+    assert all(np.array_equal(keys_at(after, lambda f: (f >= a) & (f <= b))[k][:, 0], np.arange(a, b + 1))
+               for k in rotations)
+    want = locomotion.follow(route)              # scene frames a - 1 to b + 1, the model's skeleton
+    hips = forward_kinematics(want.rotations, want.positions, want.skeleton.parents)[1][1:-1, 0]
+    track = hips_track(obj, np.arange(a, b + 1))
+    assert np.abs(track - hips @ C.T).max() < 2e-3                       # cm
+    assert np.linalg.norm(track[0, :2]) < 5.0                            # from the curve's first point
+    name = obj.name
+    assert bpy.ops.ed.undo() == {"FINISHED"}
+    assert same_keys(snapshot(bpy.data.objects[name]), before)
