@@ -13,7 +13,7 @@ from . import quat
 from .guard import feet, ground
 from .modelfile import ModelError
 from .motion import AXES, forward_kinematics
-from .transition import Gap, held, toward_spline
+from .transition import Gap, held, key_rates, toward_spline
 
 
 def gap_in(motion, start, end, past, after=None):
@@ -68,6 +68,8 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, **kwa
     training data. ``momentum``: per gap, whether those velocities are keyed at all (keys on the frames
     next to both keys, not a curve's interpolation between sparse blocking keys, where the spline only
     adds the interpolation's guess); None: every frame outside the gaps is a key, as in a BVH file.
+    Between gaps (Decompress) the root leans ``model.key_spline`` of the way to the spline through the
+    keys alone, as Bézier's automatic handles would have it (:func:`_leaned`).
 
     The model reads the motion standing on the floor it learned on (``model.floor``): the floor of
     ``motion`` is found from its feet (:func:`floor`), so a rig standing higher or lower (an armature
@@ -85,10 +87,7 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, **kwa
         start, end = gaps[i]
         gap = gap_in(out, start, end, model.past, after)
         rot, pos = model.fill(gap, **kwargs)
-        if model.spline and not kwargs.get("variation") and gap.after is not None and start > 0 and (
-                momentum is None or momentum[i]) and not (
-                generated[start - 1] or generated[end + 1] or held(gap, model.layout.height)[0]):
-            pos = toward_spline(gap, pos, model.layout.trajectory, model.layout.up, model.spline)
+        pos = _leaned(model, out, gaps, i, gap, pos, generated, momentum, kwargs.get("variation"))
         out.rotations[start + 1:end], out.positions[start + 1:end] = rot[0], pos[0]
         if progress is not None:
             progress(done, len(order))
@@ -97,6 +96,25 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, **kwa
         positions[start + 1:end] = out.positions[start + 1:end]
         positions[start + 1:end, 0, up] += level
     return replace(out, rotations=quat.unroll(out.rotations), positions=positions)
+
+
+def _leaned(model, motion, gaps, i, gap, positions, generated, momentum, variation):
+    """The fill ``positions`` of the ``i``-th of ``gaps`` with the root's ground path leaned to a spline
+    through the keys (:func:`.transition.toward_spline`), as :func:`fill_gaps` says: ``model.spline`` of
+    the way where the frames on both sides of its keys are the user's and carry their velocity,
+    ``model.key_spline`` where the gap runs between other gaps (Decompress), the spline's tangents then
+    from the keys either side (:func:`.transition.key_rates`); unchanged for variants and holds."""
+    start, end = gaps[i]
+    joint, up = model.layout.trajectory, model.layout.up
+    if variation or held(gap, model.layout.height)[0]:
+        return positions
+    if model.spline and gap.after is not None and start > 0 and (momentum is None or momentum[i]) \
+            and not (generated[start - 1] or generated[end + 1]):
+        return toward_spline(gap, positions, joint, up, model.spline)
+    if model.key_spline and 0 < i < len(gaps) - 1 and gaps[i - 1][1] == start and gaps[i + 1][0] == end:
+        keys = (gaps[i - 1][0], start, end, gaps[i + 1][1])
+        return toward_spline(gap, positions, joint, up, model.key_spline, key_rates(motion.positions[:, joint], keys))
+    return positions
 
 
 def floor(motion, gaps, up="Y"):

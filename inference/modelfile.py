@@ -101,6 +101,7 @@ class Model:
     TITLE = None
     SERVES = ()
     spline = 0.0    # the share of a plain fill's root ground path taken from the keys' spline (fill_gaps)
+    key_spline = 0.0   # the same between sparse keys (Decompress), the spline through the keys alone
 
     def __init__(self, file, session):
         self.file, self.session = file, session

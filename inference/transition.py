@@ -89,23 +89,33 @@ def hermite(start, rate0, end, rate1, n, fps=1.0):
         rate1 * duration, -2))
 
 
-def root_spline(gap, joint):
+def root_spline(gap, joint, rates=None):
     """(B, n, 3): the local translation of ``joint`` through each gap on the cubic Hermite curve from
     the last key to the target, leaving at the velocity of the last two frames before the gap and
     arriving at that of the target and the frame after it (``gap.after`` is needed): the path a spline
-    through the animator's keys gives the root."""
+    through the animator's keys gives the root. ``rates`` (B, 2, 3): the two velocities (a frame) given
+    instead, where the frames next to the keys are not the animator's (:func:`key_rates`)."""
     p0, p1 = gap.past_positions[:, -1, joint], gap.target_positions[:, joint]
-    rate0 = p0 - gap.past_positions[:, -2, joint]
-    rate1 = gap.after_positions[:, 0, joint] - p1
-    return hermite(p0, rate0, p1, rate1, gap.length + 1)[:, 1:-1]
+    if rates is None:
+        rates = np.stack([p0 - gap.past_positions[:, -2, joint], gap.after_positions[:, 0, joint] - p1], axis=1)
+    return hermite(p0, rates[:, 0], p1, rates[:, 1], gap.length + 1)[:, 1:-1]
 
 
-def toward_spline(gap, positions, joint, up, share):
+def key_rates(positions, keys):
+    """(1, 2, 3): the velocities (a frame) at the middle two of four key frames ``keys`` of ``positions``
+    (F, 3), each the slope from the key before it to the key after it: the tangents a spline through
+    sparse keys (Catmull-Rom, as Bézier's automatic handles) gives them."""
+    before, start, end, after = keys
+    return np.stack([(positions[end] - positions[before]) / (end - before),
+                     (positions[after] - positions[start]) / (after - start)])[None]
+
+
+def toward_spline(gap, positions, joint, up, share, rates=None):
     """``positions`` (B, n, J, 3), a fill of ``gap``, with ``joint``'s ground path ``share`` of the way
-    to :func:`root_spline` (its height along ``up``, 0-2, stays the fill's)."""
+    to :func:`root_spline` (with ``rates``; its height along ``up``, 0-2, stays the fill's)."""
     ground = [a for a in range(3) if a != up]
     out = positions.copy()
-    out[:, :, joint, ground] += share * (root_spline(gap, joint)[:, :, ground] - positions[:, :, joint, ground])
+    out[:, :, joint, ground] += share * (root_spline(gap, joint, rates)[:, :, ground] - positions[:, :, joint, ground])
     return out
 
 

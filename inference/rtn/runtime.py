@@ -33,6 +33,10 @@ BACKWARD_SHARE = (0.1, 0.9)
 # (Bandai-1's walks) the network's path can leave the keys' momentum and errs up to four times the
 # spline's (docs/experiments.md).
 SPLINE = 0.75
+# The share between sparse keys (Decompress), where the frames next to a key are generated and the
+# spline's tangents come from the keys either side: on motion the network never saw it keeps the root
+# nearer Bezier's path, on LaFAN1's test subject it costs little (docs/experiments.md).
+KEY_SPLINE = 0.25
 _GAP_ARRAYS = ("past_rotations", "past_positions", "target_rotations", "target_positions", "after_rotations",
                "after_positions")
 
@@ -62,7 +66,7 @@ class RTNModel(Model):
         if len(self.frame_mean) != self.layout.frame_dim or len(self.target_mean) != self.layout.target_dim:
             raise ModelError(f"{file.path}: normalisation does not match the feature layout; export it again")
         self.mirror = None
-        self.spline = SPLINE
+        self.spline, self.key_spline = SPLINE, KEY_SPLINE
         self.backward = both_ways and file.metadata.get("betwixt.backward") == "true"
         if symmetric and "betwixt.mirror" in file.metadata:
             reflections = np.asarray(file.json("betwixt.mirror")["reflections"], dtype=np.float64)
