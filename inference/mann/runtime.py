@@ -34,7 +34,7 @@ from .features import (BONE_DIM, CURRENT, FORWARD, OUT_SAMPLE_DIM, SAMPLE_DIM, S
                        one_hot, reflected, root, sample_frames, speed_ahead, turn, world)
 from .fill import RESTING, onto_keys, plan
 from .path import Desired, check, desired
-from .pursuit import DRIFT_GAIN, DRIFT_SPEED, LEAD, STRAIGHT, Pursuit
+from .pursuit import DRIFT_GAIN, DRIFT_SPEED, LEAD, SLOWEST, STRAIGHT, Pursuit
 
 SETTLE = 1.0        # s: without a start motion, the network stands the dog up from its mean pose this long
 POSITION_BLEND = 0.5   # the reference's: a bone halfway between its prediction and its integrated velocity
@@ -146,14 +146,17 @@ class MANNModel(Model):
                    for b, (w, sk, p) in enumerate(zip(wants, skeletons, paths))]
         return motions, [None if experts is None else experts[b, :w.frames - 1] for b, w in enumerate(wants)]
 
-    def _run(self, state, wants, tick=None, lead=LEAD):
+    def _run(self, state, wants, tick=None, timed=False):
         """The joints' world rotations (B, F, J, 4), the hips' positions (B, F, 3) and the experts'
         blending weights (B, F - 1, K) (or None) of the characters in ``state`` stepped along the desired
-        paths ``wants`` for the longest one's frames (F), the first frame the state itself; ``lead`` (m):
-        how far along a path its desire may run ahead of its character (:mod:`.pursuit`)."""
+        paths ``wants`` for the longest one's frames (F), the first frame the state itself. Where along
+        each path its desire is read is :mod:`.pursuit`'s; ``timed`` keeps to the paths' timing as they
+        are, for a plan whose end must meet a key when it comes."""
         steps = max(w.frames for w in wants) - 1
-        u = self.units_per_metre
-        pursuit = Pursuit(wants, steps + self.ahead + 1, self.fps, lead * u, DRIFT_GAIN, DRIFT_SPEED * u, STRAIGHT * u)
+        u, frames = self.units_per_metre, steps + self.ahead + 1
+        pursuit = Pursuit(wants, frames, self.fps) if timed else Pursuit(
+            wants, frames, self.fps, lead=LEAD * u, idle=self.move_speed, slowest=SLOWEST, gain=DRIFT_GAIN,
+            walking=DRIFT_SPEED * u, straight=STRAIGHT * u)
         rotations, hips, experts = [self._rotations(state)], [state.pos[:, 0].copy()], []
         for t in range(steps):
             state, alpha = self._step(state, pursuit)
@@ -192,8 +195,7 @@ class MANNModel(Model):
         lowered = gap.past_positions.copy()
         lowered[..., 0, 1] -= floors[:, :1]       # onto the controller's floor (the root joint is the hips)
         starts = [(Motion(gap.skeleton, r, p, self.fps), -1) for r, p in zip(gap.past_rotations, lowered)]
-        # the plan's timing kept: its last frame must be at the key after the gap when that comes
-        rotations, hips, _ = self._run(self._start(starts, wants), wants, lead=np.inf)
+        rotations, hips, _ = self._run(self._start(starts, wants), wants, timed=True)
         rotations, positions = onto_keys(self._local(rotations[:, 1:], gap.skeleton.parents), hips[:, 1:], gap, floors,
                                          blend)
         held = interpolation(gap)
