@@ -94,8 +94,8 @@ def test_a_steady_drift_inside_a_curve_is_corrected_and_the_correction_fades_whe
 
 def test_in_a_curve_the_future_is_spaced_at_the_characters_pace():
     """Three quarters of the path's pace round the circle: the desired future covers three quarters
-    of the path's distance a second; half the pace is spaced at ``slowest`` (0.6); a straight path at
-    its own pace."""
+    of the path's distance a second, at three quarters of its velocity; half the pace is spaced at
+    ``slowest`` (0.6); a straight path at its own pace."""
     want = circle(seconds=3.0, still=0.0)
     for share, rate in ((0.75, 0.75), (0.5, 0.6)):
         pursuit = pursued(want, lead=25.0, slowest=0.6, walking=70.0, straight=500.0)
@@ -103,9 +103,12 @@ def test_in_a_curve_the_future_is_spaced_at_the_characters_pace():
             pursuit.advance(step, want.positions[int(share * (step + 1))][None])
         assert pursuit.rate[0] == pytest.approx(rate, abs=0.02)
         future = pursuit.future(AHEAD)[0, :, :2]
-        timed = want.positions[pursuit.clock[0] + 1:pursuit.clock[0] + 1 + AHEAD]
+        ahead = slice(pursuit.clock[0] + 1, pursuit.clock[0] + 1 + AHEAD)
+        timed = want.positions[ahead]
         walked = lambda p: np.linalg.norm(np.diff(p, axis=0), axis=-1).sum()   # noqa: E731
         assert walked(future) == pytest.approx(rate * walked(timed), rel=0.03)
+        speed = np.linalg.norm(pursuit.future(AHEAD)[0, :, 4:6], axis=-1)          # the velocities say the same
+        assert np.allclose(speed, rate * np.linalg.norm(want.velocities[ahead], axis=-1), rtol=0.03)
     straight = line()
     pursuit = pursued(straight, lead=25.0, slowest=0.6, walking=70.0, straight=500.0)
     for step in range(90):

@@ -14,7 +14,8 @@ a curve even where it keeps pace. So, per path:
    ``idle`` speed, the timing goes on: a character that stopped short has nothing to wait for);
 2. pace: in a curve, the desired future is spaced at the character's own speed over the last SPAN
    (as a share of the path's, at least ``slowest``), so that its directions turn at the rate that
-   speed asks for on the path's radius, not at the rate the path's timing does;
+   speed asks for on the path's radius, not at the rate the path's timing does, and its velocities
+   are scaled alike, so that they say what its positions say;
 3. drift: in a curve, the character's sideways distance from the path is integrated (``gain`` a
    second) into an offset by which the desired positions move to the other side. Elsewhere the offset
    fades: there is no curve to drift inside of (a corner cut is no drift to carry on with).
@@ -69,7 +70,7 @@ class Pursuit:
 
     def future(self, ahead):
         """(B, ahead, 6): the desired positions (moved by the drift correction), directions and
-        velocities 1 to ``ahead`` frames on from the clocks at each path's rate."""
+        velocities (scaled by the rate) 1 to ``ahead`` frames on from the clocks at each path's rate."""
         rows, last = np.arange(len(self.clock))[:, None], self.track.shape[1] - 1
         frame = np.minimum(self.clock[:, None] + self.rate[:, None] * np.arange(1, ahead + 1), last)
         lo = np.floor(frame).astype(int)
@@ -77,6 +78,7 @@ class Pursuit:
         desired = (1 - w) * self.track[rows, lo] + w * self.track[rows, hi]
         desired[..., 2:4] /= np.maximum(np.linalg.norm(desired[..., 2:4], axis=-1, keepdims=True), 1e-12)
         desired[..., :2] -= self.offset[:, None, None] * self.normal[rows, lo]
+        desired[..., 4:6] *= self.rate[:, None, None]
         return desired
 
     def desire(self, offsets):
