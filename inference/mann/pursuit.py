@@ -1,11 +1,11 @@
 """Where along its path the MANN controller reads its desired trajectory: the path's own timing, held
 back to where the character has got to, and, in a curve, spaced at the character's pace and moved
-against the drift the network keeps to the inside.
+against the drift the network keeps to one side.
 
 The paper's runtime steers from a gamepad, so its character is always where its desired trajectory
 starts; along a timed path it need not be. The network slows down in a tight turn, as the data's dogs
-do (their canters turn at half the rate a 2 m circle asks at 3 m/s), and runs a steady distance inside
-a curve even where it keeps pace. So, per path:
+do (their canters turn at a third to a half of the rate a 2 m circle asks at 3 m/s), and runs a steady
+distance to one side of a curve even where it keeps pace. So, per path:
 
 1. lead: the frame the desired future is read from keeps the path's timing, but never runs more than
    ``lead`` along the path ahead of the frame nearest the character, and catches up with the timing
