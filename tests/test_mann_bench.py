@@ -46,9 +46,11 @@ def test_bench_mann_measures_the_test_split_paths_gaps_and_speed(mocap, tmp_path
     assert follow["skating_planted"] < 0.9 * follow["skating"] and follow["angular_planted"] > follow["angular"]
     assert set(r["paths"]) == {f"{s} {g}" for s in ("circle", "square", "star") for g in ("walk", "trot", "canter")}
     for name, p in r["paths"].items():
-        # measured: walks 0.7-3.8 cm from the path, trots 6-16, canters 15-55; 4.0-4.2 s for 4 s of path
-        assert p["deviation"] < (10 if "walk" in name else 100), (name, p)
-        assert 0 <= p["facing"] < 90 and 3.6 < p["seconds"] < 5 and p["path_seconds"] == pytest.approx(4, abs=0.02)
+        # measured: walks 0.5-3.8 cm from the path, trots 3.1-9.4, canters 9.4-14.6 (drawn on by the path's timing
+        # alone: up to 27 and 59); 4.2-5.3 s for 4 s of path, since a dog that cannot keep a path's pace is led on
+        # from where it is (inference/mann/pursuit.py)
+        assert p["deviation"] < (10 if "walk" in name else 30), (name, p)
+        assert 0 <= p["facing"] < 90 and 3.6 < p["seconds"] < 7 and p["path_seconds"] == pytest.approx(4, abs=0.02)
     assert r["paths"]["circle walk"]["paper_deviation"] == 2.98
     for length in ("0.5 s", "1 s", "2 s"):
         g = r["gaps"][length]

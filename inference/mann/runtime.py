@@ -4,7 +4,8 @@ trajectories (Zhang, Starke, Komura, Saito 2018), several paths in one batch.
 Each frame, as the paper's reference runtime does:
 
 1. the future half of the trajectory (the network's prediction of the last step) is blended with the
-   desired one, the path's positions, facing and velocity one to sixty frames ahead, with the weight
+   desired one, the path's positions, facing and velocity one to sixty frames ahead (of the path's
+   frame that :mod:`.pursuit` reads, held back to a character that lags its path), with the weight
    ``(k / 60) ** tau`` for the sample ``k`` frames ahead: the further ahead, the more the path decides
    (tau 0: the path alone; large tau: the network's own plan, the path only at the horizon);
 2. the network reads the twelve trajectory samples (the past second as it happened, the desired speed
@@ -33,6 +34,7 @@ from .features import (BONE_DIM, CURRENT, FORWARD, OUT_SAMPLE_DIM, SAMPLE_DIM, S
                        one_hot, reflected, root, sample_frames, speed_ahead, turn, world)
 from .fill import RESTING, onto_keys, plan
 from .path import Desired, check, desired
+from .pursuit import DRIFT_GAIN, DRIFT_SPEED, LEAD, SLOWEST, STRAIGHT, Pursuit
 
 SETTLE = 1.0        # s: without a start motion, the network stands the dog up from its mean pose this long
 POSITION_BLEND = 0.5   # the reference's: a bone halfway between its prediction and its integrated velocity
@@ -144,15 +146,21 @@ class MANNModel(Model):
                    for b, (w, sk, p) in enumerate(zip(wants, skeletons, paths))]
         return motions, [None if experts is None else experts[b, :w.frames - 1] for b, w in enumerate(wants)]
 
-    def _run(self, state, wants, tick=None):
+    def _run(self, state, wants, tick=None, timed=False):
         """The joints' world rotations (B, F, J, 4), the hips' positions (B, F, 3) and the experts'
         blending weights (B, F - 1, K) (or None) of the characters in ``state`` stepped along the desired
-        paths ``wants`` for the longest one's frames (F), the first frame the state itself."""
+        paths ``wants`` for the longest one's frames (F), the first frame the state itself. Where along
+        each path its desire is read is :mod:`.pursuit`'s; ``timed`` keeps to the paths' timing as they
+        are, for a plan whose end must meet a key when it comes."""
         steps = max(w.frames for w in wants) - 1
-        want = _stacked(wants, steps + self.ahead + 1)
+        u, frames = self.units_per_metre, steps + self.ahead + 1
+        pursuit = Pursuit(wants, frames, self.fps) if timed else Pursuit(
+            wants, frames, self.fps, lead=LEAD * u, idle=self.move_speed, slowest=SLOWEST, gain=DRIFT_GAIN,
+            walking=DRIFT_SPEED * u, straight=STRAIGHT * u)
         rotations, hips, experts = [self._rotations(state)], [state.pos[:, 0].copy()], []
         for t in range(steps):
-            state, alpha = self._step(state, want, t)
+            state, alpha = self._step(state, pursuit)
+            pursuit.advance(t, state.ground[:, -1])
             rotations.append(self._rotations(state))
             hips.append(state.pos[:, 0].copy())
             experts.append(alpha)
@@ -187,7 +195,7 @@ class MANNModel(Model):
         lowered = gap.past_positions.copy()
         lowered[..., 0, 1] -= floors[:, :1]       # onto the controller's floor (the root joint is the hips)
         starts = [(Motion(gap.skeleton, r, p, self.fps), -1) for r, p in zip(gap.past_rotations, lowered)]
-        rotations, hips, _ = self._run(self._start(starts, wants), wants)
+        rotations, hips, _ = self._run(self._start(starts, wants), wants, timed=True)
         rotations, positions = onto_keys(self._local(rotations[:, 1:], gap.skeleton.parents), hips[:, 1:], gap, floors,
                                          blend)
         held = interpolation(gap)
@@ -260,36 +268,38 @@ class MANNModel(Model):
         length = frames + self.ahead + 1
         still = Desired(frames, np.zeros((length, 2)), np.tile([0.0, 1.0], (length, 1)), np.zeros((length, 2)),
                         np.zeros(length), np.tile(idle, (length, 1)))
-        want = _stacked([still], length)
+        pursuit = Pursuit([still], length, self.fps)
         for t in range(frames):
-            state, _ = self._step(state, want, t)
+            state, _ = self._step(state, pursuit)
+            pursuit.advance(t, state.ground[:, -1])
             if tick is not None:
                 tick()
         return state
 
-    def _step(self, s, want, t):
-        """The state one frame on from ``s`` at frame ``t`` of the desired paths ``want``, and the experts'
-        blending weights (B, K) of the step (None where the graph does not output them)."""
-        ahead = slice(t + 1, t + self.ahead + 1)
+    def _step(self, s, pursuit):
+        """The state one frame on from ``s`` along the desired paths of ``pursuit`` (a :class:`.pursuit.Pursuit`
+        at its clocks), and the experts' blending weights (B, K) of the step (None where the graph does not
+        output them)."""
         weight = (np.arange(1, self.ahead + 1) / self.ahead) ** self.tau
-        s.future = s.future + weight[None, :, None] * (want["future"][:, ahead] - s.future)
+        s.future = s.future + weight[None, :, None] * (pursuit.future(self.ahead) - s.future)
         s.future[..., 2:4] = _unit(s.future[..., 2:4])
-        s.speed[:, -1], s.actions[:, -1] = want["speed"][:, t], want["actions"][:, t]
-        y, *alpha = self.session.run(None, {"x": self._input(s, want, t).astype(np.float32)})
+        speed, actions = pursuit.desire([0])
+        s.speed[:, -1], s.actions[:, -1] = speed[:, 0], actions[:, 0]
+        y, *alpha = self.session.run(None, {"x": self._input(s, pursuit).astype(np.float32)})
         return self._advance(s, y.astype(np.float64)), (alpha[0] if alpha else None)
 
-    def _input(self, s, want, t):
+    def _input(self, s, pursuit):
         """x (B, 480): the trajectory samples in the root frame of now, the bones in the last frame's."""
         past = self.history + self.offsets[:CURRENT]
-        later = t + self.offsets[CURRENT:]                                   # now and the future samples
+        desired_speed, desired_actions = pursuit.desire(self.offsets[CURRENT:])   # now and the future samples
         future = s.future[:, self.offsets[CURRENT + 1:] - 1]
         here, facing = s.ground[:, -1], s.theta[:, -1, None]
         direction = np.stack([np.sin(s.theta), np.cos(s.theta)], axis=-1)
         pos = np.concatenate([s.ground[:, past], here[:, None], future[..., :2]], axis=1)
         dirs = np.concatenate([direction[:, past], direction[:, -1:], future[..., 2:4]], axis=1)
         vel = np.concatenate([s.velocity[:, past], s.velocity[:, -1:], future[..., 4:]], axis=1)
-        speed = np.concatenate([s.speed[:, past], want["speed"][:, later]], axis=1)
-        actions = np.concatenate([s.actions[:, past], want["actions"][:, later]], axis=1)
+        speed = np.concatenate([s.speed[:, past], desired_speed], axis=1)
+        actions = np.concatenate([s.actions[:, past], desired_actions], axis=1)
         samples = np.concatenate([turn(facing, pos - here[:, None]), turn(facing, dirs), turn(facing, vel),
                                   speed[..., None], actions], axis=-1)
         last, before = s.ground[:, -2], s.theta[:, -2, None]
@@ -377,15 +387,3 @@ def _interpolation(offsets, ahead):
     k = np.arange(1, ahead + 1)
     eye = np.eye(len(offsets))
     return np.stack([np.interp(k, offsets, eye[j]) for j in range(len(offsets))], axis=1)
-
-
-def _stacked(wants, frames):
-    """The desired paths as arrays (B, frames, ...), each held at its end beyond its own frames:
-    ``future`` positions, directions and velocities (B, frames, 6), ``speed`` (B, frames), ``actions``."""
-    def held(a):
-        return np.concatenate([a, np.repeat(a[-1:], max(frames - len(a), 0), axis=0)])[:frames]
-
-    return {"future": np.stack([held(np.concatenate([w.positions, w.directions, w.velocities], axis=-1))
-                                for w in wants]),
-            "speed": np.stack([held(w.speed) for w in wants]),
-            "actions": np.stack([held(w.actions) for w in wants])}
