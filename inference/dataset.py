@@ -72,10 +72,45 @@ def read_motions(path, progress=None):
     return motions
 
 
+def clip_stem(name):
+    """A clip's file stem, as ``--hold-out`` names it (``bandai1.zip:data/walk_001.bvh`` → ``walk_001``)."""
+    return Path(name.split(":")[-1]).stem
+
+
 def subject_of(name):
     """The performer number in a LaFAN1-style name (``walk1_subject3.bvh`` → 3), else None."""
-    match = _SUBJECT.search(Path(name.split(":")[-1]).stem)
+    match = _SUBJECT.search(clip_stem(name))
     return int(match.group(1)) if match else None
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which clips of its data sets a run may read, by name: the one rule training, retargeting's
+    natural poses and export's floor all follow.
+
+    ``subjects`` keeps the clips of those performers and every clip whose name carries no subject
+    number (Bandai's), so LaFAN1's test subject stays out; ``held_out`` names clips (file stems) never
+    trained or validated on, in any data set, so that a model can be measured on them. Those an earlier
+    run held out (``inherited``: a resumed run's, or ``--init``'s) stay out, and may be of other data.
+    """
+
+    subjects: tuple = None     # performer numbers, or None for every clip
+    held_out: tuple = ()       # file stems, the inherited ones among them
+    inherited: tuple = ()
+
+    def keeps(self, name):
+        """Whether a run may read the clip called ``name`` (a data set's name for it, ``archive:member``)."""
+        return ((self.subjects is None or subject_of(name) in (*self.subjects, None))
+                and clip_stem(name) not in self.held_out)
+
+    def check(self, names, source):
+        """Refuse held-out names that match none of ``names`` (every clip of the data sets ``source``):
+        a misspelt name would otherwise hold out nothing, silently."""
+        stems = {clip_stem(n) for n in names}
+        unknown = [n for n in self.held_out if n not in stems and n not in self.inherited]
+        if unknown:
+            raise DataError(f"--hold-out {', '.join(unknown)}: no clip of that name in {source}; give file stems "
+                            f"as the data set names them (e.g. {clip_stem(names[0])})")
 
 
 def content_key(path):
@@ -184,29 +219,31 @@ def load_motion_set(path, cache_dir=None, progress=None):
     return _read_cache(cache)
 
 
-def load_sources(paths, cache_dir=None, skeleton=None, subjects=None):
+def load_sources(paths, cache_dir=None, skeleton=None, chosen=Selection()):
     """Several data sets as one :class:`MotionSet` on one skeleton: the first's, or ``skeleton``'s (a BVH file).
 
     A source of that hierarchy goes in as it is, its performers' bone lengths and all. Another is
     retargeted onto it through the two skeletons' natural poses, each measured on its data set's clips
-    of ``subjects`` and clips without a subject number (LaFAN1's test subject is never read into one),
-    resampled to the skeleton's frame rate, and cached: only the result is kept, as compact as any
-    data set's cache. That cache is a data set of the skeleton's hierarchy, so it may stand for its
-    source as a later ``--data`` where the source is not at hand (a GPU machine).
+    that the :class:`Selection` ``chosen`` keeps (LaFAN1's test subject and held-out clips are never
+    read into one), resampled to the skeleton's frame rate, and cached: only the result is kept, as
+    compact as any data set's cache. That cache is a data set of the skeleton's hierarchy, so it may
+    stand for its source as a later ``--data`` where the source is not at hand (a GPU machine). Every
+    clip is returned; training reads only the chosen ones (``training/clips.py``).
     """
     paths = [str(p) for p in paths]
     file = read_bvh(skeleton) if skeleton else None
     target = file.skeleton if file else _hierarchy(paths[0])
     own = [p for p in paths if _hierarchy(p).same_hierarchy(target)]
     sets = [load_motion_set(p, cache_dir) for p in own]
-    kept = [m for data in sets for m in _clips_of(data, subjects)]
+    kept = [m for data in sets for m in _clips_of(data, chosen)]
     if sets and not kept:
-        raise DataError(f"{' + '.join(own)}: no clip of subjects {subjects}; check --subjects against the file names")
+        raise DataError(f"{' + '.join(own)}: no clip of subjects {chosen.subjects} outside --hold-out; "
+                        "check --subjects and --hold-out against the file names")
     if file is None:
         target = sets[0].skeleton   # its first clip's bone lengths
     pose = natural_pose(kept or [file])
     fps = sets[0].fps if sets else file.fps
-    sets += [_retargeted(p, target, pose, fps, subjects, cache_dir) for p in paths if p not in own]
+    sets += [_retargeted(p, target, pose, fps, chosen, cache_dir) for p in paths if p not in own]
     return _joined(sets, " + ".join(data.source for data in sets))
 
 
@@ -218,15 +255,22 @@ def _hierarchy(path):
     return parse_bvh(read(), name).skeleton
 
 
-def _clips_of(data, subjects):
-    """The clips of ``subjects`` (all when None) and those whose names carry no subject number."""
-    return [data.clip(i) for i, n in enumerate(data.names) if subjects is None or subject_of(n) in (*subjects, None)]
+def _clips_of(data, chosen):
+    """The clips of ``data`` that the :class:`Selection` ``chosen`` keeps."""
+    return [data.clip(i) for i, n in enumerate(data.names) if chosen.keeps(n)]
 
 
-def _retargeted(path, target, target_pose, fps, subjects, cache_dir):
-    """The data set at ``path`` retargeted onto ``target`` (natural pose ``target_pose``) at ``fps``, cached."""
+def _retargeted(path, target, target_pose, fps, chosen, cache_dir):
+    """The data set at ``path`` retargeted onto ``target`` (natural pose ``target_pose``) at ``fps``, cached.
+
+    The cache's name carries the target and, when ``chosen`` leaves some of the source's clips out,
+    their names: its own natural pose is measured without them, so a cache made from every clip is
+    never served to a run that holds some out.
+    """
+    left_out = [clip_stem(n) for n, _ in bvh_members(path) if not chosen.keeps(n)]
     digest = hashlib.sha256(json.dumps([target.names, target.parents.tolist(), np.round(target.offsets, 6).tolist(),
-                                        np.round(target_pose, 6).tolist(), fps, RETARGET_VERSION]).encode())
+                                        np.round(target_pose, 6).tolist(), fps, RETARGET_VERSION]
+                                       + ([left_out] if left_out else [])).encode())
     cache = cache_path(path, cache_dir)
     cache = cache.with_name(cache.name.replace(f"-v{CACHE_VERSION}", f"-on-{digest.hexdigest()[:12]}-v{CACHE_VERSION}"))
     if cache.exists():
@@ -236,9 +280,10 @@ def _retargeted(path, target, target_pose, fps, subjects, cache_dir):
             cache.unlink(missing_ok=True)
     motions = read_motions(path)
     raw = motion_set(motions)   # one hierarchy and frame rate, or a clear error
-    kept = _clips_of(raw, subjects)
+    kept = _clips_of(raw, chosen)
     if not kept:
-        raise DataError(f"{path}: no clip of subjects {subjects}; check --subjects against the file names")
+        raise DataError(f"{path}: no clip of subjects {chosen.subjects} outside --hold-out; "
+                        "check --subjects and --hold-out against the file names")
     onto = Retargeting.build(raw.skeleton, target, natural_pose(kept), target_pose, motions[0].up, name=str(path))
     _write_cache(motion_set([onto(m if m.fps == fps else m.resample(fps)) for m in motions], source=str(path)), cache)
     return _read_cache(cache)

@@ -67,7 +67,7 @@ class ModelFile:
     skeleton: Skeleton
     fps: float
     normalisation: dict       # name -> float32 array
-    data: dict                # {"source", "files", "subjects"}
+    data: dict                # {"source", "files", "subjects", "held_out"}
     licence: str
     metadata: dict
 

@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from inference.dataset import load_motion_set, load_sources, subject_of
+from inference.dataset import Selection, load_motion_set, load_sources, subject_of
 from training.rtn.sampler import GROUPS, Transitions, proportion_groups
 
 ROOT = Path(__file__).resolve().parents[1]
 
 SUBJECTS = [1, 2, 3, 4]
+CHOSEN = Selection(SUBJECTS)
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +31,7 @@ def cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def both(sources, cache):
-    return load_sources(sources, cache, subjects=SUBJECTS)
+    return load_sources(sources, cache, chosen=CHOSEN)
 
 
 def bandai(name):
@@ -47,20 +48,20 @@ def test_sources_on_the_first_one_s_skeleton_each_cached_once_and_compact(both, 
     files = sorted(cache.iterdir())
     assert len(files) == 2 and sum(f.stat().st_size for f in files) < 32 * 2**20   # measured: 28.4 MiB
     # the caches stand for their sources where those are not at hand (a GPU machine)
-    again = load_sources(files[::-1] if "lafan1" in files[1].name else files, subjects=SUBJECTS)
+    again = load_sources(files[::-1] if "lafan1" in files[1].name else files, chosen=CHOSEN)
     assert again.names == both.names and np.array_equal(again.rotations, both.rotations)
     assert sorted(cache.iterdir()) == files
 
 
 def test_subject_rules_per_source(both):
     """LaFAN1 trains on subjects 1-4 only; Bandai, which has no subject numbers, on every clip."""
-    train = Transitions(both, "train", SUBJECTS)
+    train = Transitions(both, "train", CHOSEN)
     assert {subject_of(f) for f in train.files} == {1, 2, 3, 4, None}
     assert sum(bandai(f) for f in train.files) == 174
 
 
 def test_the_sampler_draws_from_both_in_proportion_to_their_frames(both):
-    train = Transitions(both, "train", SUBJECTS, mirrored=False)
+    train = Transitions(both, "train", CHOSEN, mirrored=False)
     clip, _ = train.draw(4000, 40, np.random.default_rng(0))
     share = np.mean([bandai(train.names[c]) for c in clip])
     room = np.maximum(train.lengths - 40 + 1, 0)
@@ -69,8 +70,8 @@ def test_the_sampler_draws_from_both_in_proportion_to_their_frames(both):
 
 
 def test_proportions_scale_bones_within_the_range_and_leave_rotations(both):
-    plain = Transitions(both, "train", SUBJECTS)
-    varied = Transitions(both, "train", SUBJECTS, proportions=0.1, layout=plain.layout)
+    plain = Transitions(both, "train", CHOSEN)
+    varied = Transitions(both, "train", CHOSEN, proportions=0.1, layout=plain.layout)
     a = plain.sample(256, 20, np.random.default_rng(3))
     b = varied.sample(256, 20, np.random.default_rng(3))
     assert np.array_equal(a["truth"][..., 3:], b["truth"][..., 3:])
@@ -120,10 +121,10 @@ def test_another_skeleton_given_by_a_file(lafan1_zip, mocap, tmp_path):
     import zipfile
     with zipfile.ZipFile(mocap / "bandai1.zip") as z:
         (tmp_path / "bandai.bvh").write_bytes(z.read("dataset-1_walk_normal_001.bvh"))
-    data = load_sources([lafan1_zip], tmp_path / "cache", skeleton=tmp_path / "bandai.bvh", subjects=SUBJECTS)
+    data = load_sources([lafan1_zip], tmp_path / "cache", skeleton=tmp_path / "bandai.bvh", chosen=CHOSEN)
     assert data.skeleton.names[:2] == ("joint_Root", "Hips") and data.fps == 30
     assert len(data.names) == 27 and len(data.translated) == 22       # as Bandai's files key them
-    train = Transitions(data, "train", SUBJECTS)
+    train = Transitions(data, "train", CHOSEN)
     assert {subject_of(f) for f in train.files} == {1, 2, 3, 4}
     clip = data.clip(0)
     hips = data.skeleton.index("Hips")

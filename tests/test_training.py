@@ -12,7 +12,10 @@ import onnxruntime
 import pytest
 import torch
 
+from inference.dataset import Selection
+
 ROOT = Path(__file__).resolve().parents[1]
+SUBJECT_1 = Selection((1,))   # LaFAN1's subject 1: what the sampler tests cut windows from
 
 
 def load(path):
@@ -203,7 +206,7 @@ def test_validation_gaps_lie_in_the_held_out_tenth(lafan1_zip, trained_rtn):
     from training.rtn.sampler import Transitions
 
     data = load_motion_set(lafan1_zip, trained_rtn["cache"])
-    val = Transitions(data, "validation", [1], mirrored=False)
+    val = Transitions(data, "validation", SUBJECT_1, mirrored=False)
     clips = [data.clip(i) for i, name in enumerate(data.names) if name.endswith("subject1")]
     frames = np.concatenate([c.rotations[:, 1:].reshape(c.n_frames, -1) for c in clips])
     held_out = np.concatenate([np.arange(c.n_frames) >= round(c.n_frames * (1 - HOLD_OUT)) for c in clips])
@@ -227,11 +230,11 @@ def test_training_targets_carry_the_sign_the_motion_turns_by(lafan1_zip, trained
 
     data = load_motion_set(lafan1_zip, trained_rtn["cache"])
     d = 3 + 4 * len(data.skeleton.names)
-    train = Transitions(data, "train", [1], mirrored=False).sample(256, 90, np.random.default_rng(0))
+    train = Transitions(data, "train", SUBJECT_1, mirrored=False).sample(256, 90, np.random.default_rng(0))
     np.testing.assert_array_equal(train["target"][:, :d], train["truth"][:, -1])
     quats = lambda frame: frame[:, 3:d].reshape(len(frame), -1, 4)                       # noqa: E731
     assert (np.sum(quats(train["target"]) * quats(train["past"][:, -1]), axis=-1) < 0).any()   # turned far
-    val = Transitions(data, "validation", [1], mirrored=False).sample(256, 90, np.random.default_rng(0))
+    val = Transitions(data, "validation", SUBJECT_1, mirrored=False).sample(256, 90, np.random.default_rng(0))
     assert (np.sum(quats(val["target"]) * quats(val["past"][:, -1]), axis=-1) >= 0).all()
 
 
@@ -240,8 +243,8 @@ def test_speeds_add_clips_played_faster_and_slower(lafan1_zip, trained_rtn):
     from training.rtn.sampler import Transitions
 
     data = load_motion_set(lafan1_zip, trained_rtn["cache"])
-    one = Transitions(data, "train", [1], mirrored=False)
-    three = Transitions(data, "train", [1], mirrored=False, speeds=(1.0, 0.5, 2.0))
+    one = Transitions(data, "train", SUBJECT_1, mirrored=False)
+    three = Transitions(data, "train", SUBJECT_1, mirrored=False, speeds=(1.0, 0.5, 2.0))
     n = len(one.lengths)
     assert len(three.lengths) == 3 * n
     np.testing.assert_array_equal(three.lengths[n:2 * n], 2 * one.lengths - 1)     # half speed: twice the frames
@@ -263,8 +266,8 @@ def test_reverse_plays_windows_backwards(lafan1_zip, trained_rtn):
 
     data = load_motion_set(lafan1_zip, trained_rtn["cache"])
     n, width, first = 20, 10 + 20 + 2, 3000
-    backward = Transitions(data, "train", [1], mirrored=False, reverse=1.0)
-    played_back = Transitions(data, "train", [1], mirrored=False)
+    backward = Transitions(data, "train", SUBJECT_1, mirrored=False, reverse=1.0)
+    played_back = Transitions(data, "train", SUBJECT_1, mirrored=False)
     # one clip of exactly one window (mid-motion), so that both draw the same start
     for t, frames in ((backward, slice(first, first + width)), (played_back, slice(first + width - 1, first - 1, -1))):
         t.rotations, t.positions = t.rotations[frames], t.positions[frames]
@@ -273,7 +276,7 @@ def test_reverse_plays_windows_backwards(lafan1_zip, trained_rtn):
     b = played_back.sample(4, n, np.random.default_rng(0), keep_after=1.0)
     for key in a:
         np.testing.assert_allclose(a[key], b[key], atol=1e-6)
-    forward = Transitions(data, "train", [1], mirrored=False)
+    forward = Transitions(data, "train", SUBJECT_1, mirrored=False)
     forward.rotations, forward.positions = backward.rotations, backward.positions
     forward.lengths, forward.starts = backward.lengths, backward.starts
     assert np.abs(forward.sample(4, n, np.random.default_rng(0), keep_after=1.0)["past"] - a["past"]).max() > 0.1
@@ -288,7 +291,7 @@ def test_the_l2_loss_counts_each_frames_error_in_proportion(lafan1_zip, trained_
     from training.rtn.family import frames_loss, to_torch
 
     data = load_motion_set(lafan1_zip, trained_rtn["cache"])
-    batch = to_torch(Transitions(data, "train", [1], mirrored=False).sample(4, 9, np.random.default_rng(0)), "cpu")
+    batch = to_torch(Transitions(data, "train", SUBJECT_1, mirrored=False).sample(4, 9, np.random.default_rng(0)), "cpu")
     state = load(trained_rtn["checkpoint"])
     norm, parents = Normaliser(state["stats"]), [int(p) for p in data.skeleton.parents]
     one, two = batch["truth"].clone(), batch["truth"].clone()
@@ -313,7 +316,7 @@ def test_the_loss_after_the_blends_is_measured_on_the_runtimes_blends(lafan1_zip
     from training.rtn.family import blended, frames_loss, to_torch
 
     data = load_motion_set(lafan1_zip, trained_rtn["cache"])
-    sample = Transitions(data, "train", [1], mirrored=False).sample(64, 20, np.random.default_rng(0))
+    sample = Transitions(data, "train", SUBJECT_1, mirrored=False).sample(64, 20, np.random.default_rng(0))
     assert 0 < sample["after_known"].sum() < 64          # keep_after drops the frame after for some
     batch = to_torch(sample, "cpu")
     frames = (batch["truth"] + 0.05 * torch.randn(batch["truth"].shape, generator=torch.Generator().manual_seed(0)))
@@ -344,7 +347,7 @@ def test_the_relative_loss_is_the_loss_over_interpolations(lafan1_zip, trained_r
     data = load_motion_set(lafan1_zip, trained_rtn["cache"])
     state = load(trained_rtn["checkpoint"])
     model, norm, parents = shipped_network(state), Normaliser(state["stats"]), [int(p) for p in data.skeleton.parents]
-    sample = Transitions(data, "train", [1], mirrored=False).sample
+    sample = Transitions(data, "train", SUBJECT_1, mirrored=False).sample
     scales = []
     for n in (5, 60):
         batch = to_torch(sample(16, n, np.random.default_rng(n)), "cpu")

@@ -40,6 +40,7 @@ def write(path, family, state, weights, precision, sections):
     """Write the card of the model file at ``path`` beside it (``MODEL.md``)."""
     meta, args = state["meta"], state["meta"]["args"]
     speeds = args.get("speeds", "1")
+    held = meta.get("held_out")   # none before --hold-out
     lines = [
         f"# {path.stem}", "", family.title, "",
         "## Data and licence",
@@ -49,6 +50,7 @@ def write(path, family, state, weights, precision, sections):
         + ("" if args.get("no_mirror") else ", plus their mirror images")
         + (f" and, where the commands below say `--speeds`, copies played at speeds {speeds}." if speeds != "1" else "."),
         f"- Files: {', '.join(meta['data_files'])}.",
+        *([f"- Held out (never trained or validated on): {', '.join(held)}."] if held else []),
         f"- Licence of the weights: {meta['licence']}. A model inherits the terms of its data.", "",
         *sections.get("use", []),
         "## How it was made",

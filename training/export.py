@@ -13,6 +13,7 @@ from pathlib import Path
 from inference.errors import DataError
 from inference.modelfile import FORMAT
 from . import card, checkpoint
+from .clips import selection_in
 from .family import family as family_called
 from .loop import source_commit
 from .onnx_tools import LARGE, WEIGHTS, metadata_of, write
@@ -39,7 +40,8 @@ def metadata(state, family, model, weights):
         "fps": str(meta["fps"]),
         "normalisation": json.dumps({k: state["stats"][k].tolist() for k in family.normalisation}),
         "data": json.dumps({"source": " + ".join(os.path.basename(d) for d in card.sources(meta)),
-                            "files": meta["data_files"], "subjects": meta["subjects"]}),
+                            "files": meta["data_files"], "subjects": meta["subjects"],
+                            "held_out": meta.get("held_out", [])}),
         "licence": meta["licence"],
         "training": json.dumps({"steps": state["step"], "commit": source_commit(), "runs": state["history"]["runs"]}),
         "weights": weights,
@@ -48,15 +50,16 @@ def metadata(state, family, model, weights):
     return {f"betwixt.{k}": v for k, v in {**common, **family.metadata(state, model)}.items()}
 
 
-def floor_of(data, cache=None, subjects=None):
-    """``betwixt.floor`` of a model trained on the data sets ``data`` (their clips of ``subjects``): the
-    floor under their feet (:func:`inference.inbetween.data_floor`), where a fill stands the rig."""
-    from inference.dataset import load_sources, subject_of
+def floor_of(data, cache, meta):
+    """``betwixt.floor`` of a model trained on the data sets ``data`` (their clips that its metadata
+    ``meta`` says it read): the floor under their feet (:func:`inference.inbetween.data_floor`), where
+    a fill stands the rig."""
+    from inference.dataset import load_sources
     from inference.inbetween import data_floor
 
-    clips = load_sources(data, cache, subjects=subjects)
-    kept = [i for i, name in enumerate(clips.names) if subjects is None or subject_of(name) in (*subjects, None)]
-    return f"{data_floor([clips.clip(i) for i in kept]):.3f}"
+    chosen = selection_in(meta)
+    clips = load_sources(data, cache, chosen=chosen)
+    return f"{data_floor([clips.clip(i) for i, name in enumerate(clips.names) if chosen.keeps(name)]):.3f}"
 
 
 def precision(weights):
@@ -77,7 +80,7 @@ def export(path, output, weights="float32", bench_data=None, data=None, cache=No
     output.parent.mkdir(parents=True, exist_ok=True)
     meta = metadata(state, family, model, weights)
     if data:
-        meta["betwixt.floor"] = floor_of(data, cache, state["meta"]["subjects"])
+        meta["betwixt.floor"] = floor_of(data, cache, state["meta"])
     write(family.graph(model), output, meta, weights)
     difference = family.check_export(model, output)
     if weights == "float32" and difference > AGREEMENT:
@@ -136,7 +139,7 @@ def _with_floor(path, output, data, cache):
         raise DataError(f"{path}: already a model file of format {FORMAT}; nothing to convert")
     if not data:
         raise DataError(f"{path}: to add the floor its training data stood on, give that data with --data")
-    meta["betwixt.floor"] = floor_of(data, cache, json.loads(meta["betwixt.data"])["subjects"])
+    meta["betwixt.floor"] = floor_of(data, cache, json.loads(meta["betwixt.data"]))
     _rewritten(path, output, meta)
     card_path = Path(path).with_suffix(".md")
     if card_path.exists():

@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from inference.errors import DataError
 from . import checkpoint
+from .clips import held_out_of
 
 LICENCES = {"lafan1": "CC BY-NC-ND 4.0 (Ubisoft La Forge LaFAN1): non-commercial use only",
             "bandai": "CC BY-NC 4.0 (Bandai Namco Research Motion dataset): non-commercial use only",
@@ -41,6 +42,10 @@ def add_arguments(parser, family):
     parser.add_argument("--out", required=True, type=Path, help="run folder: checkpoints, curves")
     parser.add_argument("--subjects", default=None,
                         help="comma-separated training subjects (LaFAN1: 1,2,3,4); default all clips")
+    parser.add_argument("--hold-out", default=None, metavar="NAMES",
+                        help="clips (file stems, comma-separated, or a file of one a line) neither trained nor "
+                             "validated on, in any --data, so that the model can be measured on them; a resumed "
+                             "run, or one started with --init, keeps its checkpoint's held out too")
     parser.add_argument("--no-mirror", action="store_true", help="do not add mirrored clips")
     parser.add_argument("--speeds", default="1",
                         help="comma-separated playback speeds of the training clips, e.g. 0.8,1,1.25: "
@@ -117,13 +122,15 @@ def train(family, args, argv):
             tqdm.write(message, file=sys.stderr)
 
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     ckpt_path = out / "checkpoint.pt"
-
+    state = checkpoint.load(ckpt_path) if ckpt_path.exists() else None
+    source = None if state or not args.init else _initial(family, args.init)
+    kept_out(args, state or source, say)
     train_set, val_set, meta = family.data(args)
     meta = {**meta, "licence": args.licence or licence_of(args.data), "args": plain(args)}
-    state = checkpoint.load(ckpt_path) if ckpt_path.exists() else None
-    source = None if state or not args.init else _initial(family, args.init, train_set)
+    if source:
+        family.check_init(source, train_set, args.init)
+    out.mkdir(parents=True, exist_ok=True)
     if state or source:   # a resumed run keeps its units; a new run keeps the ones its weights learned to read
         config, stats = (state or source)["config"], checkpoint.arrays((state or source)["stats"])
     else:
@@ -219,14 +226,23 @@ def train(family, args, argv):
     return ckpt_path
 
 
-def _initial(family, path, train_set):
-    """The checkpoint a run starts from (``--init``), once it is known to be of this family and to
-    fit the data."""
+def _initial(family, path):
+    """The checkpoint a run starts from (``--init``), once it is known to be of this family (whether
+    it fits the data is the family's ``check_init``, once the data is read)."""
     source = checkpoint.load(path)
     if source["family"] != family.name:
         raise DataError(f"{path}: a checkpoint of a {source['family']} run; --init needs a {family.name} checkpoint")
-    family.check_init(source, train_set, path)
     return source
+
+
+def kept_out(args, earlier, say):
+    """``args.held_out_before``: the clips the checkpoint ``earlier`` (resumed, or ``--init``'s) held out,
+    which the run holds out too (:func:`.clips.selection_of`): weights that never saw a clip go on never
+    seeing it, whatever a later command says."""
+    args.held_out_before = earlier["meta"].get("held_out", []) if earlier else []
+    missing = sorted(set(args.held_out_before) - set(held_out_of(args.hold_out)))
+    if missing:
+        say(f"holding out {', '.join(missing)} too, as the checkpoint's run did")
 
 
 def plot_history(history, path):

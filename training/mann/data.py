@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inference.dataset import motion_set
+from inference.dataset import Selection, clip_stem, motion_set
 from inference.errors import DataError
 from inference.mann import actions as labelling
 from inference.mann.features import (BONE_DIM, BONE_FIELDS, CURRENT, OUT_SAMPLE_DIM, OUT_SAMPLE_FIELDS, ROOT_FIELDS,
@@ -190,26 +190,22 @@ class Part:
 
 def without_test(data):
     """The data set ``data`` less the test split's clips, repacked as a data set."""
-    keep = [i for i, name in enumerate(data.names) if _stem(name) not in TEST_CLIPS]
+    keep = [i for i, name in enumerate(data.names) if clip_stem(name) not in TEST_CLIPS]
     if not keep:
         raise DataError(f"{data.source}: every clip is in MANN's test split")
     return motion_set([data.clip(i) for i in keep], source=data.source)
 
 
-def _stem(name):
-    return name.split(":")[-1].rsplit("/", 1)[-1].removesuffix(".bvh")
-
-
-def parts(data, subjects=None, mirrored=True, speeds=(1.0,), units_per_metre=100.0):
+def parts(data, chosen=Selection(), mirrored=True, speeds=(1.0,), units_per_metre=100.0):
     """(training, validation) :class:`Part` of a cached data set, the test split left out: the first nine
     tenths of every other clip (and their mirror images and other speeds), and the last tenth of each
     with a second of context before it, of which only the held-out frames are learned from."""
     data = without_test(data)
     bones = bones_of(data.skeleton)
     lay = layout(bones, data.fps, units_per_metre)
-    train = clips(data, "train", subjects, mirrored, speeds)
+    train = clips(data, "train", chosen, mirrored, speeds)
     context = int(round(data.fps))
-    held = clips(data, "validation", subjects, mirrored=False, context=context)
+    held = clips(data, "validation", chosen, mirrored=False, context=context)
     frames = concatenated([features(m, bones) for m in train.motions])
     validation = []
     for motion, name in zip(held.motions, held.files):

@@ -24,7 +24,7 @@ import torch
 from inference.dataset import load_motion_set
 from inference.errors import DataError
 from inference.mann import actions as labelling
-from ..clips import speeds_of, subjects_of
+from ..clips import selection_of, speeds_of
 from ..family import Family, one_data_set
 from ..onnx_tools import agreement
 from .data import CURRENT, OUT_SAMPLE_DIM, SAMPLES, TEST_CLIPS, parts
@@ -55,7 +55,8 @@ class MANNFamily(Family):
 
     def data(self, args):
         data = load_motion_set(one_data_set(args, self.name), args.cache)
-        train, validation = parts(data, subjects_of(args), not args.no_mirror, speeds_of(args), args.units_per_metre)
+        chosen = selection_of(args)
+        train, validation = parts(data, chosen, not args.no_mirror, speeds_of(args), args.units_per_metre)
         world = int(os.environ.get("WORLD_SIZE", "1"))
         epoch = math.ceil(len(train.frames.samples) / (args.batch * world))
         if int(os.environ.get("RANK", "0")) == 0:
@@ -63,7 +64,8 @@ class MANNFamily(Family):
                   f"epoch is {epoch} steps of {args.batch * world} (150 epochs: {150 * epoch} steps)", file=sys.stderr)
         sk = data.skeleton
         counts = np.bincount(train.frames.actions, minlength=len(labelling.ACTIONS))   # mirror images too
-        meta = {"data": args.data, "data_files": train.files, "subjects": subjects_of(args),
+        meta = {"data": args.data, "data_files": train.files, "subjects": chosen.subjects,
+                "held_out": list(chosen.held_out),
                 "fps": float(data.fps),
                 "skeleton": {"names": list(sk.names), "parents": [int(p) for p in sk.parents],
                              "offsets": sk.offsets.tolist(),

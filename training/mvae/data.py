@@ -44,11 +44,11 @@ def concatenated(motions, steps, pair):
     return np.concatenate(chunks), starts
 
 
-def parts(data, subjects, mirrored, speeds, steps):
+def parts(data, chosen, mirrored, speeds, steps):
     """(training, validation) :class:`Part` of a cached data set, roll-outs of ``steps`` steps."""
     pair = hips_pair(data.skeleton)
     lay = layout(data.skeleton, data.fps)
-    train = clips(data, "train", subjects, mirrored, speeds)
-    held = clips(data, "validation", subjects, mirrored=False, context=1)
+    train = clips(data, "train", chosen, mirrored, speeds)
+    held = clips(data, "validation", chosen, mirrored=False, context=1)
     return (Part(*concatenated(train.motions, steps, pair), train.files, train.reflections, lay),
             Part(*concatenated(held.motions, steps, pair), held.files, None, lay))

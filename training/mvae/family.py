@@ -24,7 +24,7 @@ import torch
 
 from inference.dataset import load_motion_set
 from inference.errors import DataError
-from ..clips import speeds_of, subjects_of
+from ..clips import selection_of, speeds_of
 from ..family import Family, one_data_set
 from ..onnx_tools import agreement, metadata_of
 from .data import parts
@@ -56,9 +56,11 @@ class MVAEFamily(Family):
 
     def data(self, args):
         data = load_motion_set(one_data_set(args, self.name), args.cache)
-        train, validation = parts(data, subjects_of(args), not args.no_mirror, speeds_of(args), args.rollout)
+        chosen = selection_of(args)
+        train, validation = parts(data, chosen, not args.no_mirror, speeds_of(args), args.rollout)
         sk = data.skeleton
-        meta = {"data": [str(d) for d in args.data], "data_files": train.files, "subjects": subjects_of(args),
+        meta = {"data": [str(d) for d in args.data], "data_files": train.files, "subjects": chosen.subjects,
+                "held_out": list(chosen.held_out),
                 "fps": float(data.fps), "layout": train.layout,
                 "skeleton": {"names": list(sk.names), "parents": [int(p) for p in sk.parents],
                              "offsets": sk.offsets.tolist()},

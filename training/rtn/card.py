@@ -10,6 +10,7 @@ from inference.errors import DataError
 from inference.features import Layout
 from inference.rtn.blends import BLEND, START_BLEND
 from ..card import sources
+from ..clips import selection_in
 from ..loop import Normaliser
 from .family import VALIDATION_LENGTHS, validate
 from .sampler import Transitions
@@ -64,8 +65,9 @@ def benchmark_section(path, bench_data):
 def validation_section(family, state, data, cache=None):
     """The float32 network's and interpolation's errors on the held-out tenth of ``data``'s training clips."""
     meta = state["meta"]
-    motions = load_sources(data, cache, meta["args"].get("skeleton"), meta["subjects"])
-    val_set = Transitions(motions, "validation", meta["subjects"], mirrored=False, layout=Layout(**meta["layout"]))
+    chosen = selection_in(meta)
+    motions = load_sources(data, cache, meta["args"].get("skeleton"), chosen)
+    val_set = Transitions(motions, "validation", chosen, mirrored=False, layout=Layout(**meta["layout"]))
     if val_set.files != meta["data_files"]:
         raise DataError(f"{' + '.join(data)}: not the data this checkpoint was trained on ({' + '.join(sources(meta))})")
     from ..export import loaded

@@ -26,7 +26,7 @@ from inference.dataset import load_sources
 from inference.errors import DataError
 from inference.features import Layout, chain
 from inference.rtn.blends import BLEND, START_BLEND, end_blend, end_ramp, start_blend, start_ramp, target_blend, target_ramp
-from ..clips import speeds_of, subjects_of
+from ..clips import selection_of, speeds_of
 from ..family import Family
 from ..kinematics import forward_kinematics
 from ..loop import Normaliser
@@ -69,13 +69,14 @@ class RTNFamily(Family):
                                  "bodies of other proportions (0: the capture's own)")
 
     def data(self, args):
-        subjects = subjects_of(args)
-        data = load_sources(args.data, args.cache, args.skeleton, subjects)
-        train = Transitions(data, "train", subjects, mirrored=not args.no_mirror, speeds=speeds_of(args),
+        chosen = selection_of(args)
+        data = load_sources(args.data, args.cache, args.skeleton, chosen)
+        train = Transitions(data, "train", chosen, mirrored=not args.no_mirror, speeds=speeds_of(args),
                             reverse=args.reverse, proportions=args.proportions)
-        validation = Transitions(data, "validation", subjects, mirrored=False, layout=train.layout)
+        validation = Transitions(data, "validation", chosen, mirrored=False, layout=train.layout)
         sk = data.skeleton
-        meta = {"data": [str(d) for d in args.data], "data_files": train.files, "subjects": subjects,
+        meta = {"data": [str(d) for d in args.data], "data_files": train.files, "subjects": chosen.subjects,
+                "held_out": list(chosen.held_out),
                 "fps": float(data.fps),
                 "layout": train.layout.to_json(),
                 "skeleton": {"names": list(sk.names), "parents": [int(p) for p in sk.parents],

@@ -10,6 +10,7 @@ same rotations are hips carried higher, and the loss's forward kinematics measur
 import numpy as np
 
 from inference import quat
+from inference.dataset import Selection
 from inference.errors import DataError
 from inference.features import canonical_frame, chain, choose_layout, frame_features, move, orient, target_features
 from inference.mapping import describe
@@ -20,11 +21,11 @@ from ..clips import clips
 class Transitions:
     """Samples batches of (past, target, truth) windows from clips of one skeleton."""
 
-    def __init__(self, data, part="train", subjects=None, mirrored=True, past=10, layout=None, speeds=(1.0,),
+    def __init__(self, data, part="train", chosen=Selection(), mirrored=True, past=10, layout=None, speeds=(1.0,),
                  reverse=0.0, proportions=0.0):
         self.parents = data.skeleton.parents
         self.past, self.part, self.reverse, self.proportions = past, part, reverse, proportions
-        cut = clips(data, part, subjects, mirrored, speeds, context=past)
+        cut = clips(data, part, chosen, mirrored, speeds, context=past)
         self.files, self.reflections = cut.files, cut.reflections
         self.names = [c.name for c in cut.motions]
         rotations = [quat.unroll(c.rotations).astype(np.float32) for c in cut.motions]
