@@ -73,14 +73,14 @@ def read_plan(context, keys_from, serves="fill", kind=None):
     model = model_for(context, obj, serves, kind)
     rig, retarget, detected = read_retarget(obj, model)
     fps = scene_fps(context.scene)
-    gaps = keys_from(channels, [rig.names[b] for b in retarget.bones])
+    bones = [rig.names[b] for b in retarget.bones]
+    gaps = keys_from(channels, bones)
     ratio = fps / model.layout.fps
     transitions.check_gaps(model, gaps, ratio)
     before, after = transitions.margins(model, ratio)
     plan = plan_over(channels, model, rig, retarget, detected, gaps, fps,
                      np.arange(gaps[0][0] - before, gaps[-1][1] + after + 1))
-    plan.momentum = transitions.keyed_momentum(key_frames(channels, [rig.names[b] for b in retarget.bones]),
-                                               gaps, ratio)
+    plan.momentum = transitions.keyed_momentum(key_frames(channels, bones), gaps, ratio)
     return plan
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..inference import quat
 from ..inference.errors import BetwixtError
-from ..inference.inbetween import fill_gaps, fill_order, floor, gap_in
+from ..inference.inbetween import fill_gaps, fill_order, gap_in, on_model_floor
 from ..inference.motion import AXES
 
 SAME_RATE = 1e-6
@@ -123,10 +123,8 @@ def variants(model, motion, first, gap, scene_fps, k, **kwargs):
         span, n = _at_model_rate(model, motion, first, a, b, ratio, margins(model, ratio)[1])
         at = (model.past - 1, model.past - 1 + n)
     up = AXES.index(span.up)
-    level = floor(span, [at], span.up) - model.floor
-    lowered = span.positions.copy()
-    lowered[:, 0, up] -= level
-    rot, pos = model.variants(gap_in(replace(span, positions=lowered), *at, model.past), k, **kwargs)
+    lowered, level = on_model_floor(model, span, [at])
+    rot, pos = model.variants(gap_in(lowered, *at, model.past), k, **kwargs)
     out = []
     for i in range(k):
         rotations, positions = span.rotations.copy(), span.positions.copy()

@@ -76,9 +76,8 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, **kwa
     object raised, a capture whose floor is elsewhere) gets the same fill, moved with it.
     """
     up = AXES.index(motion.up)
-    level = floor(motion, gaps, motion.up) - model.floor
-    out = replace(motion, rotations=motion.rotations.copy(), positions=motion.positions.copy())
-    out.positions[:, 0, up] -= level
+    out, level = on_model_floor(model, motion, gaps)
+    out = replace(out, rotations=motion.rotations.copy())
     order = fill_order(gaps, model.past, passes)
     generated = np.zeros(motion.n_frames + 1, dtype=bool)
     for start, end in gaps:
@@ -115,6 +114,16 @@ def _leaned(model, motion, gaps, i, gap, positions, generated, momentum, variati
         keys = (gaps[i - 1][0], start, end, gaps[i + 1][1])
         return toward_spline(gap, positions, joint, up, model.key_spline, key_rates(motion.positions[:, joint], keys))
     return positions
+
+
+def on_model_floor(model, motion, gaps):
+    """``(motion, level)``: ``motion`` lowered by ``level``, how far its floor (:func:`floor`, outside the
+    ``gaps``) is above the one ``model`` learned on (``model.floor``), so that the model reads it standing
+    where it learned to; what the model generates is raised by ``level`` again."""
+    level = floor(motion, gaps, motion.up) - model.floor
+    positions = motion.positions.copy()
+    positions[:, 0, AXES.index(motion.up)] -= level
+    return replace(motion, positions=positions), level
 
 
 def floor(motion, gaps, up="Y"):

@@ -126,7 +126,7 @@ def natural_pose(motions, step=4):
     """
     grot = np.concatenate([m.global_transforms()[0][::step] for m in motions])
     hips = pelvis(motions[0].skeleton)
-    world = quat.mean(quat.mul(unturned(grot, hips, AXES.index(motions[0].up))[:, None], grot), axis=0)
+    world = mean_facing_one_way(grot, hips, AXES.index(motions[0].up))
     parents = motions[0].skeleton.parents
     world[chain(parents, hips)[:-1]] = [1.0, 0.0, 0.0, 0.0]
     pose = world.copy()
@@ -135,22 +135,23 @@ def natural_pose(motions, step=4):
     return pose
 
 
-def unturned(grot, hips, up):
-    """(F, 4): per frame of world rotations ``grot`` (F, J, 4), the turn about the ``up`` axis (0-2) that
-    leaves joint ``hips``'s twist about it nil (q = twist · swing, the twist undone): turned by it, a body
-    walking any way faces one way, and its frames average into one stance."""
+def mean_facing_one_way(grot, hips, up):
+    """(J, 4): the mean of world rotations ``grot`` (F, J, 4) over the frames, each frame first turned
+    about the ``up`` axis (0-2) so that joint ``hips``'s twist about it is nil (q = twist · swing, the
+    twist undone): turned so, a body walking any way faces one way, and its frames average into one
+    stance."""
     twist = np.zeros(grot.shape[:1] + (4,))
     twist[:, [0, 1 + up]] = grot[:, hips, [0, 1 + up]]
-    return quat.inv(quat.normalize(twist))
+    return quat.mean(quat.mul(quat.inv(quat.normalize(twist))[:, None], grot), axis=0)
 
 
 def natural_stance(grot, hips, up, parents, offsets):
     """The stance a body in motion takes (as :func:`natural_pose`, from world rotations): world rotations
-    (J, 4), the mean over the frames of ``grot`` (F, J, 4), each frame turned about ``up`` (0-2) as
-    :func:`unturned` says (``hips``: the pelvis), and the joints' heads (J, 3) relative to the root's, by
+    (J, 4), the mean over the frames of ``grot`` (F, J, 4) facing one way (:func:`mean_facing_one_way`;
+    ``hips``: the pelvis, ``up``: 0-2), and the joints' heads (J, 3) relative to the root's, by
     forward kinematics of those rotations over ``offsets`` (J, 3), each joint's offset in its parent's
     frame (``parents`` first), so that every bone points exactly as its rotation says."""
-    world = quat.mean(quat.mul(unturned(grot, hips, up)[:, None], grot), axis=0)
+    world = mean_facing_one_way(grot, hips, up)
     heads = np.zeros((len(parents), 3))
     for j, p in enumerate(parents):
         if p >= 0:
