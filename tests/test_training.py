@@ -126,12 +126,52 @@ def test_init_starts_a_new_run_from_another_runs_weights(trained_rtn, tmp_path):
 
 
 def test_init_refuses_what_is_not_a_checkpoint(trained_rtn, tmp_path):
+    card = trained_rtn["model"].with_suffix(".md")
     args = list(trained_rtn["train"])
     args[args.index("--out") + 1] = str(tmp_path / "run")
-    result = subprocess.run(args + ["--init", str(trained_rtn["model"])], cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run(args + ["--init", str(card)], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 2
-    assert result.stderr.startswith(f"error: {trained_rtn['model']}: not a training checkpoint")
+    assert result.stderr.startswith(f"error: {card}: not a training checkpoint")
     assert not (tmp_path / "run" / "checkpoint.pt").exists()
+
+
+@pytest.mark.parametrize("weights", ["float32", "mixed"])
+def test_init_from_a_model_file_starts_from_the_weights_it_ships(trained_rtn, tmp_path, weights):
+    """A technical animator has the shipped model files, not our runs: --init from one rebuilds the
+    network it ships (R's matrix from the two export splits it into, quantised matrices as a fill
+    multiplies by them), its statistics and its record, and fine-tunes it."""
+    from training.checkpoint import arrays, of_model_file
+    from training.family import family
+
+    source = load(trained_rtn["checkpoint"])
+    model = tmp_path / f"rtn-{weights}.onnx"
+    subprocess.run([sys.executable, "-m", "training", "export", str(trained_rtn["checkpoint"]), "-o", str(model),
+                    "--weights", weights], cwd=ROOT, check=True, capture_output=True, text=True)
+    state = of_model_file(model, family("rtn"))
+    assert state["step"] == source["step"] and state["config"] == json.loads(json.dumps(source["config"]))
+    for name in ("frame_mean", "frame_std", "target_mean", "target_std", "reference_pose"):
+        np.testing.assert_allclose(state["stats"][name], source["stats"][name], rtol=1e-6)
+    rtn = family("rtn")
+    rebuilt, shipped = rtn.network(state["config"], arrays(state["stats"])), shipped_network(source)
+    rebuilt.load_state_dict(state["model"])
+    # the rebuilt network computes what the file does, as closely as the network it was exported from
+    assert rtn.check_export(rebuilt.eval(), model) <= 1.1 * rtn.check_export(shipped, model) + 1e-5
+    if weights == "float32":
+        for name, value in source["average"].items():
+            torch.testing.assert_close(state["model"][name], value, rtol=0, atol=1e-7)
+
+    args = list(trained_rtn["train"])
+    args[args.index("--out") + 1] = str(tmp_path / "tuned")
+    args[args.index("--steps") + 1] = "5"
+    result = subprocess.run(args + ["--init", str(model), "--lr", "1e-4"], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert f"starting from the weights of {model} at step 4" in result.stderr
+    after = load(tmp_path / "tuned" / "checkpoint.pt")
+    assert after["step"] == 5 and after["optimiser"]["state"][0]["step"] == 1
+    assert 0 < (after["model"]["R.weight"] - state["model"]["R.weight"]).abs().max() < 1e-3
+    np.testing.assert_array_equal(after["stats"]["frame_std"], state["stats"]["frame_std"])
+    assert (after["stats"]["world_std"] > 0).all()          # the loss's units, measured on the new data
+    assert [r["from_step"] for r in after["history"]["runs"]] == [0, 4]
 
 
 def test_the_targets_pose_is_normalised_as_a_frame(trained_rtn):

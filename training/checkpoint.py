@@ -46,6 +46,27 @@ def load(path):
     return state
 
 
+def of_model_file(path, family):
+    """The state ``--init`` starts from when given a model file (``.onnx``) rather than a checkpoint: a
+    technical animator has the shipped models, not the runs that made them, and fine-tunes those on
+    their own data. The weights come back as the file stores them (quantised ones as every fill
+    multiplies by them); ``stats`` holds what the file carries, and the loop measures the rest (the
+    loss's own units) on the new data; the record of how the weights were made goes on."""
+    from inference.modelfile import read
+    from .onnx_tools import stored_weights
+
+    file, _ = read(path)
+    if file.kind != family.name:
+        raise DataError(f"{path}: a {file.kind} model; --init needs a {family.name} model or checkpoint")
+    config, stats, training = file.json("betwixt.config"), family.stats_of(file), file.json("betwixt.training")
+    model = family.network(config, stats)
+    runs = training.get("runs") or [{"from_step": 0, "argv": argv_of(training["args"]), "commit": training.get("commit")}]
+    return {"format": FORMAT, "family": family.name, "step": int(training["steps"]), "config": config,
+            "stats": tensors(stats), "file": str(path), "meta": {"held_out": file.data.get("held_out", [])},
+            "history": {"train": [], "validation": [], "runs": runs},
+            "model": family.weights_of(model, stored_weights(path))}
+
+
 def tensors(arrays):
     """A dict of arrays as float32 tensors, for a checkpoint."""
     return {k: torch.as_tensor(np.asarray(v), dtype=torch.float32) for k, v in arrays.items()}

@@ -39,6 +39,19 @@ class Family:
         """Refuse, with a DataError naming ``path``, a checkpoint ``source`` whose network cannot
         learn from ``train`` (another skeleton, say)."""
 
+    def stats_of(self, file):
+        """The statistics a model file (an ``inference.modelfile.ModelFile``) carries: its
+        normalisation, and the family's own (``--init`` from a model file; the loop measures the rest)."""
+        return dict(file.normalisation)
+
+    def weights_of(self, model, stored):
+        """``model``'s state dict from the weights of one of its model files (``stored``:
+        :func:`.onnx_tools.stored_weights`), for ``--init`` from a model file."""
+        from inference.errors import DataError
+
+        raise DataError(f"--init from a model file works for RTN models; for a {self.name} model give the "
+                        "checkpoint.pt of the run that made it")
+
     def optimiser(self, model, args):
         """The optimiser of ``model``'s weights at rate ``args.lr``."""
         import torch

@@ -58,7 +58,8 @@ def add_arguments(parser, family):
                              "several times faster on GPUs and on CPUs with AMX")
     parser.add_argument("--init", type=Path, default=None,
                         help="start a new run from this checkpoint's weights and statistics (same skeleton), "
-                             "e.g. to fine-tune a model on other data")
+                             "e.g. to fine-tune a model on other data; an RTN may also start from a model "
+                             "file (.onnx), such as a shipped one")
     parser.add_argument("--minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
     parser.add_argument("--checkpoint-minutes", type=float, default=5.0)
     parser.add_argument("--validate-every", type=int, default=1000)
@@ -133,6 +134,8 @@ def train(family, args, argv):
     out.mkdir(parents=True, exist_ok=True)
     if state or source:   # a resumed run keeps its units; a new run keeps the ones its weights learned to read
         config, stats = (state or source)["config"], checkpoint.arrays((state or source)["stats"])
+        if not state and "file" in source:   # a model file carries the runtime's statistics, not the loss's
+            stats = {**family.statistics(train_set, args, np.random.default_rng(args.seed)), **stats}
     else:
         config = family.config(train_set, args)
         stats = family.statistics(train_set, args, np.random.default_rng(args.seed))
@@ -229,7 +232,7 @@ def train(family, args, argv):
 def _initial(family, path):
     """The checkpoint a run starts from (``--init``), once it is known to be of this family (whether
     it fits the data is the family's ``check_init``, once the data is read)."""
-    source = checkpoint.load(path)
+    source = checkpoint.of_model_file(path, family) if Path(path).suffix == ".onnx" else checkpoint.load(path)
     if source["family"] != family.name:
         raise DataError(f"{path}: a checkpoint of a {source['family']} run; --init needs a {family.name} checkpoint")
     return source

@@ -139,6 +139,68 @@ def metadata_of(path):
     return {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}
 
 
+def stored_weights(path):
+    """Every weight the model file at ``path`` multiplies or adds, as float32 arrays in torch's layout (a
+    matrix as (out, in)), by the name it is stored under less export's marks (a subgraph's ``step/``,
+    a transposed copy's ``/T``, the quantiser's ``_Q4``): what a model file needs to become a network
+    again (``--init`` from a model file). A matrix stored in blocks of integers (MatMulNBits) is read
+    back by running its product on the identity in onnxruntime, so it comes back as every fill of
+    that file multiplies by it, whatever the block layout."""
+    import onnx
+    from onnx import numpy_helper
+
+    proto = onnx.load(str(path))
+    stored = {i.name: i for graph in _graphs(proto.graph) for i in graph.initializer}
+    weights, read = {}, set()
+    for node in _nodes(proto.graph):
+        if node.op_type == "MatMulNBits":
+            read.update(node.input[1:])
+            weights[node.input[1]] = _dequantised(node, stored, proto.ir_version).T
+        elif node.op_type in ("MatMul", "Gemm") and node.input[1] in stored:
+            w = numpy_helper.to_array(stored[node.input[1]])
+            weights[node.input[1]] = w if node.op_type == "Gemm" else w.T   # Gemm: transB, as torch exports
+    for name, init in stored.items():
+        if name not in weights and name not in read and init.data_type == onnx.TensorProto.FLOAT:
+            weights[name] = numpy_helper.to_array(init)
+    return {_plain_name(name): np.array(w, dtype=np.float32) for name, w in weights.items()}
+
+
+def _plain_name(name):
+    for mark in ("_Q4", "_Q8"):
+        name = name.removesuffix(mark)
+    return name.removeprefix("step/").removesuffix("/T")
+
+
+def _graphs(graph):
+    """A graph and its subgraphs."""
+    yield graph
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == attr.GRAPH:
+                yield from _graphs(attr.g)
+
+
+def _dequantised(node, stored, proto_ir_version):
+    """The (K, N) float matrix a MatMulNBits ``node`` multiplies by, its integer blocks and scales
+    taken from ``stored`` (in a graph of the file's IR version, which its onnxruntime reads)."""
+    import onnxruntime
+    from onnx import TensorProto, helper
+
+    attrs = {a.name: a.i for a in node.attribute}
+    k, n = attrs["K"], attrs["N"]
+    exact = {name: value for name, value in attrs.items() if name != "accuracy_level"}   # float products
+    graph = helper.make_graph(
+        [helper.make_node("MatMulNBits", ["A", *node.input[1:]], ["W"], domain="com.microsoft", **exact)],
+        "dequantise", [helper.make_tensor_value_info("A", TensorProto.FLOAT, [k, k])],
+        [helper.make_tensor_value_info("W", TensorProto.FLOAT, [k, n])],
+        [stored[name] for name in node.input[1:] if name])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
+                                                    helper.make_opsetid("com.microsoft", 1)],
+                             ir_version=proto_ir_version)
+    session = onnxruntime.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, {"A": np.eye(k, dtype=np.float32)})[0]
+
+
 def agreement(module, path, inputs):
     """The largest absolute difference between ``module(**inputs)`` in torch and the model file at
     ``path`` run by onnxruntime on the same ``inputs`` (numpy arrays, by the graph's input names)."""

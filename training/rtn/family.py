@@ -101,6 +101,27 @@ class RTNFamily(Family):
             raise DataError(f"{path}: made for a skeleton of {(config['pose_dim'] - 3) // 4} joints, the data has "
                             f"{lay.joints}; start from a checkpoint of this skeleton or without --init")
 
+    def stats_of(self, file):
+        return {**file.normalisation, "reference_pose": np.asarray(file.json("betwixt.reference_pose"), np.float32)}
+
+    def weights_of(self, model, stored):
+        """Export stores R's matrix as two: the columns that read F(target), multiplied once a
+        transition, and those that read [E(x), O(offset), h], multiplied every step (RTN._fixed); the
+        other layers under their own names."""
+        cf, gates = model.config, 4 * model.config.lstm
+        unnamed = {w.shape: w for name, w in stored.items() if not name.startswith("model.")}
+        try:
+            future = unnamed[(gates, cf.future_hidden)]
+            e, o, h = np.split(unnamed[(gates, cf.frame_hidden + cf.future_hidden + cf.lstm)],
+                               [cf.frame_hidden, cf.frame_hidden + cf.future_hidden], axis=1)
+            columns = {"E": e, "h": h, "F": future, "O": o}
+            weights = {name: torch.from_numpy(stored[f"model.{name}"]) for name in model.state_dict()
+                       if name != "R.weight"}
+        except KeyError as e:
+            raise DataError(f"not an RTN model file of this configuration (no weights {e}); export it again") from None
+        weights["R.weight"] = torch.from_numpy(np.concatenate([columns[p] for p in model.parts], axis=1))
+        return weights
+
     def optimiser(self, model, args):
         return torch.optim.Adam(model.parameters(), lr=args.lr, amsgrad=True)
 
