@@ -54,7 +54,7 @@ class Pursuit:
     frame for the next step, ``rate`` (B,), the share of its pace its future is spaced at, and
     ``offset`` (B,), the drift correction (units, to the left); ``rest`` (B,), the frame from which the
     path stands still for good (below ``idle`` speed), and ``remaining`` (B,), the character's distance
-    along it from its end. ``lead``, ``idle``, ``walking`` (units, a second), ``straight`` and ``arrive``
+    from its end (along it, or straight where that is shorter: a standing capture's sway is no way to go). ``lead``, ``idle``, ``walking`` (units, a second), ``straight`` and ``arrive``
     (units), ``slowest`` and ``gain`` (1/s) as in the module's docstring; the defaults keep to the path's
     timing and correct nothing."""
 
@@ -120,7 +120,8 @@ class Pursuit:
         curving = np.any(normal != 0, axis=-1)
         side = np.sum((here - self.track[rows, nearest, :2]) * normal, axis=-1)
         self.offset = np.where(curving, self.offset + self.gain * side / self.fps, self.offset * (1 - FADE / self.fps))
-        self.remaining = self.along[rows, -1] - self.along[rows, nearest]
+        self.remaining = np.minimum(self.along[rows, -1] - self.along[rows, nearest],
+                                    np.linalg.norm(self.track[rows, -1, :2] - here, axis=-1))
         self.clock = self._led(step, nearest)
         self.trail = (self.trail + [here.copy()])[-(self.span + 1):]
         self.rate = np.where(curving, self._pace(), 1.0)
