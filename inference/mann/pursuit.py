@@ -12,7 +12,7 @@ distance to one side of a curve even where it keeps pace. So, per path:
    where the character does, so that a character slower than its path is led on from where it is
    rather than drawn across a curve toward where the timing has got to (where the path idles, below
    ``idle`` speed, the timing goes on: a character that stopped short has nothing to wait for), but
-   for its end (below)
+   for its end (4);
 2. pace: in a curve, the desired future is spaced at the character's own speed over the last SPAN
    (as a share of the path's, at least ``slowest``), so that its directions turn at the rate that
    speed asks for on the path's radius, not at the rate the path's timing does, and its velocities
