@@ -23,6 +23,7 @@ from .operators import Plan, read_retarget, resolve, scene_fps, write_plan
 from .pose_io import Channels, active_armature, sample
 from .preferences import model_for
 
+ARRIVAL = 0.75   # s: Fit the Range covers the curve this much before the range's end (ground_path)
 SPEEDS = [("RANGE", "Fit the Range", "Cover the whole curve over the frame range")] + [
     (gait.upper(), gait.title(), f"At a {gait} ({speed:g} m/s), stopping where the curve ends")
     for gait, speed in GAITS.items()]
@@ -111,7 +112,9 @@ def ground_path(points, scale, seconds, speed=None, source="curve"):
 
     Blender's ground (x, y) is the model's (x, -z), in model units (``scale``: world units per model
     unit, the rig's size over the model's). The path is timed at a constant ``speed`` (model units a
-    second), by default the one that covers it in ``seconds``; one that ends sooner is held at its end
+    second), by default the one that covers it in ``seconds`` less ARRIVAL (at most a quarter of them):
+    a dog starting from standing falls behind its path getting up to speed and eases to a stop behind
+    its end, so it needs that time to arrive by the range's end. One that ends sooner is held at its end
     (the dog stops there), one that ends later is cut at ``seconds``.
     """
     ground = np.stack([points[:, 0], -points[:, 1]], axis=-1) / scale
@@ -119,7 +122,7 @@ def ground_path(points, scale, seconds, speed=None, source="curve"):
     moves = step > 1e-9 * step.sum()
     ground = np.concatenate([ground[:1], ground[1:][moves]])
     length = np.concatenate([[0.0], np.cumsum(step[moves])])
-    times = length / (speed or length[-1] / seconds)
+    times = length / (speed or length[-1] / (seconds - min(ARRIVAL, seconds / 4)))
     if times[-1] < seconds - 1e-9:
         times, ground = np.append(times, seconds), np.concatenate([ground, ground[-1:]])
     elif times[-1] > seconds:

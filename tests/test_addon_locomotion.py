@@ -168,9 +168,9 @@ def test_follow_path_keys_the_range_along_a_bezier_curve_and_undo_restores_it(sc
     off = distance_to(track, bezier_line(curve))
     assert off.mean() < 0.10 and off.max() < 0.25, (off.mean(), off.max())   # metres
     assert np.linalg.norm(track[0, :2] - [0.5, -1.0]) < 0.05                  # from the curve's start
-    # to its end, over the range, easing to a stop short of it (measured 0.27 m; 0.32 since the controller leads
-    # a dog on from where it is, inference/mann/pursuit.py, and its mean distance from the curve went 5.0 -> 4.3 cm)
-    assert np.linalg.norm(track[-1, :2] - [3.5, 0.0]) < 0.35
+    # to its end by the range's end (measured 0.15 m; Fit the Range leaves the dog 0.75 s to arrive, and the
+    # controller asks it on to the end of its path, inference/mann/pursuit.py: 0.40 m short without both)
+    assert np.linalg.norm(track[-1, :2] - [3.5, 0.0]) < 0.2
     assert 0.3 < track[:, 2].mean() < 0.6                                     # a dog's hips above the floor
 
     name = obj.name
@@ -194,9 +194,9 @@ def test_at_a_walk_the_dog_goes_round_a_closed_poly_curve_and_stops_at_its_end(s
     track = hips_track(obj, np.arange(1, 146))
     off = distance_to(track, np.array(corners + corners[:1]))
     assert off[:97].mean() < 0.10, off[:97].mean()                         # round the square in 4 s
-    # back at the start, easing to a stop short of it (measured 0.21 m; 0.25 since the controller leads a dog
-    # on from where it is, inference/mann/pursuit.py)
-    assert np.linalg.norm(track[-1, :2] - corners[0][:2]) < 0.3
+    # back at the start (measured 0.7 cm; 0.29 m short before the controller asked a dog on to its path's end,
+    # inference/mann/pursuit.py)
+    assert np.linalg.norm(track[-1, :2] - corners[0][:2]) < 0.1
     assert np.linalg.norm(track[-24:, :2] - track[-1, :2], axis=-1).max() < 0.10   # and still for the last second
 
 

@@ -65,6 +65,27 @@ def test_where_the_path_idles_a_character_that_stopped_short_does_not_hold_the_c
     assert held.clock[0] < 60
 
 
+def test_at_its_path_s_end_a_character_short_of_it_is_asked_to_go_on_there_and_the_clock_waits():
+    """The same path and character, arrival on (10 cm): where the path has stopped for good the desired
+    speed is the character's 40 cm over the speed's second and the action is move, not the path's idle;
+    10 cm or closer, move fades into idle; at the end it is the path's idle."""
+    want = line(seconds=1.0, still=2.0)
+    pursuit = pursued(want, lead=25.0, idle=22.4, arrive=10.0)
+    short = np.array([[0.0, 60.0]])
+    for step in range(150):
+        pursuit.advance(step, np.minimum(want.positions[min(step + 1, 60)][None], short))
+    assert pursuit.clock[0] < 60 + 15 and pursuit.clock[0] >= pursuit.rest[0]   # waiting, a lead ahead
+    speed, actions = pursuit.desire([0, 60])
+    assert np.allclose(speed, 40.0) and np.allclose(actions[..., 1], 1.0) and np.allclose(actions[..., 0], 0.0)
+    pursuit.advance(150, np.array([[0.0, 95.0]]))
+    speed, actions = pursuit.desire([0])
+    assert np.isclose(speed[0, 0], 5.0) and np.isclose(actions[0, 0, 1], 0.5)
+    pursuit.advance(151, np.array([[0.0, 100.0]]))
+    speed, actions = pursuit.desire([0])
+    assert speed[0, 0] == 0.0 and actions[0, 0, 0] == 1.0
+    assert np.allclose(pursued(want, lead=25.0, idle=22.4).desire([0])[1], want.actions[[0]])   # off by default
+
+
 def circle(radius=200.0, speed=100.0, seconds=3.0, still=3.0):
     """An arc turning left (its centre at (radius, 0)) at ``speed`` (cm/s), then standing still."""
     t = np.linspace(0, seconds, 181)

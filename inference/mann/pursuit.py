@@ -11,20 +11,29 @@ distance to one side of a curve even where it keeps pace. So, per path:
    ``lead`` along the path ahead of the frame nearest the character, and catches up with the timing
    where the character does, so that a character slower than its path is led on from where it is
    rather than drawn across a curve toward where the timing has got to (where the path idles, below
-   ``idle`` speed, the timing goes on: a character that stopped short has nothing to wait for);
+   ``idle`` speed, the timing goes on: a character that stopped short has nothing to wait for), but
+   for its end (4);
 2. pace: in a curve, the desired future is spaced at the character's own speed over the last SPAN
    (as a share of the path's, at least ``slowest``), so that its directions turn at the rate that
    speed asks for on the path's radius, not at the rate the path's timing does, and its velocities
    are scaled alike, so that they say what its positions say;
 3. drift: in a curve, the character's sideways distance from the path is integrated (``gain`` a
    second) into an offset by which the desired positions move to the other side. Elsewhere the offset
-   fades: there is no curve to drift inside of (a corner cut is no drift to carry on with).
+   fades: there is no curve to drift inside of (a corner cut is no drift to carry on with);
+4. arrival: from where the path comes to its last stop (its desired speed under ``idle`` for good),
+   the desired speed is the character's own distance from the path's end over the speed's horizon,
+   and a speed-decided idle is read as move, fading to idle over the last ``arrive``, rather than the
+   path's clock's: the network idles once its desired speed falls under the walking threshold, which
+   the clock's does up to a lead behind the end, and the reference's runtime then holds its root there.
+   The clock waits for the character there, so that the future it is shown ends at the path's end.
 
 A curve is where the path turns on a radius under ``straight`` at ``walking`` speed or faster; slower,
 a dog sidesteps and turns on the spot.
 """
 
 import numpy as np
+
+from .features import SPEED_HORIZON
 
 LEAD = 0.25          # m: how far along its path the desired trajectory may run ahead of the character
 SLOWEST = 0.5        # the least share of the path's pace a curve's desired future is spaced at
@@ -33,6 +42,7 @@ DRIFT_SPEED = 0.7    # m/s: a path slower than a walk has no curve
 STRAIGHT = 5.0       # m: nor has a path turning on a wider radius than this
 SPAN = 0.25          # s: chords either side of a frame that measure a path's curvature, and a character's pace
 FADE = 2.0           # 1/s: how fast the drift correction fades outside curves
+ARRIVE = 0.1         # m: how close to its path's end a character's move fades into idle
 NEAR = 60            # frames either side of a path's frame searched for the one nearest its character
 
 
@@ -42,12 +52,14 @@ class Pursuit:
     (B, T, 6), ``speed`` (B, T) and ``actions`` (B, T, A), the distance ``along`` it (B, T) and its unit
     ``normal`` to the left of travel in curves (B, T, 2; zero elsewhere); per path ``clock`` (B,), its
     frame for the next step, ``rate`` (B,), the share of its pace its future is spaced at, and
-    ``offset`` (B,), the drift correction (units, to the left). ``lead``, ``idle``, ``walking`` (units,
-    a second), ``straight`` (units), ``slowest`` and ``gain`` (1/s) as in the module's docstring; the
-    defaults keep to the path's timing and correct nothing."""
+    ``offset`` (B,), the drift correction (units, to the left); ``rest`` (B,), the frame from which the
+    path stands still for good (below ``idle`` speed), and ``remaining`` (B,), the character's distance
+    from its end (along it, or straight where that is shorter: a standing capture's sway is no way to go). ``lead``, ``idle``, ``walking`` (units, a second), ``straight`` and ``arrive``
+    (units), ``slowest`` and ``gain`` (1/s) as in the module's docstring; the defaults keep to the path's
+    timing and correct nothing."""
 
     def __init__(self, wants, frames, fps, lead=np.inf, idle=0.0, slowest=1.0, gain=0.0, walking=np.inf,
-                 straight=np.inf):
+                 straight=np.inf, arrive=None, names=("idle", "move")):
         def held(a):
             return np.concatenate([a, np.repeat(a[-1:], max(frames - len(a), 0), axis=0)])[:frames]
 
@@ -60,6 +72,10 @@ class Pursuit:
         self.span = max(int(round(SPAN * fps)), 1)
         self.normal = _curve_normals(self.track[..., :2], self.span, fps, walking, straight)
         self.fps, self.lead, self.idle, self.slowest, self.gain = fps, lead, idle, slowest, gain
+        self.arrive, self.still, self.move = arrive, names.index("idle"), names.index("move")
+        moving = self.speed >= idle
+        self.rest = np.where(moving.any(axis=1), frames - np.argmax(moving[:, ::-1], axis=1), 0)
+        self.remaining = self.along[:, -1].copy()
         self.clock = np.zeros(len(wants), dtype=int)
         self.rate, self.offset = np.ones(len(wants)), np.zeros(len(wants))
         self.trail = []   # the characters' last ground positions (B, 2), up to a span's worth
@@ -82,9 +98,18 @@ class Pursuit:
         return desired
 
     def desire(self, offsets):
-        """The desired speed (B, S) and action values (B, S, A) ``offsets`` (S,) frames on from the clocks."""
+        """The desired speed (B, S) and action values (B, S, A) ``offsets`` (S,) frames on from the clocks;
+        once a path has come to its last stop, the character's own (module's docstring, 4)."""
         k, rows = self.at(offsets), np.arange(len(self.clock))[:, None]
-        return self.speed[rows, k], self.actions[rows, k]
+        speed, actions = self.speed[rows, k], self.actions[rows, k].copy()
+        if self.arrive is None:
+            return speed, actions
+        ending = (self.clock >= self.rest)[:, None]
+        speed = np.where(ending, np.maximum(speed, self.remaining[:, None] / SPEED_HORIZON), speed)
+        going = (ending * np.clip(self.remaining / self.arrive, 0, 1)[:, None]) * actions[..., self.still]
+        actions[..., self.still] -= going
+        actions[..., self.move] += going
+        return speed, actions
 
     def advance(self, step, here):
         """The clocks, rates and offsets for step ``step`` + 1, the characters' ground positions after
@@ -95,6 +120,8 @@ class Pursuit:
         curving = np.any(normal != 0, axis=-1)
         side = np.sum((here - self.track[rows, nearest, :2]) * normal, axis=-1)
         self.offset = np.where(curving, self.offset + self.gain * side / self.fps, self.offset * (1 - FADE / self.fps))
+        self.remaining = np.minimum(self.along[rows, -1] - self.along[rows, nearest],
+                                    np.linalg.norm(self.track[rows, -1, :2] - here, axis=-1))
         self.clock = self._led(step, nearest)
         self.trail = (self.trail + [here.copy()])[-(self.span + 1):]
         self.rate = np.where(curving, self._pace(), 1.0)
@@ -110,7 +137,8 @@ class Pursuit:
         """(B,) the clocks for step ``step`` + 1: the path's timing, held to ``lead`` ahead of ``nearest``."""
         rows, last = np.arange(len(nearest)), self.track.shape[1] - 1
         reach = np.array([np.searchsorted(a, a[n] + self.lead, side="right") - 1 for a, n in zip(self.along, nearest)])
-        led = np.where(self.speed[rows, self.clock] < self.idle, self.clock + 1, np.maximum(reach, self.clock))
+        idling = (self.speed[rows, self.clock] < self.idle) & ((self.clock < self.rest) | (self.arrive is None))
+        led = np.where(idling, self.clock + 1, np.maximum(reach, self.clock))
         return np.minimum(led, min(step + 1, last))
 
     def _pace(self):
