@@ -143,6 +143,11 @@ class MotionSet:
     translated: np.ndarray   # (K,) joint indices
     translations: np.ndarray  # (F, K, 3) float32
     source: str = ""
+    origins: tuple = ()       # per clip, the index of the data set it came from (load_sources); () for one
+
+    def origin(self, i):
+        """The index among the data sets joined into this one (``--data``'s order) of clip ``i``."""
+        return self.origins[i] if self.origins else 0
 
     @property
     def subjects(self):
@@ -235,6 +240,7 @@ def load_sources(paths, cache_dir=None, skeleton=None, chosen=Selection()):
     target = file.skeleton if file else _hierarchy(paths[0])
     own = [p for p in paths if _hierarchy(p).same_hierarchy(target)]
     sets = [load_motion_set(p, cache_dir) for p in own]
+    order = [paths.index(p) for p in own] + [i for i, p in enumerate(paths) if p not in own]
     kept = [m for data in sets for m in _clips_of(data, chosen)]
     if sets and not kept:
         raise DataError(f"{' + '.join(own)}: no clip of subjects {chosen.subjects} outside --hold-out; "
@@ -244,7 +250,7 @@ def load_sources(paths, cache_dir=None, skeleton=None, chosen=Selection()):
     pose = natural_pose(kept or [file])
     fps = sets[0].fps if sets else file.fps
     sets += [_retargeted(p, target, pose, fps, chosen, cache_dir) for p in paths if p not in own]
-    return _joined(sets, " + ".join(data.source for data in sets))
+    return _joined(sets, " + ".join(data.source for data in sets), order)
 
 
 def _hierarchy(path):
@@ -289,8 +295,9 @@ def _retargeted(path, target, target_pose, fps, chosen, cache_dir):
     return _read_cache(cache)
 
 
-def _joined(sets, source):
-    """One :class:`MotionSet` of several of one hierarchy, frame rate and translated joints."""
+def _joined(sets, source, order):
+    """One :class:`MotionSet` of several of one hierarchy, frame rate and translated joints, each clip's
+    origin the ``order`` entry of its set (its place among ``--data``)."""
     first = sets[0]
     for data in sets[1:]:
         if data.fps != first.fps or not np.array_equal(data.translated, first.translated):
@@ -303,7 +310,8 @@ def _joined(sets, source):
     return MotionSet(first.skeleton, first.fps, sum((data.names for data in sets), ()),
                      np.concatenate([[0], np.cumsum(lengths)]), np.concatenate([data.offsets for data in sets]),
                      np.concatenate([data.rotations for data in sets]), first.translated,
-                     np.concatenate([data.translations for data in sets]), source)
+                     np.concatenate([data.translations for data in sets]), source,
+                     tuple(k for data, k in zip(sets, order) for _ in data.names))
 
 
 def _write_cache(data, cache):

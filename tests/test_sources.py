@@ -5,12 +5,14 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 
 from inference.dataset import Selection, load_motion_set, load_sources, subject_of
+from inference.errors import DataError
 from training.rtn.sampler import GROUPS, Transitions, proportion_groups
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,6 +69,23 @@ def test_the_sampler_draws_from_both_in_proportion_to_their_frames(both):
     room = np.maximum(train.lengths - 40 + 1, 0)
     expected = room[[bandai(n) for n in train.names]].sum() / room.sum()
     assert 0.1 < expected < 0.3 and abs(share - expected) < 0.03
+
+
+def test_shares_draw_each_data_set_as_often_as_asked_at_every_gap_length(both):
+    """--shares 3,1: a quarter of the windows from Bandai, mirrored and faster copies included, where in
+    proportion to their frames its short clips would give long gaps hardly any."""
+    from training.rtn.family import shares_of
+
+    train = Transitions(both, "train", CHOSEN, speeds=(0.9, 1.0, 1.1), shares=np.array([0.75, 0.25]))
+    assert [bandai(n) for n in np.array(train.names)[train.origins == 1]] == [True] * (train.origins == 1).sum()
+    for width in (17, 72, 132):
+        clip, _ = train.draw(4000, width, np.random.default_rng(0))
+        assert abs(np.mean(train.origins[clip] == 1) - 0.25) < 0.03
+    args = SimpleNamespace(shares="3,1", data=["a", "b"])
+    np.testing.assert_allclose(shares_of(args), [0.75, 0.25])
+    for bad in ("3", "3,1,1", "a,b", "-1,2", "0,0"):
+        with pytest.raises(DataError, match=f"--shares {bad}"):
+            shares_of(SimpleNamespace(shares=bad, data=["a", "b"]))
 
 
 def test_proportions_scale_bones_within_the_range_and_leave_rotations(both):

@@ -25,6 +25,7 @@ class Clips:
     motions: list        # Motion, the data set's clips (then their mirror images, then other speeds)
     files: list          # the data set's clip names that went in, in order
     reflections: object  # (J, 3) the joints' reflections the mirror images were made with, or None
+    origins: list        # per motion, the data set it came from (``MotionSet.origin``)
 
 
 def clips(data, part="train", chosen=Selection(), mirrored=True, speeds=(1.0,), context=0):
@@ -32,7 +33,7 @@ def clips(data, part="train", chosen=Selection(), mirrored=True, speeds=(1.0,), 
     every clip the :class:`Selection` ``chosen`` keeps, or the last tenth with ``context`` frames
     before it (so that a validation window's past may reach back before the held-out frames)."""
     chosen.check(data.names, data.source)
-    motions, files = [], []
+    motions, files, origins = [], [], []
     for i, name in enumerate(data.names):
         if not chosen.keeps(name):
             continue
@@ -40,6 +41,7 @@ def clips(data, part="train", chosen=Selection(), mirrored=True, speeds=(1.0,), 
         cut = int(round(clip.n_frames * (1 - HOLD_OUT)))
         motions.append(clip.frames(0, cut) if part == "train" else clip.frames(max(cut - context, 0)))
         files.append(name)
+        origins.append(data.origin(i))
     if not motions:
         raise DataError(f"{data.source}: no clip of subjects {chosen.subjects} outside --hold-out; check --subjects "
                         "and --hold-out against the file names")
@@ -48,8 +50,10 @@ def clips(data, part="train", chosen=Selection(), mirrored=True, speeds=(1.0,), 
     reflections = local_reflections(motions) if mirrored else None
     if reflections is not None:
         motions += [mirror(c, reflections=reflections) for c in motions]
-    motions += [replace(c.resample(c.fps / k), fps=c.fps) for k in speeds if k != 1.0 for c in motions]
-    return Clips(motions, files, reflections)
+        origins += origins
+    copies = [k for k in speeds if k != 1.0]
+    motions += [replace(c.resample(c.fps / k), fps=c.fps) for k in copies for c in motions]
+    return Clips(motions, files, reflections, origins * (1 + len(copies)))
 
 
 def subjects_of(args):

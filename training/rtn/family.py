@@ -63,6 +63,9 @@ class RTNFamily(Family):
         parser.add_argument("--skeleton", default=None,
                             help="a BVH file whose skeleton the model learns on (default: the first --data's); "
                                  "data sets of other skeletons are retargeted onto it once and cached")
+        parser.add_argument("--shares", default=None, metavar="W1,W2,...",
+                            help="one weight per --data, in order: each data set's share of the training windows "
+                                 "(default: in proportion to the windows its clips hold)")
         parser.add_argument("--proportions", type=float, default=0.0,
                             help="scale each training window's leg, arm and torso bones by random factors within "
                                  "1 ± this (e.g. 0.1), the hips' height with the legs, so that the network sees "
@@ -72,7 +75,7 @@ class RTNFamily(Family):
         chosen = selection_of(args)
         data = load_sources(args.data, args.cache, args.skeleton, chosen)
         train = Transitions(data, "train", chosen, mirrored=not args.no_mirror, speeds=speeds_of(args),
-                            reverse=args.reverse, proportions=args.proportions)
+                            reverse=args.reverse, proportions=args.proportions, shares=shares_of(args))
         validation = Transitions(data, "validation", chosen, mirrored=False, layout=train.layout)
         sk = data.skeleton
         meta = {"data": [str(d) for d in args.data], "data_files": train.files, "subjects": chosen.subjects,
@@ -181,6 +184,20 @@ class RTNFamily(Family):
         state["history"].update(train=[[s, {"loss": t, "rotations": r, "positions": p}] for s, t, r, p in history["train"]],
                                 validation=[[v[0], named(v[1:])] for v in history["validation"]])
         return state
+
+
+def shares_of(args):
+    """``--shares`` as weights that sum to 1, one per ``--data``, or None."""
+    if not args.shares:
+        return None
+    try:
+        weights = np.array([float(w) for w in args.shares.split(",")])
+    except ValueError:
+        raise DataError(f"--shares {args.shares}: give one number per --data, e.g. 2,1") from None
+    if len(weights) != len(args.data) or (weights < 0).any() or weights.sum() <= 0:
+        raise DataError(f"--shares {args.shares}: give {len(args.data)} weights (one per --data, in order), "
+                        "none negative and not all zero")
+    return weights / weights.sum()
 
 
 def named(scores):

@@ -22,11 +22,12 @@ class Transitions:
     """Samples batches of (past, target, truth) windows from clips of one skeleton."""
 
     def __init__(self, data, part="train", chosen=Selection(), mirrored=True, past=10, layout=None, speeds=(1.0,),
-                 reverse=0.0, proportions=0.0):
+                 reverse=0.0, proportions=0.0, shares=None):
         self.parents = data.skeleton.parents
         self.past, self.part, self.reverse, self.proportions = past, part, reverse, proportions
         cut = clips(data, part, chosen, mirrored, speeds, context=past)
         self.files, self.reflections = cut.files, cut.reflections
+        self.origins, self.shares = np.array(cut.origins), shares
         self.names = [c.name for c in cut.motions]
         rotations = [quat.unroll(c.rotations).astype(np.float32) for c in cut.motions]
         positions = [c.positions.astype(np.float32) for c in cut.motions]
@@ -45,10 +46,22 @@ class Transitions:
         if room.sum() == 0:
             raise DataError(f"no clip is long enough for a transition of {width - self.past - 2} frames; "
                             "lower --max-gap")
-        clip = rng.choice(len(room), size=batch, p=room / room.sum())
+        clip = rng.choice(len(room), size=batch, p=self._chances(room))
         start = self.starts[clip] + (rng.random(batch) * room[clip]).astype(np.int64)
         backwards = rng.random(batch) < self.reverse if self.reverse else np.zeros(batch, dtype=bool)
         return clip, start[:, None] + np.where(backwards[:, None], width - 1 - np.arange(width), np.arange(width))
+
+    def _chances(self, room):
+        """Each clip's chance of a window: in proportion to the windows it holds, or with ``shares``
+        (one weight per data set) each data set's windows drawn that often in all, so that a small
+        data set joined to a large one (Bandai's 170 short clips beside LaFAN1's hours) is not lost in it."""
+        chances = room.astype(np.float64)
+        if self.shares is not None:
+            for k, share in enumerate(self.shares):
+                mine = self.origins == k
+                total = chances[mine].sum()
+                chances[mine] *= share / total if total else 0.0
+        return chances / chances.sum()
 
     def proportioned(self, positions, rng):
         """Translations (B, W, J, 3) with each window's legs, arms and torso scaled by its own random
