@@ -15,8 +15,9 @@ import numpy as np
 
 from ..inference import quat
 from ..inference.errors import BetwixtError
-from ..inference.inbetween import fill_gaps, fill_order, gap_in, on_model_floor
+from ..inference.inbetween import between_keys, fill_gaps, fill_order, gap_in, on_model_floor
 from ..inference.motion import AXES
+from ..inference.transition import key_rates
 
 SAME_RATE = 1e-6
 
@@ -104,7 +105,8 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, m
     # as fill_gaps does: gaps blind to the frames after their end key are filled again (fill_order)
     order = fill_order(gaps, margins(model, ratio)[1])
     for done, (i, after) in enumerate(order, 1):
-        motion = _fill_resampled(model, motion, first, *gaps[i], ratio, after,
+        rates = _rates(model, motion, first, gaps, i, ratio)
+        motion = _fill_resampled(model, motion, first, *gaps[i], ratio, after, rates,
                                  momentum=None if momentum is None else [momentum[i]], **kwargs)
         step(done, len(order))
     return motion
@@ -135,11 +137,23 @@ def variants(model, motion, first, gap, scene_fps, k, **kwargs):
     return out
 
 
-def _fill_resampled(model, motion, first, a, b, ratio, after, **kwargs):
+def _rates(model, motion, first, gaps, i, ratio):
+    """The root's velocities a model frame at the keys of the ``i``-th of ``gaps`` (scene frames) from the
+    keys either side, where it runs between two other gaps (Decompress), else None: what
+    :func:`..inference.inbetween.fill_gaps` leans the root to, found here since the gap is filled alone."""
+    keys = between_keys(gaps, i)
+    if keys is None:
+        return None
+    a, b = gaps[i]
+    step = (b - a) / model_frames(a, b, ratio)          # scene frames a model frame, in this gap
+    return key_rates(motion.positions[:, model.layout.trajectory], np.asarray(keys) - first) * step
+
+
+def _fill_resampled(model, motion, first, a, b, ratio, after, rates=None, **kwargs):
     """One gap at the model's frame rate; ``after``: how many scene frames after key ``b`` are the
-    user's (see inference.inbetween.frames_after)."""
+    user's (see inference.inbetween.frames_after); ``rates``: the root's velocities at its keys (:func:`_rates`)."""
     span, n = _at_model_rate(model, motion, first, a, b, ratio, after)
-    filled = fill_gaps(model, span, [(model.past - 1, model.past - 1 + n)], **kwargs)
+    filled = fill_gaps(model, span, [(model.past - 1, model.past - 1 + n)], rates=[rates], **kwargs)
     return _put_back(motion, first, a, b, filled, n, model.past)
 
 

@@ -14,7 +14,8 @@ the generated frames only (keys and the frames outside gaps are never changed):
 3. each contact is locked where it touches the user's frames (on both sides of a gap: moving
    straight from one to the other), else at its mean position; the offset from the joint's own path
    to its lock fades out over ``FADE`` frames on either side (never past a user frame, where it is
-   zero), and no joint goes below its ground;
+   zero; between two contacts closer than that, it moves straight from one lock to the next), and
+   no joint goes below its ground;
 4. two-bone IK (hip, knee, ankle) puts the ankle on its target, the knee turning in the plane of the
    leg; the foot keeps its world rotation but turns so that its toe reaches the toe's target.
 
@@ -157,7 +158,9 @@ def contacts(feet, floor, up, height, fps, paws=False):
 def offsets(feet, contact, generated):
     """(F, K, 3) what to add to each joint's path ``feet`` (F, K, 3): on a contact's generated frames,
     the way to its lock (see :func:`locks`); elsewhere fading linearly to zero over ``FADE`` frames
-    and zero on every frame that is not ``generated``."""
+    (straight from one lock to the next where two contacts are closer than ``FADE`` each side: a fade-out
+    reaching into the next one's fade-in would move the joint onto that lock in one frame) and zero on
+    every frame that is not ``generated``."""
     frames = len(feet)
     out = np.zeros_like(feet)
     lock = locks(feet, contact, generated)
@@ -166,8 +169,11 @@ def offsets(feet, contact, generated):
         on = contact[:, k] & generated
         edges = np.concatenate([np.flatnonzero(on[1:] & ~on[:-1]) - FADE,       # FADE + 1 before a start
                                 np.flatnonzero(on[:-1] & ~on[1:]) + FADE + 1])  # and after an end
+        edges = edges[(edges >= 0) & (edges < frames)]
+        count = np.concatenate([[0], np.cumsum(on)])
+        near = count[np.minimum(index + FADE + 1, frames)] > count[np.maximum(index - FADE, 0)]   # within FADE of one
         anchor = on | ~generated
-        anchor[edges[(edges >= 0) & (edges < frames)]] = True
+        anchor[edges[~near[edges]]] = True
         at = np.flatnonzero(anchor)
         value = np.where(on[at, None], lock[at, k] - feet[at, k], 0.0)
         for c in range(3):

@@ -50,7 +50,16 @@ def fill_order(gaps, most, passes=2):
     return list(enumerate(known)) + again
 
 
-def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, **kwargs):
+def between_keys(gaps, i):
+    """``(before, start, end, after)``: the key frames around the ``i``-th of ``gaps`` and the keys either
+    side of those, where that gap runs between two others (Decompress), whose keys give the tangents of
+    the spline through the keys (:func:`.transition.key_rates`); None where it does not."""
+    if 0 < i < len(gaps) - 1 and gaps[i - 1][1] == gaps[i][0] and gaps[i + 1][0] == gaps[i][1]:
+        return gaps[i - 1][0], *gaps[i], gaps[i + 1][1]
+    return None
+
+
+def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, rates=None, **kwargs):
     """``motion`` with the frames strictly inside each ``(start, end)`` key pair generated, in order,
     each gap's past context taken from the frames generated before it (Harvey & Pal 2018, §7.4).
 
@@ -69,7 +78,10 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, **kwa
     next to both keys, not a curve's interpolation between sparse blocking keys, where the spline only
     adds the interpolation's guess); None: every frame outside the gaps is a key, as in a BVH file.
     Between gaps (Decompress) the root leans ``model.key_spline`` of the way to the spline through the
-    keys alone, as Bézier's automatic handles would have it (:func:`_leaned`).
+    keys alone, as Bézier's automatic handles would have it (:func:`_leaned`). ``rates``: per gap, the
+    root's velocities (1, 2, 3) a frame at its keys from the keys either side (:func:`.transition.key_rates`),
+    given where those keys lie outside ``motion`` (a gap cut out alone at the model's frame rate,
+    addon/transitions.py), or None; by default they come from the ``gaps`` either side.
 
     The model reads the motion standing on the floor it learned on (``model.floor``): the floor of
     ``motion`` is found from its feet (:func:`floor`), so a rig standing higher or lower (an armature
@@ -86,7 +98,8 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, **kwa
         start, end = gaps[i]
         gap = gap_in(out, start, end, model.past, after)
         rot, pos = model.fill(gap, **kwargs)
-        pos = _leaned(model, out, gaps, i, gap, pos, generated, momentum, kwargs.get("variation"))
+        pos = _leaned(model, out, gaps, i, gap, pos, generated, momentum, kwargs.get("variation"),
+                      None if rates is None else rates[i])
         out.rotations[start + 1:end], out.positions[start + 1:end] = rot[0], pos[0]
         if progress is not None:
             progress(done, len(order))
@@ -97,22 +110,25 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, **kwa
     return replace(out, rotations=quat.unroll(out.rotations), positions=positions)
 
 
-def _leaned(model, motion, gaps, i, gap, positions, generated, momentum, variation):
+def _leaned(model, motion, gaps, i, gap, positions, generated, momentum, variation, rates=None):
     """The fill ``positions`` of the ``i``-th of ``gaps`` with the root's ground path leaned to a spline
-    through the keys (:func:`.transition.toward_spline`), as :func:`fill_gaps` says: ``model.spline`` of
-    the way where the frames on both sides of its keys are the user's and carry their velocity,
-    ``model.key_spline`` where the gap runs between other gaps (Decompress), the spline's tangents then
-    from the keys either side (:func:`.transition.key_rates`); unchanged for variants and holds."""
+    through the keys (:func:`.transition.toward_spline`), as :func:`fill_gaps` says: ``model.key_spline``
+    of the way where the gap runs between other gaps (Decompress) or its key ``rates`` are given, the
+    spline's tangents then from the keys either side (:func:`.transition.key_rates`); ``model.spline``
+    where the frames on both sides of its keys are the user's and carry their velocity; unchanged for
+    variants and holds."""
     start, end = gaps[i]
     joint, up = model.layout.trajectory, model.layout.up
     if variation or held(gap, model.layout.height)[0]:
         return positions
+    keys = between_keys(gaps, i)
+    if rates is None and keys is not None:
+        rates = key_rates(motion.positions[:, joint], keys)
+    if model.key_spline and rates is not None:
+        return toward_spline(gap, positions, joint, up, model.key_spline, rates)
     if model.spline and gap.after is not None and start > 0 and (momentum is None or momentum[i]) \
             and not (generated[start - 1] or generated[end + 1]):
         return toward_spline(gap, positions, joint, up, model.spline)
-    if model.key_spline and 0 < i < len(gaps) - 1 and gaps[i - 1][1] == start and gaps[i + 1][0] == end:
-        keys = (gaps[i - 1][0], start, end, gaps[i + 1][1])
-        return toward_spline(gap, positions, joint, up, model.key_spline, key_rates(motion.positions[:, joint], keys))
     return positions
 
 

@@ -810,6 +810,52 @@ def test_the_root_leans_to_the_keys_spline_only_where_their_velocity_is_keyed(ad
         assert (lean > 0.5) == keyed, (every, lean)
 
 
+def test_decompress_in_a_scene_at_another_frame_rate_leans_the_root_as_at_the_model_s(addon, clip):
+    """At another frame rate each gap is filled alone at the model's (transitions._fill_resampled) and sees
+    no neighbouring keys; the root's lean to the spline through the keys (tangents from the keys either
+    side) must come with it, so that a 24 fps scene's Decompress leans as a 30 fps one does."""
+    from betwixt.addon import operators, transitions
+    from betwixt.inference.inbetween import between_keys
+    from betwixt.inference.transition import hermite, key_rates
+    path, _ = clip
+    every = 15
+    toward = {}
+    for fps in (30, 24):
+        bpy.ops.wm.read_homefile(use_empty=True)
+        obj = import_bvh(path)
+        bpy.context.scene.render.fps = fps
+        for fc in channels(obj).curves().values():
+            for k in reversed(list(fc.keyframe_points)):
+                if (k.co[0] - 1) % every:
+                    fc.keyframe_points.remove(k, fast=True)
+            fc.update()
+        plan = operators.read_plan(bpy.context, operators.all_gaps)
+        model, joint = plan.model, plan.model.layout.trajectory
+        ground = [a for a in range(3) if a != model.layout.up]
+        shares = {}
+        for share in (model.key_spline, 0.0):
+            leaned, model.key_spline = model.key_spline, share
+            try:
+                made = transitions.fill(model, plan.motion, plan.first, plan.gaps, plan.fps, momentum=plan.momentum)
+            finally:
+                model.key_spline = leaned
+            shares[share] = made.positions[:, joint][:, ground]
+        root = plan.motion.positions[:, joint]
+        far = {share: [] for share in shares}
+        for i, (a, b) in enumerate(plan.gaps):
+            keys = between_keys(plan.gaps, i)
+            if keys is None:
+                continue
+            keys = np.asarray(keys) - plan.first
+            rates = key_rates(root, keys)[0]
+            spline = hermite(root[keys[1]], rates[0], root[keys[2]], rates[1], b - a)[1:-1][:, ground]
+            for share, p in shares.items():
+                far[share].append(np.linalg.norm(p[keys[1] + 1:keys[2]] - spline, axis=-1))
+        toward[fps] = np.concatenate(far[model.key_spline]).mean() / np.concatenate(far[0.0]).mean()
+    assert toward[30] < 0.9, toward
+    assert abs(toward[24] - toward[30]) < 0.1, toward
+
+
 def test_models_of_other_kinds_beside_the_in_betweening_ones_change_nothing(addon, model_path, clip):
     """The shipped models of other kinds (the dog's MANN; a Motion VAE where one is shipped) lie beside
     the RTNs: the preferences offer the RTN models only for in-betweening, Fill Gaps on a human rig
