@@ -309,8 +309,8 @@ def _walk(args):
     began = time.perf_counter()
     walks = model.walk(motion, args.frame, args.frames, args.k, seed=args.seed)
     args.output.mkdir(parents=True, exist_ok=True)
-    for i, out in enumerate(walks):   # the motion up to the start is the planting's context
-        out = _planted(args, model, out, [(out.n_frames - args.frames - 1, out.n_frames)])
+    for i, out in enumerate(walks):
+        out = model.planted(out, args.frames) if args.contacts else out
         write_bvh(out, args.output / f"{args.file.stem}-walk{i + 1:02d}.bvh")
     print(f"wrote {args.k} continuations of {args.file} from frame {args.frame}, {args.frames} frames each at "
           f"{model.fps:g} fps, to {args.output} by {model.name} in {time.perf_counter() - began:.2f} s")

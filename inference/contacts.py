@@ -41,7 +41,7 @@ LOW, LOW_RELEASE = 0.025, 0.035   # of the body's height above a joint's ground
 SLOW, SLOW_RELEASE = 0.35, 0.5    # body heights a second, horizontally
 GROUND = 2.0                      # percentile of a joint's height in the user's frames: its ground
 FADE = 6                          # frames over which a lock's offset fades in and out
-SWING = 2.0                       # the most the hip's swing moves the knee, in lengths of the ankle's own move
+SWING = 4.0                       # the most the hip's swing moves the knee, in lengths of the ankle's move by it
 # a quadruped's paws: of its leg's length (MANN's Placement height), a person's thresholds in leg lengths
 # (about half the body's height) for LOW, looser for SLOW (experiments.md, "Planted paws")
 PAW_LOW, PAW_LOW_RELEASE = 0.05, 0.07
@@ -234,9 +234,10 @@ def solve_leg(rotations, grot, gpos, parents, leg, target, toe_target=None, up=1
     The knee bends in the plane of hip, knee and ankle (its normal, or the knee's hinge axis seen
     from the thigh where the leg is straight), then the whole leg swings about the hip by the
     smallest turn onto the target, but never so far that the knee moves more than SWING times as far
-    as the ankle is asked to: with the leg folded (kneeling, lying, the ankle by the hip) a target a few
-    centimetres off turns the hip-to-ankle line by half a turn, the knee whipping round with it, so
-    there the ankle goes only part of the way. The foot keeps its world rotation, turned by the
+    as the bent leg's ankle has to: the knee moves thigh / reach times as far as the ankle, so this only
+    binds with the leg folded (the ankle within half a thigh of the hip: kneeling, lying), where a target
+    a few centimetres off turns the hip-to-ankle line by half a turn and the knee would whip round with
+    it; there the ankle goes only part of the way. The foot keeps its world rotation, turned by the
     smallest turn that aims it at the toe's target.
     """
     a, b, c = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.foot]
@@ -253,7 +254,7 @@ def solve_leg(rotations, grot, gpos, parents, leg, target, toe_target=None, up=1
     bent = b + quat.rotate(bend, c - b)
     swing = quat.normalize(quat.between(bent - a, target - a))
     turn = 2.0 * np.arctan2(np.linalg.norm(swing[:, 1:], axis=-1), swing[:, 0])
-    most = 2.0 * np.arcsin(np.clip(SWING * np.linalg.norm(target - c, axis=-1) / (2.0 * thigh), 0.0, 1.0))
+    most = 2.0 * np.arcsin(np.clip(SWING * np.linalg.norm(target - bent, axis=-1) / (2.0 * thigh), 0.0, 1.0))
     swing = quat.slerp(np.array([1.0, 0.0, 0.0, 0.0]), swing, np.minimum(most / np.maximum(turn, 1e-12), 1.0))
     hip_world = quat.mul(swing, grot[:, leg.hip])
     knee_world = quat.mul(hip_world, quat.mul(quat.inv(grot[:, leg.hip]), quat.mul(bend, grot[:, leg.knee])))

@@ -21,7 +21,7 @@ the capture on LaFAN1's test subject 5, from start poses spread evenly over its 
 Every generated motion is measured as the user gets it (``planted``, unless --no-contacts): feet planted
 by :func:`..contacts.plant` after the model, as the add-on's Plant Feet and the command line plant them.
 A walk (and a continuation) on its generated frames with the second before its start as the context, as
-Continue reads it (:func:`planted_walk`); a gap's variants, the Motion VAE's and the RTN's alike, with
+Continue reads it (:meth:`..mvae.runtime.MVAEModel.planted`); a gap's variants, the Motion VAE's and the RTN's alike, with
 each model's past on either side (:func:`..contacts.plant_windows`); a path on every frame after the
 start pose. The timings include the planting.
 
@@ -118,13 +118,8 @@ def pooled(rows):
 
 def planted_walk(model, walk, frames, planted=True):
     """The ``frames`` generated frames that end ``walk`` (a motion of :meth:`..mvae.runtime.MVAEModel.walk`),
-    their feet planted (``planted``) with the model's past (a second) before them as the context, where
-    they find their ground and the contacts they carry on: as Continue plants a continuation."""
-    if not planted:
-        return walk.frames(walk.n_frames - frames)
-    context = walk.frames(max(walk.n_frames - frames - model.past, 0))
-    done = plant(context, [(context.n_frames - frames - 1, context.n_frames)], model.layout.height)
-    return done.frames(done.n_frames - frames)
+    their feet planted where ``planted`` (:meth:`..mvae.runtime.MVAEModel.planted`)."""
+    return (model.planted(walk, frames) if planted else walk).frames(walk.n_frames - frames)
 
 
 def walks(model, clips, starts, frames, progress=None, grounded=True, planted=True):
