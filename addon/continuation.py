@@ -65,10 +65,10 @@ def walks(plan, progress=None, cancelled=None):
     from ``plan.first``), each the plan's own up to the current frame and then the model's walk number
     i, drawn from seed + i (so more continuations keep the first ones), sampled on the scene's frames,
     its feet planted where the plan asks for it (cut after the last generated frame, so that the gap's
-    closing frame, the action's, holds no foot). The model reads the motion on its own floor (its training data's), as a fill does: the rig's floor
-    is where its feet were lowest over the second before. ``progress(done, total)`` after each walk;
-    ``cancelled()`` before each raises :class:`.transitions.Cancelled` when true. Numpy and the model
-    only: it runs in the worker thread."""
+    closing frame, the action's, holds no foot). The model reads the motion on its own floor (its
+    training data's), as a fill does: the rig's floor is where its feet were lowest over the second
+    before. ``progress(done, total)`` after each walk; ``cancelled()`` before each raises
+    :class:`.transitions.Cancelled` when true. Numpy and the model only: it runs in the worker thread."""
     model = plan.model
     up = model.layout.up
     frame, frames = plan.gaps[0][0], plan.options["frames"]

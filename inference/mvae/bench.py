@@ -21,9 +21,9 @@ the capture on LaFAN1's test subject 5, from start poses spread evenly over its 
 Every generated motion is measured as the user gets it (``planted``, unless --no-contacts): feet planted
 by :func:`..contacts.plant` after the model, as the add-on's Plant Feet and the command line plant them.
 A walk (and a continuation) on its generated frames with the second before its start as the context, as
-Continue reads it (:meth:`..mvae.runtime.MVAEModel.planted`); a gap's variants, the Motion VAE's and the RTN's alike, with
-each model's past on either side (:func:`..contacts.plant_windows`); a path on every frame after the
-start pose. The timings include the planting.
+Continue reads it (:meth:`..mvae.runtime.MVAEModel.planted`); a gap's variants, the Motion VAE's and the
+RTN's alike, with each model's past on either side (:func:`..contacts.plant_windows`); a path on every
+frame after the start pose. The timings include the planting.
 
 Lengths are LaFAN1's centimetres; ``goals`` holds the issue's bar.
 """
@@ -299,7 +299,7 @@ def measure(model, data, starts=20, frames=10_000, rtn=None, progress=None, seco
     followed, tracks = paths(model, seconds, path_progress, planted)
     results = {"model": model.name, "file": str(model.path), "data": data.source, "test_clips": [c.name for c in clips],
                "starts": starts, "planted": planted, "walks": walked, "continuations": spread,
-               "variants": variants_against_rtn(model, rtn, clips, starts, planted=planted) if rtn is not None else None,
+               "variants": None if rtn is None else variants_against_rtn(model, rtn, clips, starts, planted=planted),
                "latent": latent(model, clips), "paths": followed, "speed": speed(model, clips[0], planted=planted)}
     results["goals"] = goals(results)
     return results, {"heights": heights, "with_nan": walked["with_nan"], "fps": model.fps, "capture": walked["capture"],
