@@ -4,7 +4,9 @@ walk of a Motion VAE (:meth:`..inference.mvae.runtime.MVAEModel.walk`), kept as 
 ``prepare`` (main thread) reads the armature as Fill Gaps does, from a second before the current frame
 (the start pose, the one before it, and the floor under the feet) to the frames to key; ``compute``
 (worker thread) walks the model from the current frame, one continuation after another (progress and
-Esc between them), and samples each walk on the scene's frames; ``finish`` keys each into its own copy
+Esc between them), samples each walk on the scene's frames and, with Plant Feet, plants its feet
+(:func:`.operators.planted`: the second before the current frame is their context, so a foot standing
+there stays where it stood, and nothing after the continuation is); ``finish`` keys each into its own copy
 of the action as Variants does (:func:`.operators.keep_variants`): up to N keys after the current
 frame are replaced, the keys up to it stay as they were. Preview, Apply and Discard are the Variants'.
 """
@@ -20,7 +22,7 @@ from ..inference.errors import BetwixtError
 from ..inference.inbetween import floor
 from . import transitions
 from .jobs import JobOperator
-from .operators import check_original, keep_variants, plan_over, read_retarget, scene_fps
+from .operators import check_original, keep_variants, plan_over, planted, read_retarget, scene_fps
 from .pose_io import Channels, active_armature, key_frames
 from .preferences import model_for
 
@@ -31,10 +33,10 @@ def frames_per_step(fps, model):
     return 1.0 if abs(ratio - 1.0) < transitions.SAME_RATE else ratio
 
 
-def read_start(context, count, frames, seed):
+def read_start(context, count, frames, seed, plant=True):
     """The plan of ``count`` continuations of ``frames`` scene frames after the current frame (its one
     gap: from the current frame to the frame after the last generated one), read from a second before
-    it; ``seed`` in its options."""
+    it; ``seed`` in its options, ``plant``: Plant Feet."""
     obj = active_armature(context)
     channels = Channels(obj)
     model = model_for(context, obj, "continue")
@@ -53,7 +55,7 @@ def read_start(context, count, frames, seed):
     first = max(keys[0], frame - math.ceil(fps))
     plan = plan_over(channels, model, rig, retarget, detected, [(frame, frame + frames + 1)], fps,
                      np.arange(first, frame + frames + 2))
-    plan.options, plan.count = {"seed": seed, "frames": frames}, count
+    plan.options, plan.count, plan.plant = {"seed": seed, "frames": frames}, count, plant
     check_original(plan)
     return plan
 
@@ -61,11 +63,12 @@ def read_start(context, count, frames, seed):
 def walks(plan, progress=None, cancelled=None):
     """The plan's continuations: motions of the plan's frames (model space, one frame per scene frame
     from ``plan.first``), each the plan's own up to the current frame and then the model's walk number
-    i, drawn from seed + i (so more continuations keep the first ones), sampled on the scene's frames.
-    The model reads the motion on its own floor (its training data's), as a fill does: the rig's floor
-    is where its feet were lowest over the second before. ``progress(done, total)`` after each walk;
-    ``cancelled()`` before each raises :class:`.transitions.Cancelled` when true. Numpy and the model
-    only: it runs in the worker thread."""
+    i, drawn from seed + i (so more continuations keep the first ones), sampled on the scene's frames,
+    its feet planted where the plan asks for it (cut after the last generated frame, so that the gap's
+    closing frame, the action's, holds no foot). The model reads the motion on its own floor (its
+    training data's), as a fill does: the rig's floor is where its feet were lowest over the second
+    before. ``progress(done, total)`` after each walk; ``cancelled()`` before each raises
+    :class:`.transitions.Cancelled` when true. Numpy and the model only: it runs in the worker thread."""
     model = plan.model
     up = model.layout.up
     frame, frames = plan.gaps[0][0], plan.options["frames"]
@@ -83,7 +86,9 @@ def walks(plan, progress=None, cancelled=None):
         rotations, positions = plan.motion.rotations.copy(), plan.motion.positions.copy()
         rotations[at + 1:at + frames + 1], positions[at + 1:at + frames + 1] = new.rotations, new.positions
         positions[at + 1:at + frames + 1, 0, up] += level
-        out.append(replace(plan.motion, rotations=quat.unroll(rotations), positions=positions))
+        motion = replace(plan.motion, rotations=quat.unroll(rotations), positions=positions)
+        made = planted(plan, motion.frames(0, at + frames + 1))
+        out.append(replace(motion, rotations=np.concatenate([made.rotations, motion.rotations[at + frames + 1:]])))
         if progress is not None:
             progress(i + 1, plan.count)
     return out
@@ -104,9 +109,11 @@ class BETWIXT_OT_continue_motion(JobOperator, bpy.types.Operator):
                                   "current frame", default=60, min=1, soft_max=600, max=3600)
     seed: bpy.props.IntProperty(name="Seed", description="Which continuations (continuation i is walk seed + i)",
                                 default=0, min=0)
+    plant_feet: bpy.props.BoolProperty(name="Plant Feet", description="Hold feet that touch the ground where "
+                                       "they stand (foot IK after the model)", default=True)
 
     def prepare(self, context):
-        return read_start(context, self.count, self.frames, self.seed)
+        return read_start(context, self.count, self.frames, self.seed, self.plant_feet)
 
     def compute(self, plan, progress, cancelled):
         return walks(plan, progress, cancelled)

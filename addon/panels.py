@@ -135,6 +135,7 @@ class _BetwixtPanel:
         sub.enabled = why is None
         op = sub.operator("betwixt.continue_motion", icon="FF")
         op.count, op.frames, op.seed = settings.continuations, settings.frames, settings.seed
+        op.plant_feet = settings.plant_feet
         if why:
             draw_error(box, why)
         current = obj.animation_data.action if obj.animation_data else None

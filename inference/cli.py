@@ -108,6 +108,9 @@ def main(argv=None):
                                                                 "(default: a lap)")
     mvae.add_argument("--no-floor-step", dest="grounded", action="store_false",
                       help="walk without the floor step (to see what it does)")
+    mvae.add_argument("--no-contacts", dest="contacts", action="store_false",
+                      help="measure the model's feet as they come (default: planted by foot IK, "
+                           "inference/contacts.py, as the add-on and the other commands plant them)")
     mvae.add_argument("--cache", type=Path, help="data set cache folder")
     mvae.set_defaults(run=_bench_mvae)
 
@@ -120,6 +123,7 @@ def main(argv=None):
     walk.add_argument("-o", "--output", required=True, type=Path, help="folder for the K files")
     walk.add_argument("--seed", type=int, default=0)
     walk.add_argument("--model", type=Path, help="model file (default: the shipped one that continues the skeleton)")
+    _contacts_option(walk)
     walk.set_defaults(run=_walk, serves="continue")
 
     data = commands.add_parser("data", help="build or check the compact training cache of a data set")
@@ -306,6 +310,7 @@ def _walk(args):
     walks = model.walk(motion, args.frame, args.frames, args.k, seed=args.seed)
     args.output.mkdir(parents=True, exist_ok=True)
     for i, out in enumerate(walks):
+        out = model.planted(out, args.frames) if args.contacts else out
         write_bvh(out, args.output / f"{args.file.stem}-walk{i + 1:02d}.bvh")
     print(f"wrote {args.k} continuations of {args.file} from frame {args.frame}, {args.frames} frames each at "
           f"{model.fps:g} fps, to {args.output} by {model.name} in {time.perf_counter() - began:.2f} s")
@@ -444,7 +449,8 @@ def _bench_mvae(args):
     start = time.perf_counter()
     following = _progress("following paths", unit="step")
     results, plots = measure(model, data, args.starts, args.frames, rtn, _progress("walking", unit="walk"),
-                             args.seconds, args.grounded, lambda done, total: following(done, total, "paths"))
+                             args.seconds, args.grounded, lambda done, total: following(done, total, "paths"),
+                             args.contacts)
     _printed(table(results), "bench-mvae", start)
     _write_json(args.json, results)
     if args.plots:

@@ -42,6 +42,7 @@ LOW, LOW_RELEASE = 0.025, 0.035   # of the body's height above a joint's ground
 SLOW, SLOW_RELEASE = 0.35, 0.5    # body heights a second, horizontally
 GROUND = 2.0                      # percentile of a joint's height in the user's frames: its ground
 FADE = 6                          # frames over which a lock's offset fades in and out
+SWING = 4.0                       # the most the hip's swing moves the knee, in lengths of the ankle's move by it
 # a quadruped's paws: of its leg's length (MANN's Placement height), a person's thresholds in leg lengths
 # (about half the body's height) for LOW, looser for SLOW (experiments.md, "Planted paws")
 PAW_LOW, PAW_LOW_RELEASE = 0.05, 0.07
@@ -92,7 +93,9 @@ def plant(motion, gaps, height):
     ``height`` the body's height in the motion's units (a quadruped's: its leg's length, MANN's
     Placement). ``[(0, F)]`` plants a motion generated from its first frame (Follow Path, from its
     start pose): each foot's ground is then found in all its frames (one frame cannot tell it: a paw
-    may be lifted), its contacts locked where the first frame has them or at their mean positions.
+    may be lifted), its contacts locked where the first frame has them or at their mean positions;
+    ``[(s, F)]`` a motion generated after its frame ``s`` (Continue's walks): the frames up to ``s`` are
+    the context, as a gap's past is, and a contact at the end is locked at its mean position.
     Unchanged where no leg is found.
 
     A leg stands on its ankle (and toe), or on its paw: the paw's target, less the lowest segment as
@@ -106,7 +109,9 @@ def plant(motion, gaps, height):
     generated = np.zeros(motion.n_frames, dtype=bool)
     for start, end in gaps:
         generated[start + 1:end] = True
-    seen = ~generated if np.count_nonzero(~generated) > 1 else np.ones_like(generated)   # where feet find their ground
+    # where feet find their ground: the user's frames, or all of a motion generated to its end (a path
+    # followed, a continuation), whose start may stand on a step that its own floor soon leaves
+    seen = ~generated if not generated[-1] and np.count_nonzero(~generated) > 1 else np.ones_like(generated)
     parents = motion.skeleton.parents
     grot, gpos = forward_kinematics(motion.rotations, motion.positions, parents)
     u = AXES.index(motion.up)
@@ -128,6 +133,22 @@ def plant(motion, gaps, height):
         ankle = held[rows, k] - below[rows, k]
         rotations[rows] = solve_leg(rotations[rows], grot[rows], gpos[rows], parents, leg, ankle, toe, u)
     return replace(motion, rotations=rotations)
+
+
+def plant_windows(clip, starts, rotations, positions, past, height):
+    """The local rotations of filled windows (B, n + 2, J, 4) (translations (B, n + 2, J, 3)) of ``clip``, the
+    keys at ``starts`` (B,) and n + 1 frames after each at either end, after each gap's feet are planted in
+    the clip with ``past`` of its frames on either side: a benchmark's gaps planted as the add-on plants a
+    fill, whose context on either side is the model's past (``addon/transitions.margins``)."""
+    out = rotations.copy()
+    n = rotations.shape[1] - 2
+    for b, s in enumerate(starts):
+        window = slice(s + 1 - past, s + n + 2 + past)
+        r, p = clip.rotations[window].copy(), clip.positions[window].copy()
+        r[past - 1:past + n + 1], p[past - 1:past + n + 1] = rotations[b], positions[b]
+        planted = plant(replace(clip, rotations=r, positions=p), [(past - 1, past + n)], height)
+        out[b] = planted.rotations[past - 1:past + n + 1]
+    return out
 
 
 def _held(path, lowest, generated, up, height, fps, paws=False):
@@ -218,8 +239,12 @@ def solve_leg(rotations, grot, gpos, parents, leg, target, toe_target=None, up=1
 
     The knee bends in the plane of hip, knee and ankle (its normal, or the knee's hinge axis seen
     from the thigh where the leg is straight), then the whole leg swings about the hip by the
-    smallest turn onto the target. The foot keeps its world rotation, turned by the smallest turn
-    that aims it at the toe's target.
+    smallest turn onto the target, but never so far that the knee moves more than SWING times as far
+    as the bent leg's ankle has to: the knee moves thigh / reach times as far as the ankle, so this only
+    binds with the leg folded (the ankle within half a thigh of the hip: kneeling, lying), where a target
+    a few centimetres off turns the hip-to-ankle line by half a turn and the knee would whip round with
+    it; there the ankle goes only part of the way. The foot keeps its world rotation, turned by the
+    smallest turn that aims it at the toe's target.
     """
     a, b, c = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.foot]
     thigh, shin = np.linalg.norm(b - a, axis=-1), np.linalg.norm(c - b, axis=-1)
@@ -234,6 +259,9 @@ def solve_leg(rotations, grot, gpos, parents, leg, target, toe_target=None, up=1
     bend = quat.from_angle_axis(wanted - now, normal)
     bent = b + quat.rotate(bend, c - b)
     swing = quat.normalize(quat.between(bent - a, target - a))
+    turn = 2.0 * np.arctan2(np.linalg.norm(swing[:, 1:], axis=-1), swing[:, 0])
+    most = 2.0 * np.arcsin(np.clip(SWING * np.linalg.norm(target - bent, axis=-1) / (2.0 * thigh), 0.0, 1.0))
+    swing = quat.slerp(np.array([1.0, 0.0, 0.0, 0.0]), swing, np.minimum(most / np.maximum(turn, 1e-12), 1.0))
     hip_world = quat.mul(swing, grot[:, leg.hip])
     knee_world = quat.mul(hip_world, quat.mul(quat.inv(grot[:, leg.hip]), quat.mul(bend, grot[:, leg.knee])))
     foot_world = grot[:, leg.foot]

@@ -14,6 +14,7 @@ import bpy
 import numpy as np
 import pytest
 
+from inference.contacts import plant
 from inference.inbetween import floor, gap_in
 from inference.modelfile import open_model
 from inference.motion import forward_kinematics
@@ -54,16 +55,23 @@ def keys_at(keys, test):
     return {k: d["co"].reshape(-1, 2)[test(d["co"][0::2])] for k, d in keys.items()}
 
 
-def walked(model, motion, frame, frames, seed):
+def walked(model, motion, frame, frames, seed, planted=True):
     """The runtime's walk from ``frame`` of ``motion`` (and the frame before it), on the floor the add-on
-    stands the model on (where the feet were lowest over the second before), as world positions."""
+    stands the model on (where the feet were lowest over the second before), as world positions; its
+    feet ``planted`` as Plant Feet plants them, the second before ``frame`` their context."""
     level = floor(motion.frames(frame - 30, frame + 1), []) - model.floor
     positions = motion.positions.copy()
     positions[:, 0, 1] -= level
     [walk] = model.walk(replace(motion, positions=positions).frames(frame - 1, frame + 1), 1, frames, 1, seed)
     positions = walk.positions.copy()
     positions[:, 0, 1] += level
-    return forward_kinematics(walk.rotations, positions, motion.skeleton.parents)[1][2:]
+    walk = replace(walk, positions=positions)
+    if planted:
+        context = motion.frames(frame - 30, frame - 1)
+        joined = replace(walk, rotations=np.concatenate([context.rotations, walk.rotations]),
+                         positions=np.concatenate([context.positions, walk.positions]))
+        walk = plant(joined, [(context.n_frames + 1, joined.n_frames)], model.layout.height).frames(context.n_frames)
+    return forward_kinematics(walk.rotations, walk.positions, motion.skeleton.parents)[1][2:]
 
 
 def test_the_model_folder_offers_its_models_beside_the_shipped_ones(scene, folder, tmp_path):
@@ -95,7 +103,8 @@ def test_the_model_folder_offers_its_models_beside_the_shipped_ones(scene, folde
 
 def test_continue_makes_k_actions_after_the_current_frame_and_undo_restores_the_original(scene, clip, folder):
     """Three continuations of 30 frames: three actions, keys up to the current frame as they were, Blender's
-    evaluation of each the runtime's walk; one undo step takes them all away."""
+    evaluation of each the runtime's walk, its feet planted (Plant Feet, on by default); one undo step takes
+    them all away."""
     path, motion = clip
     obj = import_bvh(path)
     original = obj.animation_data.action.name
@@ -168,6 +177,28 @@ def test_apply_keeps_one_continuation_and_discard_removes_them(scene, clip):
     assert bpy.ops.betwixt.preview_variant(action=f"{original} continuation 1") == {"FINISHED"}
     assert bpy.ops.betwixt.discard_variants() == {"FINISHED"}
     assert obj.animation_data.action.name == original and [a.name for a in bpy.data.actions] == [original]
+
+
+def test_continue_with_plant_feet_off_keys_the_walk_as_the_model_made_it(scene, clip, folder):
+    """Plant Feet off: Blender's evaluation is the runtime's walk itself; on, the planted walk, which differs
+    from it in the legs alone (the hips and the rest of the body as the model made them)."""
+    path, motion = clip
+    obj = import_bvh(path)
+    original = obj.animation_data.action.name
+    model = open_model(folder / "mvae-tiny.onnx")
+    raw, planted = (walked(model, motion, FRAME - 1, FRAMES, 4, p) @ C.T for p in (False, True))
+    legs = [motion.skeleton.index(n) for n in motion.skeleton.names if "Leg" in n or "Foot" in n or "Toe" in n]
+    rest = [j for j in range(len(motion.skeleton)) if j not in legs]
+    assert np.abs(raw[:, rest] - planted[:, rest]).max() < 1e-9 and np.abs(raw - planted).max() > 0.1   # cm
+    for plant_feet, want in ((False, raw), (True, planted)):
+        scene.frame_set(FRAME)
+        assert bpy.ops.betwixt.continue_motion(count=1, frames=FRAMES, seed=4, plant_feet=plant_feet) == {"FINISHED"}
+        [action] = continuations(obj)
+        assert bpy.ops.betwixt.preview_variant(action=action.name) == {"FINISHED"}
+        here = evaluated(obj, np.arange(FRAME + 1, FRAME + FRAMES + 1))[..., :3, 3]
+        assert np.abs(here - want).max() < 0.05, (plant_feet, np.abs(here - want).max())   # cm
+        assert bpy.ops.betwixt.preview_variant(action=original) == {"FINISHED"}
+        assert bpy.ops.betwixt.discard_variants() == {"FINISHED"}
 
 
 def test_continue_in_a_scene_at_another_frame_rate(scene, clip):

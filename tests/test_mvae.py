@@ -1,6 +1,7 @@
 """The Motion VAE on LaFAN1: its pose and back, a few steps of our own training command and the export
 of their checkpoint, random walks with the exported file (batched, seeded), ``python -m inference walk``,
-and bad requests refused with one clear error and nothing written."""
+its feet planted (inference/contacts.py) unless --no-contacts, and bad requests refused with one clear
+error and nothing written."""
 
 import json
 import zipfile
@@ -147,6 +148,35 @@ def test_walk_command_writes_k_files(run, clip, tmp_path):
     written, source = read_bvh(files[0]), read_bvh(clip)
     assert written.n_frames == 71 and written.skeleton.same_hierarchy(source.skeleton)
     np.testing.assert_allclose(written.global_transforms()[1][:51], source.global_transforms()[1][:51], atol=1e-3)
+
+
+def test_walk_command_plants_the_feet_unless_no_contacts(run, clip, tmp_path):
+    """The command's walks have their feet planted: with --no-contacts they are the runtime's own walks; planted,
+    the frames up to --from and the body above the legs stay as they were, and the feet skate less (each
+    foot's ground its 2nd percentile over the walk and the second before it, as planting finds it)."""
+    from inference.mann.metrics import foot_skating, paw_ground
+    from inference.mvae.bench import foot_positions
+
+    source = read_bvh(clip)
+    made = {}
+    for name, flags in (("planted", []), ("raw", ["--no-contacts"])):
+        out = tmp_path / name
+        assert main(["walk", str(clip), "--from", "400", "--frames", "150", "-k", "2", "-o", str(out), "--seed", "3",
+                     "--model", str(run["model"]), *flags]) == 0
+        made[name] = [read_bvh(f).global_transforms()[1] for f in sorted(out.glob("*.bvh"))]
+    walks = open_model(run["model"]).walk(source, 400, 150, 2, seed=3)
+    legs = [j for j, n in enumerate(source.skeleton.names) if any(w in n for w in ("Leg", "Foot", "Toe"))]
+    rest = [j for j in range(len(source.skeleton)) if j not in legs]
+    skating = {"planted": [], "raw": []}
+    for walk, raw, planted in zip(walks, made["raw"], made["planted"]):
+        np.testing.assert_allclose(raw, walk.global_transforms()[1], atol=1e-3)   # cm: BVH's decimals
+        np.testing.assert_allclose(planted[:401], raw[:401], atol=1e-9)
+        np.testing.assert_allclose(planted[:, rest], raw[:, rest], atol=1e-9)
+        for name, world in (("raw", raw), ("planted", planted)):
+            feet = foot_positions(world[371:], source.skeleton)
+            skating[name].append(foot_skating(feet[30:], paw_ground(feet)).mean())
+    # the tiny model's feet slide fast (2 cm a frame), so few frames are slow enough to hold: 2-7 % less
+    assert all(p < 0.99 * r for p, r in zip(skating["planted"], skating["raw"])), skating
 
 
 @pytest.mark.parametrize("frame, frames, k, words", [

@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from ..contacts import plant
+from ..contacts import plant, plant_windows
 from ..errors import DataError
 from ..motion import Motion, forward_kinematics
 from ..transition import Gap, interpolation
@@ -157,8 +157,8 @@ def fill_gaps(model, clips, lengths=GAPS):
                 filled_pos[:, 1:-1] = moved
                 versions = {name: filled}
                 if name == "model":
-                    versions["model_planted"] = _planted(clip, starts, filled, filled_pos, model.past,
-                                                         model.layout.height)
+                    versions["model_planted"] = plant_windows(clip, starts, filled, filled_pos, model.past,
+                                                              model.layout.height)
                 measured.append({k: _measured(clip, r, filled_pos, rot, pos, ground) for k, r in versions.items()})
             for version in measured[0]:
                 row[version] = {k: float(np.concatenate([m[version][0][k] for m in measured]).mean())
@@ -176,20 +176,6 @@ def _gaps(clip, starts, n, past):
     after = starts[:, None] + n + 2 + np.arange(past)
     r, p = clip.rotations, clip.positions
     return Gap(clip.skeleton, r[before], p[before], r[starts + n + 1], p[starts + n + 1], n, r[after], p[after])
-
-
-def _planted(clip, starts, rotations, positions, past, height):
-    """The local rotations of filled windows (B, n + 2, J, 4) (translations (B, n + 2, J, 3)), keys at either
-    end, after each gap's feet are planted in the clip with ``past`` of its frames on either side."""
-    out = rotations.copy()
-    n = rotations.shape[1] - 2
-    for b, s in enumerate(starts):
-        window = slice(s + 1 - past, s + n + 2 + past)
-        r, p = clip.rotations[window].copy(), clip.positions[window].copy()
-        r[past - 1:past + n + 1], p[past - 1:past + n + 1] = rotations[b], positions[b]
-        planted = plant(Motion(clip.skeleton, r, p, clip.fps), [(past - 1, past + n)], height)
-        out[b] = planted.rotations[past - 1:past + n + 1]
-    return out
 
 
 def _measured(clip, rotations, positions, true_rotations, true_positions, ground):

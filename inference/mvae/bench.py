@@ -18,6 +18,13 @@ the capture on LaFAN1's test subject 5, from start poses spread evenly over its 
    standing start (:func:`paths`), against the paper's MANN at the dog's nearest gait;
 5. speed: milliseconds per generated frame at batch 1, and K = 16 continuations of 10 s (one thread).
 
+Every generated motion is measured as the user gets it (``planted``, unless --no-contacts): feet planted
+by :func:`..contacts.plant` after the model, as the add-on's Plant Feet and the command line plant them.
+A walk (and a continuation) on its generated frames with the second before its start as the context, as
+Continue reads it (:meth:`..mvae.runtime.MVAEModel.planted`); a gap's variants, the Motion VAE's and the
+RTN's alike, with each model's past on either side (:func:`..contacts.plant_windows`); a path on every
+frame after the start pose. The timings include the planting.
+
 Lengths are LaFAN1's centimetres; ``goals`` holds the issue's bar.
 """
 
@@ -26,6 +33,7 @@ import time
 import numpy as np
 
 from ..benchmark import TEST_SUBJECTS
+from ..contacts import plant, plant_windows
 from ..errors import DataError
 from ..inbetween import gap_in
 from ..mann.bench import PAPER, shapes
@@ -108,33 +116,41 @@ def pooled(rows):
                + [(f"off_floor_{h:g}", f"off_{h:g}") for h in OFF]}}
 
 
-def walks(model, clips, starts, frames, progress=None, grounded=True):
+def planted_walk(model, walk, frames, planted=True):
+    """The ``frames`` generated frames that end ``walk`` (a motion of :meth:`..mvae.runtime.MVAEModel.walk`),
+    their feet planted where ``planted`` (:meth:`..mvae.runtime.MVAEModel.planted`)."""
+    return (model.planted(walk, frames) if planted else walk).frames(walk.n_frames - frames)
+
+
+def walks(model, clips, starts, frames, progress=None, grounded=True, planted=True):
     """One random walk of ``frames`` frames from each of ``starts`` start poses (``grounded``: with the
-    floor step), measured beside the capture (every frame of ``clips``); and for the plots each finite
-    walk's hips height (frames,)."""
+    floor step; ``planted``: its feet planted, :func:`planted_walk`), measured beside the capture (every
+    frame of ``clips``); and for the plots each finite walk's hips height (frames,)."""
     grounds = {c.name: paw_ground(foot_positions(c.global_transforms()[1], c.skeleton)) for c in clips}
     rows, heights = [], []
     for s, (clip, frame) in enumerate(start_poses(clips, starts)):
-        walked = model.walk(clip, frame, frames, k=1, seed=s, grounded=grounded)[0].frames(frame + 1)
+        walked = planted_walk(model, model.walk(clip, frame, frames, k=1, seed=s, grounded=grounded)[0], frames,
+                              planted)
         rows.append(per_motion(walked, grounds[clip.name]))
         if rows[-1] is not None:
             heights.append(walked.positions[:, 0, 1])
         if progress:
             progress(s + 1, starts, clip.name)
     finite = [r for r in rows if r is not None]
-    return {"walks": len(rows), "frames": frames, "grounded": grounded, "with_nan": len(rows) - len(finite),
+    return {"walks": len(rows), "frames": frames, "grounded": grounded, "planted": planted,
+            "with_nan": len(rows) - len(finite),
             "model": pooled(finite),
             "capture": pooled([per_motion(c, grounds[c.name]) for c in clips])}, heights
 
 
-def continuations(model, clips, starts, k=SPREAD_K, seconds=SPREAD_AFTER, grounded=True):
+def continuations(model, clips, starts, k=SPREAD_K, seconds=SPREAD_AFTER, grounded=True, planted=True):
     """Mean pairwise distance (cm) of ``k`` continuations of each start pose after ``seconds``: of the root
     on the floor, and of the joints relative to the root (metrics.md's spread at a stated time)."""
     frames = int(round(seconds * model.fps))
     roots, joints = [], []
     for s, (clip, frame) in enumerate(start_poses(clips, starts)):
         walked = model.walk(clip, frame, frames, k, seed=s, grounded=grounded)
-        at = np.stack([w.frames(-1).global_transforms()[1][0] for w in walked])
+        at = np.stack([planted_walk(model, w, frames, planted).frames(-1).global_transforms()[1][0] for w in walked])
         roots.append(_pairwise(at[:, 0, [0, 2]]).mean())
         joints.append(_pairwise(at - at[:, :1]).mean())
     return {"k": k, "seconds": seconds, "root": float(np.mean(roots)), "joints": float(np.mean(joints))}
@@ -146,7 +162,7 @@ def _pairwise(points):
     return np.linalg.norm(points[a] - points[b], axis=-1)
 
 
-def variants_against_rtn(model, rtn, clips, starts, k=SPREAD_K):
+def variants_against_rtn(model, rtn, clips, starts, k=SPREAD_K, planted=True):
     """``k`` variants of a gap of VARIANT_GAP frames after each start pose by ``model`` (anything with RTN's
     ``variants(gap, k, seed=..., blend=...)``) against ``rtn``'s noise variants of the same gaps at the same
     error, each gap cut with the method's own ``past``. Per method (:func:`_variants`): ``error``, the
@@ -154,31 +170,36 @@ def variants_against_rtn(model, rtn, clips, starts, k=SPREAD_K):
     end on the key; the miss before the blend says how much of that the blend did); ``miss_root`` and
     ``miss_joints``, the last in-between frame's distance from the key before the blend (cm); ``spread``,
     their mean pairwise joint distance over the gap's middle third (metrics.md); and ``skating`` beside
-    the capture's. RTN runs at each of VARIATIONS; the one whose error is nearest the model's is its
+    the capture's. ``planted``: both methods' variants with their feet planted (all but the miss, the
+    model's own). RTN runs at each of VARIATIONS; the one whose error is nearest the model's is its
     match, and ``spread_over_rtn`` the model's spread over that one's."""
     worlds = {c.name: c.global_transforms()[1] for c in clips}
     keys = start_poses(clips, starts)
-    measured = {"model": _variants(model, {}, keys, worlds, k)}
-    ladder = {v: _variants(rtn, {"variation": v}, keys, worlds, k) for v in VARIATIONS}
+    measured = {"model": _variants(model, {}, keys, worlds, k, planted)}
+    ladder = {v: _variants(rtn, {"variation": v}, keys, worlds, k, planted) for v in VARIATIONS}
     variation = min(ladder, key=lambda v: abs(ladder[v]["error"] - measured["model"]["error"]))
     measured.update({"rtn": {**ladder[variation], "variation": variation},
-                     "rtn_by_variation": {f"{v:g}": r for v, r in ladder.items()}, "gaps": len(keys), "k": k})
+                     "rtn_by_variation": {f"{v:g}": r for v, r in ladder.items()}, "gaps": len(keys), "k": k,
+                     "planted": planted})
     measured["spread_over_rtn"] = measured["model"]["spread"] / max(ladder[variation]["spread"], 1e-9)
     return measured
 
 
-def _variants(method, options, keys, worlds, k):
+def _variants(method, options, keys, worlds, k, planted=True):
     """Error, miss, spread and skating (see :func:`variants_against_rtn`) of ``method.variants(gap, k,
     seed=..., **options)`` (arrays (k, 1, VARIANT_GAP, J, ...)) of the gap after each (clip, key frame) of
-    ``keys``; ``worlds`` the clips' world joint positions (F, J, 3) by name."""
+    ``keys``, ``planted`` in the clip (:func:`..contacts.plant_windows`, all but the miss); ``worlds`` the
+    clips' world joint positions (F, J, 3) by name."""
     rows = []
     third = slice(VARIANT_GAP // 3, 2 * VARIANT_GAP // 3)
     for s, (clip, first) in enumerate(keys):
         gap = gap_in(clip, first, first + VARIANT_GAP + 1, method.past)
         window = worlds[clip.name][first:first + VARIANT_GAP + 2]                # the keys and the capture between
+        made = method.variants(gap, k, seed=s, **options)
+        if planted:
+            made = _planted_variants(method, clip, first, *made)
         world, raw = (forward_kinematics(rot[:, 0], pos[:, 0], clip.skeleton.parents)[1]   # (k, VARIANT_GAP, J, 3)
-                      for rot, pos in (method.variants(gap, k, seed=s, **options),
-                                       method.variants(gap, k, seed=s, blend=1, **options)))  # 1: the key alone
+                      for rot, pos in (made, method.variants(gap, k, seed=s, blend=1, **options)))  # 1: the key alone
         miss = raw[:, -1] - window[-1]                                          # (k, J, 3)
         ground = paw_ground(foot_positions(worlds[clip.name], clip.skeleton))
         keyed = np.concatenate([np.repeat(window[None, :1], k, 0), world, np.repeat(window[None, -1:], k, 0)], axis=1)
@@ -192,17 +213,31 @@ def _variants(method, options, keys, worlds, k):
     return {name: float(np.mean([r[name] for r in rows])) for name in rows[0]}
 
 
-def paths(model, seconds=None, progress=None):
+def _planted_variants(method, clip, first, rotations, positions):
+    """Variants (k, 1, n, J, ...) of the gap after ``clip``'s key ``first``, their feet planted in the clip
+    with ``method``'s past on either side (:func:`..contacts.plant_windows`)."""
+    ends = [first, first + rotations.shape[2] + 1]
+    window = (np.concatenate([np.repeat(clip.rotations[None, ends[:1]], len(rotations), 0), rotations[:, 0],
+                              np.repeat(clip.rotations[None, ends[1:]], len(rotations), 0)], axis=1),
+              np.concatenate([np.repeat(clip.positions[None, ends[:1]], len(rotations), 0), positions[:, 0],
+                              np.repeat(clip.positions[None, ends[1:]], len(rotations), 0)], axis=1))
+    done = plant_windows(clip, np.full(len(rotations), first), *window, method.past, method.layout.height)
+    return done[:, None, 1:-1], positions
+
+
+def paths(model, seconds=None, progress=None, planted=True):
     """Per path and speed (``"circle walk"``...): the root's mean distance to the path (cm) and its facing's
     mean angle to it (degrees) (:func:`..mann.metrics.path_deviation`, the biped's root from its hips),
     the time taken against the path's (from the share of it covered in the path's time), skating (the
     walk's own ground) and the hips' height range, beside the paper's MANN at the gait PAPER_GAIT names;
     and, for the plots, each path (N, 2) with the root's track (F, 2). One lap of bench-mann's shapes
-    from the model's standing start, cut to ``seconds`` where given."""
+    from the model's standing start, cut to ``seconds`` where given; ``planted``: the feet planted on
+    every frame after the start pose, as Follow Path plants them."""
     made = {f"{shape} {gait}": path for gait, speed in SPEEDS.items()
             for shape, path in shapes(speed, model.units_per_metre, seconds).items()}
     rows, plots = {}, {}
     for (name, path), out in zip(made.items(), model.follow(list(made.values()), progress=progress)):
+        out = plant(out, [(0, out.n_frames)], model.layout.height) if planted else out
         world = out.global_transforms()[1]
         origin, theta = root_of(world, model.pair)
         track = (origin[:, [0, 2]], theta)
@@ -233,14 +268,16 @@ def latent(model, clips):
             "dims": len(kl)}
 
 
-def speed(model, clip, frames=1000, repeats=3):
+def speed(model, clip, frames=1000, repeats=3, planted=True):
     """Milliseconds per generated frame of one walk at batch 1, and seconds for SPEED_K continuations of
-    SPEED_SECONDS (the model's session: one thread), the best of ``repeats``; the motions built included."""
+    SPEED_SECONDS (the model's session: one thread), the best of ``repeats``; the motions built (and
+    ``planted``, :func:`planted_walk`) included."""
     def best(n, k):
         times = []
         for _ in range(repeats):
             began = time.perf_counter()
-            model.walk(clip, clip.n_frames // 2, n, k=k, seed=0)
+            for walk in model.walk(clip, clip.n_frames // 2, n, k=k, seed=0):
+                planted_walk(model, walk, n, planted)
             times.append(time.perf_counter() - began)
         return min(times)
 
@@ -249,20 +286,21 @@ def speed(model, clip, frames=1000, repeats=3):
 
 
 def measure(model, data, starts=20, frames=10_000, rtn=None, progress=None, seconds=None, grounded=True,
-            path_progress=None):
+            path_progress=None, planted=True):
     """Everything above as one dict (see the module's docstring) with the issue's ``goals``, and for the
     plots the walks' hips heights and the paths' tracks. ``rtn``: the RTN whose noise variants the
     model's are measured against (None: not measured); ``seconds``: the paths cut to that long;
-    ``grounded``: the walks and continuations with the floor step; ``progress(done, total, name)`` after
+    ``grounded``: the walks and continuations with the floor step; ``planted``: every generated motion
+    with its feet planted (see the module's docstring); ``progress(done, total, name)`` after
     each walk, ``path_progress(done, total)`` as the paths are followed."""
     clips = test_clips(data)
-    walked, heights = walks(model, clips, starts, frames, progress, grounded)
-    spread = continuations(model, clips, starts, grounded=grounded)
-    followed, tracks = paths(model, seconds, path_progress)
+    walked, heights = walks(model, clips, starts, frames, progress, grounded, planted)
+    spread = continuations(model, clips, starts, grounded=grounded, planted=planted)
+    followed, tracks = paths(model, seconds, path_progress, planted)
     results = {"model": model.name, "file": str(model.path), "data": data.source, "test_clips": [c.name for c in clips],
-               "starts": starts, "walks": walked, "continuations": spread,
-               "variants": variants_against_rtn(model, rtn, clips, starts) if rtn is not None else None,
-               "latent": latent(model, clips), "paths": followed, "speed": speed(model, clips[0])}
+               "starts": starts, "planted": planted, "walks": walked, "continuations": spread,
+               "variants": None if rtn is None else variants_against_rtn(model, rtn, clips, starts, planted=planted),
+               "latent": latent(model, clips), "paths": followed, "speed": speed(model, clips[0], planted=planted)}
     results["goals"] = goals(results)
     return results, {"heights": heights, "with_nan": walked["with_nan"], "fps": model.fps, "capture": walked["capture"],
                      "kl_dims": results["latent"]["kl_dims"], "paths": tracks}
@@ -317,8 +355,9 @@ def goals(r):
 def table(results):
     """The results as readable lines: the goals, then the details behind them."""
     floor_step = "with" if results["walks"]["grounded"] else "WITHOUT"
+    feet = "planted" if results["planted"] else "NOT planted (--no-contacts)"
     lines = [f"{results['model']} on LaFAN1's test subject 5 ({', '.join(results['test_clips'])}): model / capture, "
-             f"{results['starts']} start poses, walks {floor_step} the floor step"]
+             f"{results['starts']} start poses, walks {floor_step} the floor step, feet {feet}"]
     width = max(len(g["what"]) for g in results["goals"])
     for g in results["goals"]:
         met = {True: "met", False: "NOT MET", None: "-"}[g["met"]]

@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 
 from .. import quat
-from ..contacts import legs
+from ..contacts import legs, plant
 from ..inbetween import floor
 from ..mann.path import Path, check, desired
 from ..modelfile import Model, ModelError, Placement, session
@@ -77,6 +77,16 @@ class MVAEModel(Model):
                                lambda t: rng.standard_normal((k, self.latent), dtype=np.float32), grounded)
         return [self._joined(motion, frame, walked[i].astype(np.float64), origin[1], theta[1], level, i)
                 for i in range(k)]
+
+    def planted(self, walk, frames):
+        """``walk`` (a motion of :meth:`walk`, or any whose last ``frames`` frames were generated after the
+        rest) with those frames' feet planted (:func:`..contacts.plant`), the model's past before them (a
+        second) their context, where they find their ground with the generated frames and the contacts
+        they carry on: as Continue plants a continuation, whatever the length of the motion before it."""
+        start = walk.n_frames - frames - 1
+        first = max(start + 1 - self.past, 0)
+        done = plant(walk.frames(first), [(start - first, walk.n_frames - first)], self.layout.height)
+        return replace(walk, rotations=np.concatenate([walk.rotations[:first], done.rotations]))
 
     def variants(self, gap, k, variation=1.0, seed=None, blend=None, noise=None):
         """``k`` different transitions of every gap of ``gap`` (a batch of B, see :func:`..inbetween.gap_in`)
