@@ -60,7 +60,8 @@ def of_model_file(path, family):
         raise DataError(f"{path}: a {file.kind} model; --init needs a {family.name} model or checkpoint")
     config, stats, training = file.json("betwixt.config"), family.stats_of(file), file.json("betwixt.training")
     model = family.network(config, stats)
-    runs = training.get("runs") or [{"from_step": 0, "argv": argv_of(training["args"]), "commit": training.get("commit")}]
+    runs = training.get("runs") or [{"from_step": 0, "argv": argv_of(training["args"]),
+                                     "commit": training.get("commit")}]
     return {"format": FORMAT, "family": family.name, "step": int(training["steps"]), "config": config,
             "stats": tensors(stats), "file": str(path), "meta": {"held_out": file.data.get("held_out", [])},
             "history": {"train": [], "validation": [], "runs": runs},
