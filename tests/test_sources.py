@@ -135,6 +135,19 @@ def test_a_short_run_on_both_trains_validates_and_exports(sources, cache, tmp_pa
 
 
 
+def test_a_model_of_both_stands_on_the_first_ones_floor(sources, cache, both):
+    """Bandai's retargeted clips keep their capture's floor, some 4 cm above LaFAN1's: the model's floor
+    is the first data set's, not the median over every clip, which Bandai's 174 short clips would own."""
+    from inference.inbetween import data_floor
+    from training.export import floor_of
+
+    meta = {"subjects": SUBJECTS}
+    mixed = float(floor_of([str(s) for s in sources], cache, meta))
+    assert mixed == float(floor_of([str(sources[0])], cache, meta))
+    every = data_floor([both.clip(i) for i, n in enumerate(both.names) if CHOSEN.keeps(n)])
+    assert -1.5 < mixed < 1.5 < 3.0 < every
+
+
 def test_another_skeleton_given_by_a_file(lafan1_zip, mocap, tmp_path):
     """``--skeleton``: LaFAN1's training subjects on Bandai's skeleton, its natural pose from the file's frames."""
     import zipfile
