@@ -35,7 +35,7 @@ def test_the_models_the_issues_name_are_shipped():
 def test_a_shipped_model_is_small_documented_and_trained_on_what_it_says(shipped, mocap):
     model, data, motions = shipped
     assert model.path.stat().st_size < 15e6
-    assert model.metadata["betwixt.weights"] == "mixed"
+    assert model.metadata["betwixt.weights"] in ("mixed", "int8")     # weights in blocks of integers
     card = model.path.with_suffix(".md").read_text()
     assert all(part in card for part in model.metadata["betwixt.licence"].split("; "))
     assert "non-commercial" in model.metadata["betwixt.licence"]
