@@ -14,7 +14,6 @@ from ..inference.modelfile import KINDS, ModelError, open_model, runtime_class, 
 from . import mapping
 
 ROOT = __package__.rpartition(".")[0]   # "betwixt", or "bl_ext.<repository>.betwixt" as an extension
-DEFAULTS = {"rtn": "rtn-lafan1"}        # the shipped model each kind starts with
 
 _loaded = {}
 _items = {}   # kind -> enum items; Blender keeps no reference to a dynamic enum's strings
@@ -22,7 +21,7 @@ _items = {}   # kind -> enum items; Blender keeps no reference to a dynamic enum
 
 def shipped_models(kind="rtn"):
     """The shipped model files of ``kind``, its default first."""
-    return sorted(shipped(kind), key=lambda p: (p.stem != DEFAULTS.get(kind), p.name))
+    return shipped(kind)
 
 
 def model_folder(context=None):

@@ -43,7 +43,7 @@ def main(argv=None):
     models.set_defaults(run=_models)
 
     speed = commands.add_parser("bench-speed", help="time a transition model on this machine")
-    speed.add_argument("--model", type=Path, help="model file (default: the shipped rtn-lafan1)")
+    speed.add_argument("--model", type=Path, help="model file (default: the shipped default RTN)")
     speed.add_argument("--json", type=Path, help="write the timings here")
     speed.set_defaults(run=_bench_speed)
 
@@ -320,10 +320,10 @@ def _bench_speed(args):
     import importlib.util
     import subprocess
 
-    from .modelfile import MODELS
+    from .modelfile import DEFAULTS, MODELS
     from .speed import measure
 
-    path = args.model or MODELS / "rtn-lafan1.onnx"
+    path = args.model or MODELS / f"{DEFAULTS['rtn']}.onnx"
     results = measure(path)
     if importlib.util.find_spec("torch") and importlib.util.find_spec("training"):
         eager = subprocess.run([sys.executable, "-m", "training", "speed", "--model", str(path)],

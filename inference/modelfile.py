@@ -19,6 +19,7 @@ from .motion import Skeleton
 
 FORMAT = 2   # the metadata layout this version writes and reads
 MODELS = Path(__file__).parent / "models"
+DEFAULTS = {"rtn": "rtn-human"}   # the shipped model of a kind that fills when none is chosen (docs/experiments.md)
 # kind -> the module (relative to this package) and class of its runtime; a family plugs in here
 KINDS = {"rtn": ("rtn.runtime", "RTNModel"), "mann": ("mann.runtime", "MANNModel"),
          "mvae": ("mvae.runtime", "MVAEModel")}
@@ -188,8 +189,10 @@ def open_model(path, kind=None, threads=1, **options):
 
 
 def shipped(kind=None, folder=None):
-    """The model files in ``folder`` (default: the shipped ones), of ``kind`` when given, by name."""
-    return [path for path in sorted(Path(folder or MODELS).glob("*.onnx"))
+    """The model files in ``folder`` (default: the shipped ones), of ``kind`` when given: the defaults
+    first (what Blender and a command without ``--model`` start with), then by name."""
+    return [path for path in sorted(Path(folder or MODELS).glob("*.onnx"),
+                                    key=lambda p: (p.stem not in DEFAULTS.values(), p.name))
             if kind is None or _kind_of(path) == kind]
 
 

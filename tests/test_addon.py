@@ -163,14 +163,14 @@ def test_each_shipped_model_can_be_chosen_and_a_model_file_overrides_it(addon, m
     assert load_model().path == model_path
     prefs.rtn_file = ""
     try:
-        assert load_model().name == prefs.rtn_model == "rtn-lafan1"     # the default
+        assert load_model().name == prefs.rtn_model == "rtn-human"     # the default
         for path in shipped_models():
             prefs.rtn_model = path.stem
             assert load_model().name == path.stem
         with pytest.raises(TypeError):
             prefs.rtn_model = "no-such-model"
     finally:
-        prefs.rtn_model = "rtn-lafan1"
+        prefs.rtn_model = "rtn-human"
         prefs.rtn_file = str(model_path)
     assert load_model().path == model_path
 
@@ -863,14 +863,15 @@ def test_models_of_other_kinds_beside_the_in_betweening_ones_change_nothing(addo
     import betwixt.inference.modelfile as modelfile
     from betwixt.addon import preferences
 
-    assert {p.stem for p in modelfile.MODELS.glob("*.onnx")} - {"rtn-lafan1", "rtn-bandai1"}
+    assert {p.stem for p in modelfile.MODELS.glob("*.onnx")} - {"rtn-human", "rtn-lafan1", "rtn-bandai1"}
     preferences.forget_models()
     try:
         prefs = bpy.context.preferences.addons["betwixt"].preferences
         prefs.rtn_file = ""
-        assert [p.name for p in preferences.shipped_models("rtn")] == ["rtn-lafan1.onnx", "rtn-bandai1.onnx"]
-        assert [item[0] for item in preferences._items_of("rtn")(prefs, bpy.context)] == ["rtn-lafan1", "rtn-bandai1"]
-        assert preferences.load_model().name == "rtn-lafan1"
+        rtns = ["rtn-human", "rtn-bandai1", "rtn-lafan1"]   # the default first
+        assert [p.stem for p in preferences.shipped_models("rtn")] == rtns
+        assert [item[0] for item in preferences._items_of("rtn")(prefs, bpy.context)] == rtns
+        assert preferences.load_model().name == "rtn-human"
         prefs.rtn_file = str(modelfile.MODELS / "mann-dog.onnx")      # chosen by mistake: one clear error
         with pytest.raises(modelfile.ModelError, match="a 'mann' model where a 'rtn' model is needed"):
             preferences.load_model()

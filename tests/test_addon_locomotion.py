@@ -251,15 +251,15 @@ def test_bad_input_says_what_to_do_and_changes_nothing(scene, dog, clip):
     bpy.ops.object.armature_add()                                          # an armature whose bones say nothing
     stranger = bpy.context.active_object
     follow_with(stranger, path)
-    fails("armature 'Armature' plays the skeleton of model rtn-lafan1 .* which does not follow paths; to "
+    fails("armature 'Armature' plays the skeleton of model rtn-human .* which does not follow paths; to "
           r"follow paths, map its bones to model mann-dog's skeleton .*, or put a Continuations \(Motion VAE\) "
           "model in a folder", stranger)
 
     human = import_bvh(clip[0])                                            # a human: the in-betweening model's
     from betwixt.addon.preferences import model_for
-    assert model_for(bpy.context, human, "fill").name == "rtn-lafan1"
+    assert model_for(bpy.context, human, "fill").name == "rtn-human"
     follow_with(human, path)
-    fails("plays the skeleton of model rtn-lafan1", human)
+    fails("plays the skeleton of model rtn-human", human)
     bpy.context.view_layer.objects.active = None
     fails("no armature is active")
     follow_with(obj, path)
