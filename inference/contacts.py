@@ -13,7 +13,7 @@ the generated frames only (keys and the frames outside gaps are never changed):
    context carries on into the gap;
 3. each contact is locked where it touches the user's frames (on both sides of a gap: moving
    straight from one to the other), else at its mean position; the offset from the joint's own path
-   to its lock fades out over ``FADE`` frames on either side (never past a user frame, where it is
+   to its lock fades out over ``FADE`` seconds on either side (never past a user frame, where it is
    zero; between two contacts closer than that, it moves straight from one lock to the next), and
    no joint goes below its ground;
 4. two-bone IK (hip, knee, ankle) puts the ankle on its target, the knee turning in the plane of the
@@ -41,12 +41,13 @@ from .motion import AXES, forward_kinematics
 LOW, LOW_RELEASE = 0.025, 0.035   # of the body's height above a joint's ground
 SLOW, SLOW_RELEASE = 0.35, 0.5    # body heights a second, horizontally
 GROUND = 2.0                      # percentile of a joint's height in the user's frames: its ground
-FADE = 6                          # frames over which a lock's offset fades in and out
+FADE = 0.2                        # seconds over which a lock's offset fades in and out
 SWING = 4.0                       # the most the hip's swing moves the knee, in lengths of the ankle's move by it
 # a quadruped's paws: of its leg's length (MANN's Placement height), a person's thresholds in leg lengths
 # (about half the body's height) for LOW, looser for SLOW (experiments.md, "Planted paws")
 PAW_LOW, PAW_LOW_RELEASE = 0.05, 0.07
 PAW_SLOW, PAW_SLOW_RELEASE = 1.5, 2.0
+PAW_FADE = 0.1                    # seconds: a trot's contacts are short (six frames at the dog's 60 fps)
 TOES = re.compile(r"toe|ball", re.IGNORECASE)
 HANDS = re.compile(r"hand", re.IGNORECASE)   # a quadruped's front feet
 TAIL = re.compile(r"tail", re.IGNORECASE)    # what tells a quadruped from a person by joint names
@@ -154,7 +155,8 @@ def plant_windows(clip, starts, rotations, positions, past, height):
 def _held(path, lowest, generated, up, height, fps, paws=False):
     """(F, K, 3): the points ``path`` (F, K, 3) held where they are in contact (:func:`contacts` with their
     grounds ``lowest`` (K,), :func:`offsets`), and never below their grounds."""
-    held = path + offsets(path, contacts(path, lowest, up, height, fps, paws), generated)
+    fade = fade_frames(fps, PAW_FADE if np.any(paws) else FADE)
+    held = path + offsets(path, contacts(path, lowest, up, height, fps, paws), generated, fade)
     held[..., up] = np.maximum(held[..., up], lowest)
     return held
 
@@ -176,10 +178,16 @@ def contacts(feet, floor, up, height, fps, paws=False):
     return stay & (last_enter > last_break)
 
 
-def offsets(feet, contact, generated):
+def fade_frames(fps, seconds=FADE):
+    """A fade of ``seconds`` in frames at ``fps``: as long in time at any rate (at 120 fps six frames
+    moved a released toe 19 cm in one frame in the rig suite's CMU case)."""
+    return max(1, round(seconds * fps))
+
+
+def offsets(feet, contact, generated, fade):
     """(F, K, 3) what to add to each joint's path ``feet`` (F, K, 3): on a contact's generated frames,
-    the way to its lock (see :func:`locks`); elsewhere fading linearly to zero over ``FADE`` frames
-    (straight from one lock to the next where two contacts are closer than ``FADE`` each side: a fade-out
+    the way to its lock (see :func:`locks`); elsewhere fading linearly to zero over ``fade`` frames
+    (straight from one lock to the next where two contacts are closer than ``fade`` each side: a fade-out
     reaching into the next one's fade-in would move the joint onto that lock in one frame) and zero on
     every frame that is not ``generated``."""
     frames = len(feet)
@@ -188,11 +196,11 @@ def offsets(feet, contact, generated):
     index = np.arange(frames)
     for k in range(feet.shape[1]):
         on = contact[:, k] & generated
-        edges = np.concatenate([np.flatnonzero(on[1:] & ~on[:-1]) - FADE,       # FADE + 1 before a start
-                                np.flatnonzero(on[:-1] & ~on[1:]) + FADE + 1])  # and after an end
+        edges = np.concatenate([np.flatnonzero(on[1:] & ~on[:-1]) - fade,       # fade + 1 before a start
+                                np.flatnonzero(on[:-1] & ~on[1:]) + fade + 1])  # and after an end
         edges = edges[(edges >= 0) & (edges < frames)]
         count = np.concatenate([[0], np.cumsum(on)])
-        near = count[np.minimum(index + FADE + 1, frames)] > count[np.maximum(index - FADE, 0)]   # within FADE of one
+        near = count[np.minimum(index + fade + 1, frames)] > count[np.maximum(index - fade, 0)]   # within fade of one
         anchor = on | ~generated
         anchor[edges[~near[edges]]] = True
         at = np.flatnonzero(anchor)

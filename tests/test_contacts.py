@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from inference.bvh import parse_bvh
-from inference.contacts import FADE, GROUND, contacts, legs, offsets, plant
+from inference.contacts import GROUND, contacts, fade_frames, legs, offsets, plant
 from inference.guard import ground
 from inference.inbetween import fill_gaps
 from inference.mann.metrics import foot_skating, paw_ground
@@ -117,18 +117,36 @@ def test_a_motion_on_a_higher_floor_gets_the_same_fill_moved_with_it(filled, mod
 
 
 def test_a_lock_between_two_close_contacts_is_reached_without_a_jump():
-    """A foot sliding on the ground through two contacts fewer than 2 FADE frames apart: the first's fade-out
+    """A foot sliding on the ground through two contacts fewer than 2 fade frames apart: the first's fade-out
     must not cut the second's fade-in short, which moved a toe 22 cm in one frame in a 120 fps Decompress
     (rig suite cmu-120); from one lock to the next the offset moves straight."""
     frames = 50
     path = np.zeros((frames, 1, 3))
     path[:, 0, 0] = np.arange(frames)                       # 1 cm a frame
     contact = np.zeros((frames, 1), bool)
-    contact[10:21] = contact[28:41] = True                  # 7 frames apart: closer than FADE on either side
-    assert 28 - 20 < 2 * (FADE + 1)
+    contact[10:21] = contact[28:41] = True                  # 7 frames apart: closer than the fade on either side
+    fade = fade_frames(30)
+    assert 28 - 20 < 2 * (fade + 1)
     generated = np.ones(frames, bool)
     generated[[0, -1]] = False
-    out = offsets(path, contact, generated)[:, 0, 0]
+    out = offsets(path, contact, generated, fade)[:, 0, 0]
     np.testing.assert_allclose(out[10:21], 15 - path[10:21, 0, 0])      # each contact at its mean position
     np.testing.assert_allclose(out[28:41], 34 - path[28:41, 0, 0])
     assert np.abs(np.diff(out[20:29])).max() < 2.0, out[20:29]
+
+
+@pytest.mark.parametrize("fps", [24, 60, 120])
+def test_a_released_lock_fades_as_fast_in_time_at_any_frame_rate(fps):
+    """The same slide at 30 fps and at ``fps``: a foot held for half a second while its own path slides
+    on at 30 cm a second, then let go. The offset fades out at the same speed in cm a second."""
+    def peak_speed(rate):
+        frames = int(2 * rate)
+        path = np.zeros((frames, 1, 3))
+        path[:, 0, 0] = 30.0 * np.arange(frames) / rate
+        contact = np.zeros((frames, 1), bool)
+        contact[: int(0.5 * rate)] = True
+        generated = np.ones(frames, bool)
+        generated[[0, -1]] = False
+        held = path + offsets(path, contact, generated, fade_frames(rate))
+        return np.abs(np.diff(held[:, 0, 0])).max() * rate
+    assert peak_speed(fps) == pytest.approx(peak_speed(30), rel=0.25)
