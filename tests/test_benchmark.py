@@ -97,9 +97,12 @@ def test_bench_command_writes_json_and_plots(lafan1_zip, tmp_path, capsys):
     assert "| interpolation | L2P | 0.2921 | 1.0615 | 2.1584 | 3.1635 |" in out
     results = json.loads((tmp_path / "b.json").read_text())
     assert results["test_windows"] == 376
-    # the shipped model twice: as published methods are scored, and with the frames after the target
-    assert set(results["methods"]) == {"zero_velocity", "interpolation", "rtn", "rtn+after"}
-    assert results["methods"]["rtn+after"]["L2P"]["30"] < results["methods"]["rtn"]["L2P"]["30"]
+    # each shipped model of LaFAN1's skeleton twice: as published methods are scored, and with the
+    # frames after the target (rtn-lafan1, the benchmark's own, as "rtn")
+    assert set(results["methods"]) == {"zero_velocity", "interpolation", "rtn", "rtn+after", "rtn-human",
+                                       "rtn-human+after"}
+    for name in ("rtn", "rtn-human"):
+        assert results["methods"][f"{name}+after"]["L2P"]["30"] < results["methods"][name]["L2P"]["30"]
     assert set(results["methods"]["interpolation"]["NPSS"]) == {"5", "15", "30", "45"}
     pngs = sorted(p.name for p in (tmp_path / "plots").glob("*.png"))
     assert pngs == ["errors-15.png", "errors-30.png", "errors-45.png", "errors-5.png"]

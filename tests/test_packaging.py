@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from inference.modelfile import DEFAULTS
+
 ROOT = Path(__file__).resolve().parents[1]
 PLATFORMS = ["linux-x64", "windows-x64", "macos-arm64", "macos-x64"]
 ORT = "1.23.2"
@@ -260,4 +262,6 @@ def test_linux_zip_installs_with_blenders_operator_and_runs_onnxruntime(linux_zi
     assert result["version"] == ORT
     assert sum(result["output"], []) == pytest.approx([0.7615942] * 6)   # tanh(1)
     models = ROOT / "inference" / "models"
-    assert result["models"] == (sorted(p.name for p in models.glob("*.onnx")) if models.is_dir() else [])
+    # every shipped model, the defaults first (the one a fill uses when none is chosen)
+    assert result["models"] == sorted((p.name for p in models.glob("*.onnx")),
+                                      key=lambda name: (Path(name).stem not in DEFAULTS.values(), name))
