@@ -19,11 +19,6 @@ _loaded = {}
 _items = {}   # kind -> enum items; Blender keeps no reference to a dynamic enum's strings
 
 
-def shipped_models(kind="rtn"):
-    """The shipped model files of ``kind``, its default first."""
-    return shipped(kind)
-
-
 def model_folder(context=None):
     """The user's Model Folder (a Path), or None when unset."""
     prefs = preferences(context)
@@ -34,7 +29,7 @@ def model_folder(context=None):
 def offered_models(kind="rtn", context=None):
     """The model files of ``kind`` offered in the preferences: the shipped ones (its default first), then
     those in the Model Folder, by name; a folder's file named as one before it is passed over."""
-    files = shipped_models(kind)
+    files = shipped(kind)
     folder = model_folder(context)
     if folder is not None and folder.is_dir():
         names = {p.stem for p in files}

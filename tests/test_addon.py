@@ -158,13 +158,14 @@ def test_registers_operators_panels_menus_and_preferences(addon):
 
 
 def test_each_shipped_model_can_be_chosen_and_a_model_file_overrides_it(addon, model_path):
-    from betwixt.addon.preferences import load_model, shipped_models
+    from betwixt.addon.preferences import load_model
+    from betwixt.inference.modelfile import shipped
     prefs = bpy.context.preferences.addons["betwixt"].preferences
     assert load_model().path == model_path
     prefs.rtn_file = ""
     try:
         assert load_model().name == prefs.rtn_model == "rtn-human"     # the default
-        for path in shipped_models():
+        for path in shipped("rtn"):
             prefs.rtn_model = path.stem
             assert load_model().name == path.stem
         with pytest.raises(TypeError):
@@ -869,7 +870,7 @@ def test_models_of_other_kinds_beside_the_in_betweening_ones_change_nothing(addo
         prefs = bpy.context.preferences.addons["betwixt"].preferences
         prefs.rtn_file = ""
         rtns = ["rtn-human", "rtn-bandai1", "rtn-lafan1"]   # the default first
-        assert [p.stem for p in preferences.shipped_models("rtn")] == rtns
+        assert [p.stem for p in modelfile.shipped("rtn")] == rtns
         assert [item[0] for item in preferences._items_of("rtn")(prefs, bpy.context)] == rtns
         assert preferences.load_model().name == "rtn-human"
         prefs.rtn_file = str(modelfile.MODELS / "mann-dog.onnx")      # chosen by mistake: one clear error
