@@ -200,12 +200,14 @@ def rotation_channels(plan, rotation, bones, starts, counts):
 
 
 def planted(plan, motion):
-    """``motion`` with its feet planted in the plan's gaps (inference/contacts.py) where the plan asks for it;
-    speeds are judged at the scene's frame rate, one frame of ``motion`` per scene frame."""
+    """``motion`` with its feet planted in the plan's gaps (inference/contacts.py) where the plan asks for it,
+    on the rig's bone lengths (:meth:`.retarget.Retarget.on_rig`); speeds are judged at the scene's frame
+    rate, one frame of ``motion`` per scene frame."""
     if not plan.plant:
         return motion
     gaps = [(a - plan.first, b - plan.first) for a, b in plan.gaps]
-    return replace(contacts.plant(replace(motion, fps=plan.fps), gaps, plan.model.layout.height), fps=motion.fps)
+    out = contacts.plant(replace(plan.retarget.on_rig(motion), fps=plan.fps), gaps, plan.model.layout.height)
+    return replace(motion, rotations=out.rotations)
 
 
 def write_plan(plan, channels, motion, gaps, step, breakdown):

@@ -38,7 +38,7 @@ joint's parent is mapped too). Other joints
 keep the model's rest offsets: the models move the trajectory joint only.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -79,6 +79,29 @@ def _natural(rig, posed, axes, rest_rot, heads, hips, up):
     return natural_stance(matrix_to_quat(axes.T @ rotation_part(posed)), hips, up, parents, rel)
 
 
+def rig_offsets(skeleton, rig, mapping, offsets, joints, rest_rot, heads):
+    """(J, 3) the offsets of the model's ``skeleton`` with the rig's bone lengths: each joint mapped, below a
+    mapped parent whose bone is an ancestor of its own, gets the offset that puts it where the rig's bone
+    head is, in the parent's model frame (``O_pᵀ (Cᵀ R_p^rest)ᵀ (h_j - h_p)``, with ``heads`` in model units:
+    a child's head turns with its parent's bone from rest); the others keep the model's."""
+    k_of = {int(j): k for k, j in enumerate(joints)}
+    out = skeleton.offsets.copy()
+    for j, p in enumerate(skeleton.parents):
+        if j not in mapping or p not in mapping or not _descends(rig.parents, mapping[j], mapping[p]):
+            continue
+        out[j] = offsets[k_of[p]].T @ rest_rot[mapping[p]].T @ (heads[mapping[j]] - heads[mapping[p]])
+    return out
+
+
+def _descends(parents, bone, ancestor):
+    """Whether rig ``bone`` hangs below ``ancestor``."""
+    while bone >= 0:
+        bone = parents[bone]
+        if bone == ancestor:
+            return True
+    return False
+
+
 class MappingError(BetwixtError):
     """A bone mapping that cannot drive the model."""
 
@@ -97,6 +120,7 @@ class Retarget:
     scale: float                # rig world units per model unit
     offsets: np.ndarray         # (K, 3, 3) O_b
     missing: np.ndarray         # (J, 4) local rotations of the joints the rig lacks: the reference pose's
+    rig_offsets: np.ndarray     # (J, 3) the model's joint offsets with the rig's bone lengths (:func:`rig_offsets`)
 
     @classmethod
     def build(cls, skeleton, rig, mapping, world, up=1, trajectory=0, reference=None, moving=None):
@@ -159,12 +183,23 @@ class Retarget:
                 fits.append(calibrate(skeleton, joints, quat.to_matrix(stance[bones]), at[bones], poses[-1:]))
         offsets = min(fits, key=lambda fit: fit[1])[0]
         positional = tuple(sorted({0, int(trajectory)} & set(mapping)))
-        return cls(skeleton, rig, joints, bones, positional, world, axes, float(rig_len / model_len), offsets,
-                   poses[-1])
+        scale = float(rig_len / model_len)
+        return cls(skeleton, rig, joints, bones, positional, world, axes, scale, offsets, poses[-1],
+                   rig_offsets(skeleton, rig, mapping, offsets, joints, rest_rot, heads / scale))
 
     @property
     def mapping(self):
         return dict(zip(self.joints.tolist(), self.bones.tolist()))
+
+    def on_rig(self, motion):
+        """``motion`` (the model's, from :meth:`to_model`) on the rig's bone lengths: forward kinematics then
+        gives the rig's joint positions (in model units and axes), so feet planted on it stay planted on the
+        rig, whatever its proportions; planted on the model's lengths, a shorter-legged rig's foot slides
+        where the model's stands still. Joints that follow a bone's head keep their translations."""
+        positions = motion.positions.copy()
+        fixed = np.setdiff1d(np.arange(len(self.skeleton)), self.positional)
+        positions[:, fixed] = self.rig_offsets[fixed]
+        return replace(motion, positions=positions)
 
     def to_model(self, pose):
         """Armature-space pose matrices ``(frames, bones, 4, 4)`` → model local rotations and translations."""

@@ -602,6 +602,40 @@ def test_bandai_rig_is_mapped_and_its_bones_point_where_the_model_s_do(addon, mo
     assert checked == 19                              # all but Spine→Spine1→Spine2 (no Spine1)
 
 
+
+def test_feet_planted_on_a_rig_of_other_proportions_stand_still_on_it(addon, mocap, tmp_path):
+    """Bandai's legs are not the model's: planted on the model's lengths, a foot that stands still in
+    the model's skeleton slides on the rig; planted on the rig's own (``Retarget.on_rig``) it stands.
+    With the shipped default model: the test model's feet never stand still."""
+    from betwixt.addon import operators, transitions
+    bpy.context.preferences.addons["betwixt"].preferences.rtn_file = ""
+    with zipfile.ZipFile(mocap / "bandai1.zip") as z:
+        motion = parse_bvh(z.read("dataset-1_walk_normal_001.bvh"), "walk").frames(0, 160)
+    write_bvh(motion, tmp_path / "walk.bvh")
+    obj = import_bvh(tmp_path / "walk.bvh")
+    a, b = 60, 100
+    cut(obj, a, b)
+    plan = operators.read_plan(bpy.context, operators.selected_gaps)
+    assert bpy.ops.betwixt.fill_gaps(plant_feet=True) == {"FINISHED"}
+    result = operators.planted(plan, transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps))
+    sk, retarget = plan.model.skeleton, plan.retarget
+    feet = [sk.index(n) for n in ("LeftFoot", "RightFoot", "LeftToe", "RightToe")]
+    bones = [obj.pose.bones.find({i.joint: i.bone for i in obj.data.betwixt_joints}[sk.names[j]]) for j in feet]
+    inside = np.arange(a + 1, b)
+    rig = evaluated(obj, inside)[:, bones][..., :3, 3]
+    on_rig = forward_kinematics(result.rotations, retarget.on_rig(result).positions, sk.parents)[1]
+    on_model = forward_kinematics(result.rotations, result.positions, sk.parents)[1]
+    placed = {name: (w[inside - plan.first][:, feet] @ C.T) * retarget.scale for name, w in
+              (("rig", on_rig), ("model", on_model))}
+    # the rig's feet are where forward kinematics on the rig's lengths puts them (up to the hips' place)
+    miss = rig - placed["rig"]
+    assert np.abs(miss - miss[:1, :1]).max() < 0.05                                         # cm
+    # so a foot standing still there stands still on the rig; on the model's lengths it would not
+    steps = {k: np.linalg.norm(np.diff(p[..., :2], axis=0), axis=-1) for k, p in placed.items()}
+    rig_steps = np.linalg.norm(np.diff(rig[..., :2], axis=0), axis=-1)
+    still = steps["rig"] < 0.01
+    assert still.sum() > 20 and rig_steps[still].max() < 0.05
+    assert np.abs(steps["model"] - rig_steps)[still].max() > 0.5
 def test_a_scene_at_another_frame_rate_is_filled_at_the_model_s(addon, clip):
     path, _ = clip
     obj = import_bvh(path)
