@@ -9,7 +9,7 @@ keys the mapped bones on every frame of the range, as Fill Gaps keys a gap runni
 before the range to the frame after it, so that keys outside the range stay as they were.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import bpy
 import numpy as np
@@ -170,8 +170,9 @@ def follow(route, progress=None, cancelled=None):
 
     model = route.keys.model
     [motion] = model.follow([route.path], progress=step)
-    if route.keys.plant:   # every frame but the standing start (inference/contacts.py)
-        motion = contacts.plant(motion, [(0, motion.n_frames)], model.layout.height)
+    if route.keys.plant:   # every frame but the standing start, on the rig's lengths (inference/contacts.py)
+        planted = contacts.plant(route.keys.retarget.on_rig(motion), [(0, motion.n_frames)], model.layout.height)
+        motion = replace(motion, rotations=planted.rotations)
     at = (np.arange(route.start - 1, route.end + 2) - route.start) * model.fps / route.keys.fps
     return transitions.sample(motion, at)
 
