@@ -2,7 +2,7 @@
 
 A learned fill smears contacts: a foot that should stand still on the ground creeps along it, or
 dips below it, since the network averages where feet land. So after the model, and outside it (any
-family's fill gets it), each foot joint (ankle and toe) of each leg goes through four steps, on
+family's fill gets it), each foot joint (ankle and toe) of each leg goes through five steps, on
 the generated frames only (keys and the frames outside gaps are never changed):
 
 1. its ground: the lowest it reaches in the frames the user gave (keys and context), so the floor
@@ -11,12 +11,16 @@ the generated frames only (keys and the frames outside gaps are never changed):
    lasts while it stays within ``LOW_RELEASE`` and below ``SLOW_RELEASE`` (hysteresis, so contacts
    do not flicker); contacts are found on the whole motion, so one that begins on a key or in the
    context carries on into the gap;
-3. each contact is locked where it touches the user's frames (on both sides of a gap: moving
+3. steps: where a contact's path strays further than ``REACH`` from where it began (a network's foot
+   creeps while it stands), the contact ends, and a new one begins after a swing as long as a fade;
+4. each contact is locked where it touches the user's frames (on both sides of a gap: moving
    straight from one to the other), else at its mean position; the offset from the joint's own path
    to its lock fades out over ``FADE`` seconds on either side (never past a user frame, where it is
-   zero; between two contacts closer than that, it moves straight from one lock to the next), and
-   no joint goes below its ground;
-4. two-bone IK (hip, knee, ankle) puts the ankle on its target, the knee turning in the plane of the
+   zero; between two contacts closer than that, it moves straight from one lock to the next), no
+   joint goes below its ground, and a foot off the ground on generated frames clears it by an arc
+   as high as ``LIFT`` of the way it travels there (a network's foot glides along the floor where
+   the capture steps or jumps);
+5. two-bone IK (hip, knee, ankle) puts the ankle on its target, the knee turning in the plane of the
    leg; the foot keeps its world rotation but turns so that its toe reaches the toe's target.
 
 A quadruped's leg without a toe joint stands on its *paw*, the End Site below its foot (the dog's: under
@@ -28,6 +32,7 @@ the lowest's world rotation, so the ankle's target is the paw's less that segmen
 Legs are found by name (see :func:`legs`); a skeleton without them is left alone.
 """
 
+import math
 import re
 from dataclasses import dataclass, replace
 
@@ -42,6 +47,8 @@ LOW, LOW_RELEASE = 0.025, 0.035   # of the body's height above a joint's ground
 SLOW, SLOW_RELEASE = 0.35, 0.5    # body heights a second, horizontally
 GROUND = 2.0                      # percentile of a joint's height in the user's frames: its ground
 FADE = 0.2                        # seconds over which a lock's offset fades in and out
+REACH = 0.05                      # of the body's height: how far a path may stray from its step's start
+LIFT, LIFT_HIGH = 0.2, 0.15       # a swing's clearance: of the way it travels, at most this of the body's height
 SWING = 4.0                       # the most the hip's swing moves the knee, in lengths of the ankle's move by it
 # a quadruped's paws: of its leg's length (MANN's Placement height), a person's thresholds in leg lengths
 # (about half the body's height) for LOW, looser for SLOW (experiments.md, "Planted paws")
@@ -126,7 +133,7 @@ def plant(motion, gaps, height):
     # a toe moves with its foot's target where it has no contact of its own
     path = gpos[:, toes] + held[:, toed] - stands[:, toed]
     toe_targets = dict(zip(toed, np.moveaxis(_held(path, ground(gpos, seen, toes, motion.up, GROUND), generated, u,
-                                                   height, motion.fps), 1, 0)))
+                                                   height, motion.fps, lift=False), 1, 0)))
     rows = np.flatnonzero(generated)
     rotations = motion.rotations.copy()
     for k, leg in enumerate(found):
@@ -152,13 +159,79 @@ def plant_windows(clip, starts, rotations, positions, past, height):
     return out
 
 
-def _held(path, lowest, generated, up, height, fps, paws=False):
+def _held(path, lowest, generated, up, height, fps, paws=False, lift=True):
     """(F, K, 3): the points ``path`` (F, K, 3) held where they are in contact (:func:`contacts` with their
-    grounds ``lowest`` (K,), :func:`offsets`), and never below their grounds."""
+    grounds ``lowest`` (K,), :func:`offsets`), in steps (:func:`steps`), never below their grounds and, with
+    ``lift``, clear of them on the way between steps (:func:`lifts`)."""
     fade = fade_frames(fps, PAW_FADE if np.any(paws) else FADE)
-    held = path + offsets(path, contacts(path, lowest, up, height, fps, paws), generated, fade)
-    held[..., up] = np.maximum(held[..., up], lowest)
+    contact = held_contacts(path, lowest, generated, up, height, fps, paws)
+    held = path + offsets(path, contact, generated, fade)
+    clear = lifts(held, contact, generated, up, height) if lift else 0.0
+    held[..., up] = np.maximum(held[..., up], lowest + clear)
     return held
+
+
+def held_contacts(path, lowest, generated, up, height, fps, paws=False):
+    """(F, K) bool: the frames on which each of the points ``path`` (F, K, 3) is held: its :func:`contacts`
+    with its ground ``lowest`` (K,), cut into :func:`steps` no longer than ``REACH`` of the body's height,
+    with swings as long as a lock's fade."""
+    fade = fade_frames(fps, PAW_FADE if np.any(paws) else FADE)
+    return steps(path, contacts(path, lowest, up, height, fps, paws), generated, up, REACH * height, fade)
+
+
+def steps(path, contact, generated, up, reach, swing):
+    """``contact`` with each contact cut into steps: where a joint's ``path`` strays further than ``reach``
+    (horizontally) from where its step began, the step ends and, after ``swing`` generated frames off the
+    ground, the next begins there. A network's foot creeping along the floor stays slow enough to count
+    as standing, and one lock held across its creep leaves it far from the body, then drags it back
+    along the floor; steps keep each lock near the path and move the foot between them in the air."""
+    out = contact.copy()
+    frames = len(path)
+    for k in range(path.shape[1]):
+        flat = np.delete(path[:, k], up, axis=-1).tolist()   # plain floats: a frame at a time, many frames
+        t, anchor = 0, None
+        while t < frames:
+            if not out[t, k]:
+                t, anchor = t + 1, None
+                continue
+            if anchor is None or math.dist(flat[t], anchor) <= reach:
+                anchor = flat[t] if anchor is None else anchor
+                t += 1
+                continue
+            # a swing: ``swing`` generated frames from t (or, at a user frame, before it), then a new step
+            if generated[t]:
+                end = t
+                while end < min(t + swing, frames) and generated[end]:
+                    end += 1
+                out[t:end, k] = False
+                t, anchor = end, None
+            else:
+                begin = t
+                while begin > max(t - swing, 0) and generated[begin - 1] and out[begin - 1, k]:
+                    begin -= 1
+                out[begin:t, k] = False
+                anchor = flat[t]
+                t += 1
+    return out
+
+
+def lifts(held, contact, generated, up, height):
+    """(F, K) the least height above its ground of each joint on its generated frames off the ground: an arc
+    over each swing (a run of them between contacts or user frames), as high as ``LIFT`` of the way it
+    travels, at most ``LIFT_HIGH`` of the body's ``height``, so a foot that travels clears the floor, as a
+    stepping or jumping foot does, rather than sliding along it; a swing the network lifts higher keeps
+    its own height."""
+    out = np.zeros(held.shape[:2])
+    frames = len(held)
+    free = ~contact & generated[:, None]
+    flat = np.delete(held, up, axis=-1)
+    for k in range(held.shape[1]):
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], free[:, k].astype(np.int8), [0]])))
+        for s, e in zip(edges[::2], edges[1::2]):          # frames s .. e - 1
+            way = np.linalg.norm(flat[min(e, frames - 1), k] - flat[max(s - 1, 0), k])
+            peak = min(LIFT * way, LIFT_HIGH * height)
+            out[s:e, k] = peak * np.sin(np.pi * np.arange(1, e - s + 1) / (e - s + 1))
+    return out
 
 
 def contacts(feet, floor, up, height, fps, paws=False):

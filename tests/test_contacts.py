@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from inference.bvh import parse_bvh
-from inference.contacts import GROUND, contacts, fade_frames, legs, offsets, plant
+from inference.contacts import (GROUND, LIFT, LIFT_HIGH, REACH, contacts, fade_frames, held_contacts, legs, offsets,
+                                plant)
 from inference.guard import ground
 from inference.inbetween import fill_gaps
 from inference.mann.metrics import foot_skating, paw_ground
@@ -38,7 +39,7 @@ def feet_of(motion):
     return motion.global_transforms()[1][:, [motion.skeleton.index(f) for f in FEET]]
 
 
-def test_planted_feet_skate_less_than_the_model_s_and_miss_the_capture_no_more(filled):
+def test_planted_feet_skate_less_than_the_model_s_and_miss_the_capture_hardly_more(filled):
     motion, gaps, fill, planted = filled
     truth = feet_of(motion)
     floor = paw_ground(truth)   # the capture's ground for every version (metrics.md)
@@ -52,7 +53,8 @@ def test_planted_feet_skate_less_than_the_model_s_and_miss_the_capture_no_more(f
         return np.linalg.norm(m.global_transforms()[1][made] - motion.global_transforms()[1][made], axis=-1).mean()
 
     assert skating(planted) < 0.8 * skating(fill), (skating(planted), skating(fill), skating(motion))
-    assert error(planted) < error(fill) + 0.05, (error(planted), error(fill))   # cm
+    # lifting a travelling foot clear of the floor moves it off the model's path by a few centimetres
+    assert error(planted) < 1.02 * error(fill), (error(planted), error(fill))
 
 
 def test_a_foot_planted_on_a_key_stays_where_the_key_has_it(filled, model):
@@ -68,7 +70,8 @@ def test_a_foot_planted_on_a_key_stays_where_the_key_has_it(filled, model):
     hips = planted.global_transforms()[1][:, [sk.index("LeftUpLeg"), sk.index("RightUpLeg")]]
     reach = [np.linalg.norm(sk.offsets[sk.index(f"{side}Leg")]) + np.linalg.norm(sk.offsets[sk.index(f"{side}Foot")])
              for side in ("Left", "Right")]
-    on = contacts(world, ground(world, given, slice(None), percentile=GROUND), 1, model.layout.height, motion.fps)
+    on = held_contacts(world, ground(world, given, slice(None), percentile=GROUND), ~given, 1, model.layout.height,
+                       motion.fps)
     held, crept, runs = [], [], 0
     for s, e in gaps:
         for k in range(2):
@@ -82,6 +85,35 @@ def test_a_foot_planted_on_a_key_stays_where_the_key_has_it(filled, model):
     assert runs >= 3, runs
     assert np.concatenate(held).max() < 0.01, held     # cm: wherever the leg reaches the key's spot, it is on it
     assert max(crept) > 1.0, crept                     # where the model's own foot crept away
+
+
+def test_a_step_stays_near_where_it_began_and_a_travelling_foot_clears_the_floor(filled, model):
+    """Contacts are cut into steps no longer than ``REACH`` of the body's height (the network's feet creep
+    while they stand), and between steps a foot that travels rises at least ``LIFT`` of its way above its
+    ground (at most ``LIFT_HIGH`` of the body's height), rather than sliding along the floor."""
+    motion, gaps, fill, planted = filled
+    height = model.layout.height
+    made = np.zeros(motion.n_frames, dtype=bool)
+    for s, e in gaps:
+        made[s + 1:e] = True
+    world, after = feet_of(fill)[:, 2:], feet_of(planted)[:, 2:]
+    floor = ground(world, ~made, slice(None), percentile=GROUND)
+    on = held_contacts(world, floor, made, 1, height, motion.fps)
+    level = [0, 2]
+    strays, lifted = [], []
+    for k in range(2):
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], (on[:, k] & made).astype(int), [0]])))
+        for s, e in zip(edges[::2], edges[1::2]):
+            if on[s - 1, k] or (e < motion.n_frames and on[e, k]):   # a step running on from a key
+                continue
+            strays.append(np.linalg.norm(world[s:e, k][:, level] - world[s, k, level], axis=-1).max())
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], (~on[:, k] & made).astype(int), [0]])))
+        for s, e in zip(edges[::2], edges[1::2]):
+            way = np.linalg.norm(after[e, k, level] - after[s - 1, k, level])
+            if way > 0.1 * height:
+                lifted.append((after[s:e, k, 1].max() - floor[k]) / min(LIFT * way, LIFT_HIGH * height))
+    assert len(strays) >= 5 and max(strays) <= REACH * height + 1e-9, strays
+    assert len(lifted) >= 10 and min(lifted) > 0.95, lifted
 
 
 def test_only_the_generated_frames_change(filled):
