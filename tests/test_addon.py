@@ -554,15 +554,21 @@ def test_a_rig_with_other_names_and_rest_orientations_moves_like_the_model(addon
                   [inside - 1]).max() > 1.0                      # the hole holds new motion, not the clip
 
 
-def test_bandai_rig_is_mapped_and_its_bones_point_where_the_model_s_do(addon, mocap, tmp_path):
-    """Another skeleton (Bandai: _L/_R names, joint_Root, two spine bones, other rest pose and units)."""
-    from betwixt.addon import operators, transitions
+def bandai_walk(mocap, tmp_path, a, b):
+    """A Bandai-1 walk imported by Blender's importer, its keys between frames ``a`` and ``b`` cut."""
     with zipfile.ZipFile(mocap / "bandai1.zip") as z:
         motion = parse_bvh(z.read("dataset-1_walk_normal_001.bvh"), "walk").frames(0, 160)
     write_bvh(motion, tmp_path / "walk.bvh")
     obj = import_bvh(tmp_path / "walk.bvh")
-    a, b = 60, 85
     cut(obj, a, b)
+    return obj
+
+
+def test_bandai_rig_is_mapped_and_its_bones_point_where_the_model_s_do(addon, mocap, tmp_path):
+    """Another skeleton (Bandai: _L/_R names, joint_Root, two spine bones, other rest pose and units)."""
+    from betwixt.addon import operators, transitions
+    a, b = 60, 85
+    obj = bandai_walk(mocap, tmp_path, a, b)
     before = snapshot(obj)
     plan = operators.read_plan(bpy.context, operators.selected_gaps)
     assert bpy.ops.betwixt.fill_gaps() == {"FINISHED"}
@@ -609,12 +615,8 @@ def test_feet_planted_on_a_rig_of_other_proportions_stand_still_on_it(addon, moc
     With the shipped default model: the test model's feet never stand still."""
     from betwixt.addon import operators, transitions
     bpy.context.preferences.addons["betwixt"].preferences.rtn_file = ""
-    with zipfile.ZipFile(mocap / "bandai1.zip") as z:
-        motion = parse_bvh(z.read("dataset-1_walk_normal_001.bvh"), "walk").frames(0, 160)
-    write_bvh(motion, tmp_path / "walk.bvh")
-    obj = import_bvh(tmp_path / "walk.bvh")
     a, b = 60, 100
-    cut(obj, a, b)
+    obj = bandai_walk(mocap, tmp_path, a, b)
     plan = operators.read_plan(bpy.context, operators.selected_gaps)
     assert bpy.ops.betwixt.fill_gaps(plant_feet=True) == {"FINISHED"}
     result = operators.planted(plan, transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps))
