@@ -19,7 +19,8 @@ the generated frames only (keys and the frames outside gaps are never changed):
    zero; between two contacts closer than that, it moves straight from one lock to the next), no
    joint goes below its ground, and a foot off the ground on generated frames clears it by an arc
    as high as ``LIFT`` of the way it travels there (a network's foot glides along the floor where
-   the capture steps or jumps);
+   the capture steps or jumps), its toe by as much but never more than its ankle clears the ankle's
+   ground (a network's toe may scrape the floor under a raised ankle);
 5. two-bone IK (hip, knee, ankle) puts the ankle on its target, the knee turning in the plane of the
    leg; the foot keeps its world rotation but turns so that its toe reaches the toe's target.
 
@@ -49,6 +50,7 @@ GROUND = 2.0                      # percentile of a joint's height in the user's
 FADE = 0.2                        # seconds over which a lock's offset fades in and out
 REACH = 0.05                      # of the body's height: how far a path may stray from its step's start
 LIFT, LIFT_HIGH = 0.2, 0.15       # a swing's clearance: of the way it travels, at most this of the body's height
+TOE_LIFT_HIGH = 0.08              # a toe's, less: lifted higher, the foot turns faster than the capture's ever do
 SWING = 4.0                       # the most the hip's swing moves the knee, in lengths of the ankle's move by it
 # a quadruped's paws: of its leg's length (MANN's Placement height), a person's thresholds in leg lengths
 # (about half the body's height) for LOW, looser for SLOW (experiments.md, "Planted paws")
@@ -127,13 +129,16 @@ def plant(motion, gaps, height):
                       for leg in found], axis=1)                    # (F, L, 3): the foot joint to where it stands
     stands = gpos[:, [leg.foot for leg in found]] + below
     paws = np.array([bool(leg.paw) for leg in found])
-    held = _held(stands, ground(stands, seen, slice(None), motion.up, GROUND), generated, u, height, motion.fps, paws)
+    floor = ground(stands, seen, slice(None), motion.up, GROUND)
+    held = _held(stands, floor, generated, u, height, motion.fps, paws)
     toed = [k for k, leg in enumerate(found) if leg.toe >= 0]
     toes = [found[k].toe for k in toed]
-    # a toe moves with its foot's target where it has no contact of its own
+    # a toe moves with its foot's target where it has no contact of its own, and is lifted no higher off
+    # its ground than its ankle is off the ankle's (a foot in the air is not stood on its tip)
     path = gpos[:, toes] + held[:, toed] - stands[:, toed]
-    toe_targets = dict(zip(toed, np.moveaxis(_held(path, ground(gpos, seen, toes, motion.up, GROUND), generated, u,
-                                                   height, motion.fps, lift=False), 1, 0)))
+    ankle_clear = np.maximum(held[:, toed, u] - floor[toed], 0.0)
+    toe_targets = dict(zip(toed, np.moveaxis(_held(path, ground(gpos, seen, toes, motion.up, GROUND), generated, u, height,
+                                                   motion.fps, high=TOE_LIFT_HIGH, ceiling=ankle_clear), 1, 0)))
     rows = np.flatnonzero(generated)
     rotations = motion.rotations.copy()
     for k, leg in enumerate(found):
@@ -159,14 +164,15 @@ def plant_windows(clip, starts, rotations, positions, past, height):
     return out
 
 
-def _held(path, lowest, generated, up, height, fps, paws=False, lift=True):
+def _held(path, lowest, generated, up, height, fps, paws=False, high=LIFT_HIGH, ceiling=np.inf):
     """(F, K, 3): the points ``path`` (F, K, 3) held where they are in contact (:func:`contacts` with their
-    grounds ``lowest`` (K,), :func:`offsets`), in steps (:func:`steps`), never below their grounds and, with
-    ``lift``, clear of them on the way between steps (:func:`lifts`)."""
+    grounds ``lowest`` (K,), :func:`offsets`), in steps (:func:`steps`), never below their grounds and clear
+    of them on the way between steps (:func:`lifts`, at most ``high`` of the body's height and ``ceiling``
+    (F, K) above them)."""
     fade = fade_frames(fps, PAW_FADE if np.any(paws) else FADE)
     contact = held_contacts(path, lowest, generated, up, height, fps, paws)
     held = path + offsets(path, contact, generated, fade)
-    clear = lifts(held, contact, generated, up, height) if lift else 0.0
+    clear = np.minimum(lifts(held, contact, generated, up, height, high), ceiling)
     held[..., up] = np.maximum(held[..., up], lowest + clear)
     return held
 
@@ -215,10 +221,10 @@ def steps(path, contact, generated, up, reach, swing):
     return out
 
 
-def lifts(held, contact, generated, up, height):
+def lifts(held, contact, generated, up, height, high=LIFT_HIGH):
     """(F, K) the least height above its ground of each joint on its generated frames off the ground: an arc
     over each swing (a run of them between contacts or user frames), as high as ``LIFT`` of the way it
-    travels, at most ``LIFT_HIGH`` of the body's ``height``, so a foot that travels clears the floor, as a
+    travels, at most ``high`` of the body's ``height``, so a foot that travels clears the floor, as a
     stepping or jumping foot does, rather than sliding along it; a swing the network lifts higher keeps
     its own height."""
     out = np.zeros(held.shape[:2])
@@ -229,7 +235,7 @@ def lifts(held, contact, generated, up, height):
         edges = np.flatnonzero(np.diff(np.concatenate([[0], free[:, k].astype(np.int8), [0]])))
         for s, e in zip(edges[::2], edges[1::2]):          # frames s .. e - 1
             way = np.linalg.norm(flat[min(e, frames - 1), k] - flat[max(s - 1, 0), k])
-            peak = min(LIFT * way, LIFT_HIGH * height)
+            peak = min(LIFT * way, high * height)
             out[s:e, k] = peak * np.sin(np.pi * np.arange(1, e - s + 1) / (e - s + 1))
     return out
 

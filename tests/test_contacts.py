@@ -116,6 +116,21 @@ def test_a_step_stays_near_where_it_began_and_a_travelling_foot_clears_the_floor
     assert len(lifted) >= 10 and min(lifted) > 0.95, lifted
 
 
+
+def test_toes_swing_clear_of_the_floor_as_the_capture_s_do(filled):
+    """The network's toe scrapes along the floor under a raised ankle; lifted clear on its swings (no higher
+    off its ground than its ankle is off its own), the toes skate hardly more than the capture's
+    (unlifted, 1.8x), and far less than the model's."""
+    motion, gaps, fill, planted = filled
+    floor = paw_ground(feet_of(motion))
+
+    def toe_skating(m):
+        world = feet_of(m)
+        return np.mean([foot_skating(world[s:e + 1], floor)[:2] for s, e in gaps])
+
+    assert toe_skating(planted) < 1.5 * toe_skating(motion), (toe_skating(planted), toe_skating(motion))
+    assert toe_skating(planted) < 0.5 * toe_skating(fill), (toe_skating(planted), toe_skating(fill))
+
 def test_only_the_generated_frames_change(filled):
     motion, gaps, fill, planted = filled
     made = np.zeros(motion.n_frames, dtype=bool)
