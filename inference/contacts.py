@@ -22,7 +22,9 @@ the generated frames only (keys and the frames outside gaps are never changed):
    the capture steps or jumps), its toe by as much but never more than its ankle clears the ankle's
    ground (a network's toe may scrape the floor under a raised ankle);
 5. two-bone IK (hip, knee, ankle) puts the ankle on its target, the knee turning in the plane of the
-   leg; the foot keeps its world rotation but turns so that its toe reaches the toe's target.
+   leg; the foot keeps its world rotation but turns so that its toe reaches the toe's target. Where a
+   toe is held and its ankle is not, the ankle's target is first moved onto the foot's length about
+   the toe's (:func:`pivoted`), so the foot pivots on the held toe rather than dragging it.
 
 A quadruped's leg without a toe joint stands on its *paw*, the End Site below its foot (the dog's: under
 ``LeftHand``, ``RightHand`` in front, ``LeftFoot``, ``RightFoot`` behind), and the paw is the point
@@ -130,15 +132,21 @@ def plant(motion, gaps, height):
     stands = gpos[:, [leg.foot for leg in found]] + below
     paws = np.array([bool(leg.paw) for leg in found])
     floor = ground(stands, seen, slice(None), motion.up, GROUND)
-    held = _held(stands, floor, generated, u, height, motion.fps, paws)
+    held, stood = _held(stands, floor, generated, u, height, motion.fps, paws)
     toed = [k for k, leg in enumerate(found) if leg.toe >= 0]
     toes = [found[k].toe for k in toed]
     # a toe moves with its foot's target where it has no contact of its own, and is lifted no higher off
     # its ground than its ankle is off the ankle's (a foot in the air is not stood on its tip)
     path = gpos[:, toes] + held[:, toed] - stands[:, toed]
     ankle_clear = np.maximum(held[:, toed, u] - floor[toed], 0.0)
-    toe_targets = dict(zip(toed, np.moveaxis(_held(path, ground(gpos, seen, toes, motion.up, GROUND), generated, u, height,
-                                                   motion.fps, high=TOE_LIFT_HIGH, ceiling=ankle_clear), 1, 0)))
+    toe_held, toe_on = _held(path, ground(gpos, seen, toes, motion.up, GROUND), generated, u, height, motion.fps,
+                             high=TOE_LIFT_HIGH, ceiling=ankle_clear)
+    fade = fade_frames(motion.fps, FADE)
+    for i, k in enumerate(toed):
+        length = np.linalg.norm(motion.skeleton.offsets[toes[i]])
+        weight = nearness(toe_on[:, i], fade) * (1.0 - nearness(stood[:, k], fade))
+        held[:, k] = pivoted(held[:, k], toe_held[:, i], length, weight)
+    toe_targets = dict(zip(toed, np.moveaxis(toe_held, 1, 0)))
     rows = np.flatnonzero(generated)
     rotations = motion.rotations.copy()
     for k, leg in enumerate(found):
@@ -165,16 +173,40 @@ def plant_windows(clip, starts, rotations, positions, past, height):
 
 
 def _held(path, lowest, generated, up, height, fps, paws=False, high=LIFT_HIGH, ceiling=np.inf):
-    """(F, K, 3): the points ``path`` (F, K, 3) held where they are in contact (:func:`contacts` with their
+    """(F, K, 3) the points ``path`` (F, K, 3) held where they are in contact (:func:`contacts` with their
     grounds ``lowest`` (K,), :func:`offsets`), in steps (:func:`steps`), never below their grounds and clear
     of them on the way between steps (:func:`lifts`, at most ``high`` of the body's height and ``ceiling``
-    (F, K) above them)."""
+    (F, K) above them); and (F, K) bool, the frames held (:func:`held_contacts`)."""
     fade = fade_frames(fps, PAW_FADE if np.any(paws) else FADE)
     contact = held_contacts(path, lowest, generated, up, height, fps, paws)
     held = path + offsets(path, contact, generated, fade)
     clear = np.minimum(lifts(held, contact, generated, up, height, high), ceiling)
     held[..., up] = np.maximum(held[..., up], lowest + clear)
-    return held
+    return held, contact
+
+
+def nearness(contact, fade):
+    """(F,) 1 on the frames of ``contact`` (F,) bool, falling linearly to 0 at ``fade`` + 1 frames from the
+    nearest of them: a weight that comes and goes with a contact as its lock's offset does."""
+    on = np.flatnonzero(contact)
+    if not len(on):
+        return np.zeros(len(contact))
+    index = np.arange(len(contact))
+    after = np.minimum(np.searchsorted(on, index), len(on) - 1)
+    distance = np.minimum(np.abs(on[after] - index), np.abs(index - on[np.maximum(after - 1, 0)]))
+    return np.clip(1.0 - distance / (fade + 1), 0.0, 1.0)
+
+
+def pivoted(ankle, toe, length, weight):
+    """(F, 3) the ankle's targets ``ankle`` (F, 3) moved by ``weight`` (F,) of the way onto the sphere of the
+    foot's ``length`` about the toe's targets ``toe`` (F, 3). The foot only aims at its toe's target
+    (:func:`solve_leg`), so a toe held on the floor while its ankle moves otherwise slides with the ankle
+    (a heel lifting off a standing toe, a network's foot turning on the floor); on the sphere, the foot
+    pivots about the held toe."""
+    way = ankle - toe
+    reach = np.linalg.norm(way, axis=-1, keepdims=True)
+    on_sphere = toe + length * way / np.maximum(reach, 1e-9)
+    return ankle + weight[:, None] * (on_sphere - ankle)
 
 
 def held_contacts(path, lowest, generated, up, height, fps, paws=False):
