@@ -30,9 +30,15 @@ def filled(lafan1_zip, model):
     """20 s of a test-subject clip with ten 30-frame gaps, each with its own context, filled by the model."""
     with zipfile.ZipFile(lafan1_zip) as z:
         motion = parse_bvh(z.read("obstacles1_subject5.bvh"), "obstacles1_subject5").frames(1000, 1600)
-    gaps = [(s, s + N + 1) for s in range(model.past, motion.n_frames - N - model.past - 1, N + 2 * model.past + 1)]
+    gaps = spaced_gaps(motion, N, model.past)
     fill = fill_gaps(model, motion, gaps)
     return motion, gaps, fill, plant(fill, gaps, model.layout.height)
+
+
+def spaced_gaps(motion, n, past):
+    """(start, end) key pairs of ``n``-frame gaps through ``motion``, each with ``past`` frames of its own
+    context on either side."""
+    return [(s, s + n + 1) for s in range(past, motion.n_frames - n - past - 1, n + 2 * past + 1)]
 
 
 def feet_of(motion):
@@ -123,7 +129,6 @@ def test_a_step_stays_near_where_it_began_and_a_travelling_foot_clears_the_floor
     assert len(lifted) >= 10 and min(lifted) > 0.95, lifted
 
 
-
 def test_toes_swing_clear_of_the_floor_as_the_capture_s_do(filled):
     """The network's toe scrapes along the floor under a raised ankle; lifted clear on its swings (no higher
     off its ground than its ankle is off its own), the toes skate hardly more than the capture's
@@ -141,8 +146,7 @@ def test_a_toe_held_on_the_floor_pivots_its_foot_rather_than_sliding(lafan1_zip,
     the ankle (2.1 times the capture's toe skating; 1.6 pivoted)."""
     with zipfile.ZipFile(lafan1_zip) as z:
         motion = parse_bvh(z.read("fallAndGetUp1_subject5.bvh"), "fallAndGetUp1_subject5").frames(0, 1200)
-    n = 60
-    gaps = [(s, s + n + 1) for s in range(model.past, motion.n_frames - n - model.past - 1, n + 2 * model.past + 1)]
+    gaps = spaced_gaps(motion, 60, model.past)
     fill = fill_gaps(model, motion, gaps)
     planted = plant(fill, gaps, model.layout.height)
     ours, capture, network = (toe_skating(m, motion, gaps) for m in (planted, motion, fill))
