@@ -13,26 +13,30 @@ from inference.cli import main
 from inference.inbetween import floor, gap_in
 from inference.modelfile import ModelError
 from inference.motion import forward_kinematics
+from inference.mvae.features import poses
 from tests.test_mvae import clip, model, run  # noqa: F401  (fixtures: a subject 5 clip, the tiny model)
 
-FEET = ("LeftToe", "RightToe", "LeftFoot", "RightFoot")
 
-
-def lowest_feet(motions, skeleton, first):
-    """(K, F) the lowest foot's height in each motion's frames from ``first`` on."""
-    feet = [skeleton.index(f) for f in FEET]
-    return np.array([m.global_transforms()[1][first:, feet, 1].min(axis=1) for m in motions])
+def lowest_feet(model, motion, frame, frames, k, grounded):
+    """(K, frames) the lowest foot's height, as the floor step measures it, in each of K roll-outs of
+    ``frames`` frames from ``frame`` of ``motion`` (seeded)."""
+    start = poses(motion.frames(frame - 1, frame + 1), model.pair)[0]
+    rng = np.random.default_rng(0)
+    raw = model._rollout(np.repeat(start, k, axis=0), frames,
+                         lambda t: rng.standard_normal((k, model.latent), dtype=np.float32), grounded)
+    return np.stack([model.legs.lowest(r) for r in raw])
 
 
 def test_the_floor_step_keeps_every_foot_on_the_floor(model, clip):  # noqa: F811
+    """Each generated pose is lifted before it is fed back, so that no foot is under the model's floor by
+    its orientations or by its own positions, which the motion's bones aim at (test_aim.py)."""
     motion = read_bvh(clip)
-    ground = floor(motion.frames(100 + 1 - model.past, 101), [])
-    sunk = lowest_feet(model.walk(motion, 100, 60, k=4, seed=0, grounded=False), motion.skeleton, 101) - ground
+    sunk = lowest_feet(model, motion, 100, 60, 4, grounded=False)
     assert (sunk < -1.0).mean() > 0.5      # the tiny model sinks without it (measured: 99 % of frames)
-    walks = model.walk(motion, 100, 60, k=4, seed=0)
-    standing = lowest_feet(walks, motion.skeleton, 101) - ground
+    standing = lowest_feet(model, motion, 100, 60, 4, grounded=True)
     assert standing.min() > -1e-3           # cm: float32 poses
     assert (standing < 0.5).mean() > 0.5    # lifted onto the floor, not thrown up
+    walks = model.walk(motion, 100, 60, k=4, seed=0)
     np.testing.assert_allclose(walks[0].rotations[:101], motion.rotations[:101], atol=1e-12)
 
 

@@ -17,8 +17,9 @@ Each frame, as the paper's reference runtime does:
    averaged with the last one moved on a frame.
 
 The motion written out is the joints' world rotations rebuilt from the predicted forward and up
-vectors (made local through the parents) and the hips' position: a :class:`~..motion.Motion` of the
-model's skeleton at its frame rate.
+vectors, turned as little as it takes for the bones to point at the bones' positions of step 3 (the
+reference draws those positions; :mod:`..aim`), made local through the parents, and the hips' position:
+a :class:`~..motion.Motion` of the model's skeleton at its frame rate.
 """
 
 from dataclasses import dataclass, replace
@@ -26,11 +27,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import quat
+from ..aim import aimed, skeleton_bones
 from ..modelfile import Model, ModelError, Placement
 from ..motion import Motion, Skeleton
 from ..transition import interpolation
 from .actions import ACTIONS, labels
-from .features import (BONE_DIM, CURRENT, FORWARD, OUT_SAMPLE_DIM, SAMPLE_DIM, SPEED_HORIZON, UP, bones_of, leg_length,
+from .features import (BONE_DIM, CURRENT, FORWARD, OUT_SAMPLE_DIM, SAMPLE_DIM, SITE, SPEED_HORIZON, UP, bones_of,
+                       leg_length,
                        one_hot, reflected, root, sample_frames, speed_ahead, turn, world)
 from .fill import RESTING, onto_keys, plan
 from .path import Desired, check, desired
@@ -112,6 +115,8 @@ class MANNModel(Model):
         self.history, self.ahead = -int(self.offsets[0]), int(self.offsets[-1])
         self.move_speed = thresholds["MOVE_SPEED"] * leg_length(self.skeleton, self.bones)
         self.joint_bones = np.array([self.bones.index(n) for n in self.skeleton.names])
+        self._aim = skeleton_bones(self.skeleton, self.joint_bones, {j: self.bones.index(self.skeleton.names[j] + SITE)
+                                                                     for j, _ in self.skeleton.end_sites})
         self.experts = [o.name for o in session.get_outputs()][1:] == ["experts"]
         self.past = self.history + 1                      # a fill starts from the key and the second before it
         self.max_gap = int(round(MAX_GAP * self.fps))
@@ -157,17 +162,18 @@ class MANNModel(Model):
         pursuit = Pursuit(wants, frames, self.fps) if timed else Pursuit(
             wants, frames, self.fps, lead=LEAD * u, idle=self.move_speed, slowest=SLOWEST, gain=DRIFT_GAIN,
             walking=DRIFT_SPEED * u, straight=STRAIGHT * u, arrive=ARRIVE * u, names=self.actions)
-        rotations, hips, experts = [self._rotations(state)], [state.pos[:, 0].copy()], []
+        rotations, bones, experts = [self._rotations(state)], [state.pos.copy()], []
         for t in range(steps):
             state, alpha = self._step(state, pursuit)
             pursuit.advance(t, state.ground[:, -1])
             rotations.append(self._rotations(state))
-            hips.append(state.pos[:, 0].copy())
+            bones.append(state.pos.copy())
             experts.append(alpha)
             if tick is not None:
                 tick()
         weights = np.stack(experts, axis=1) if self.experts and steps else None
-        return np.stack(rotations, axis=1), np.stack(hips, axis=1), weights
+        bones = np.stack(bones, axis=1)
+        return aimed(np.stack(rotations, axis=1), bones, bones[..., 0, :], self._aim), bones[..., 0, :], weights
 
     def fill(self, gap, blend=None, variation=0.0, seed=None):
         """The ``gap.length`` in-between frames of every gap of ``gap`` (a :class:`~..transition.Gap` at the

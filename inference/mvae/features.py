@@ -18,14 +18,17 @@ The pose of frame t (D = 3 + 12 J values, 267 for LaFAN1's 22 joints):
 
 A sequence of poses goes back to a :class:`~..motion.Motion` (:func:`motion_of`) by integrating the
 root from a start on the floor, rebuilding every joint's world rotation from its forward and up
-vectors (local through the parents), and placing the hips where the pose puts them; the other joints
-keep their rest offsets. Positions and velocities are redundant for that (as in the paper, they are
-what the network learns from); the rotations and the hips are what is keyed.
+vectors, turning those as little as it takes for the bones to point at the pose's joint positions
+(:mod:`..aim`: a network's orientations and positions need not agree, and its positions are where its
+feet stand), and placing the hips where the pose puts them; the other joints keep their rest offsets.
+The rotations (local through the parents) and the hips are what is keyed; the velocities are what the
+network learns from, as in the paper.
 """
 
 import numpy as np
 
 from .. import quat
+from ..aim import aimed, skeleton_bones
 from ..errors import DataError
 from ..mirror import mirror_map, unsided
 from ..motion import Motion, forward_kinematics, inverse_kinematics
@@ -137,15 +140,17 @@ def root_path(pose, origin, theta, fps):
 
 def motion_of(pose, origin, theta, skeleton, fps, name=""):
     """The motion of poses (F, D) that follow a frame whose root stood at ``origin`` (3,) facing ``theta``:
-    the root integrated frame by frame, the joints' rotations from their forward and up vectors, the
-    hips placed by the pose, the other joints at ``skeleton``'s rest offsets."""
+    the root integrated frame by frame, the joints' rotations from their forward and up vectors aimed at
+    their positions, the hips placed by the pose, the other joints at ``skeleton``'s rest offsets."""
     f, j = len(pose), len(skeleton)
     part = fields(j)
     origins, turned = root_path(pose, origin, theta, fps)
     facing = yaw(turned[1:])[:, None]
     orient = pose[:, slice(*part["orientations"])].reshape(f, j, 6)
     world = quat.mul(facing, rotations_from(orient[..., :3], orient[..., 3:]))
-    hips = quat.rotate(facing[:, 0], pose[:, part["positions"][0]:part["positions"][0] + 3]) + origins
+    targets = quat.rotate(facing, pose[:, slice(*part["positions"])].reshape(f, j, 3)) + origins[:, None]
+    hips = targets[:, 0]
+    world = aimed(world, targets, hips, skeleton_bones(skeleton))
     rotations, _ = inverse_kinematics(world, np.zeros((f, j, 3)), skeleton.parents)
     positions = np.repeat(skeleton.offsets[None], f, axis=0)
     positions[:, 0] = hips

@@ -5,11 +5,11 @@ floor is but the heights themselves), so without this step a walk sinks. After e
 foot or toe is found and the whole pose raised by how far it is under the floor, before it is fed back
 to the network, so the next step starts standing on the floor too.
 
-A foot's height comes from the pose as :func:`.features.motion_of` keys it: the hips' height plus the
-leg's bones (the skeleton's rest offsets) turned by their parents' orientations (the pose's forward and
-up vectors in the root frame, whose origin is on the floor), not from the network's own joint
-positions, which need not agree with its orientations. The feet are the legs' foot and toe joints as
-:func:`..contacts.legs` finds them.
+A foot's height is taken two ways, and the lower counts: from the network's own joint positions, which
+the motion's bones are aimed at (:func:`.features.motion_of`, :mod:`..aim`), so that no foot the user sees
+is under the floor; and from the pose's orientations (the hips' height plus the leg's bones, the
+skeleton's rest offsets, turned by their parents' forward and up vectors); the two need not agree. By the positions alone the walks blew up more often (docs/experiments.md, "Bones aimed at the
+network's positions"). The feet are the legs' foot and toe joints as :func:`..contacts.legs` finds them.
 """
 
 from dataclasses import dataclass
@@ -31,6 +31,7 @@ class Legs:
     sums: np.ndarray
     orientations: slice
     heights: slice      # every joint's height (y) in the positions field; the hips' first
+    feet: np.ndarray    # (F,) the feet's indices among those heights
 
     @classmethod
     def of(cls, skeleton):
@@ -44,14 +45,17 @@ class Legs:
         part = fields(len(skeleton))
         return cls(skeleton.parents[bones], skeleton.offsets[bones],
                    np.array([[b in chain for b in bones] for chain in chains], dtype=np.float64),
-                   slice(*part["orientations"]), slice(part["positions"][0] + 1, part["positions"][1], 3))
+                   slice(*part["orientations"]), slice(part["positions"][0] + 1, part["positions"][1], 3),
+                   np.array(ends))
 
     def lowest(self, pose):
-        """(B,) the height of the lowest foot of raw poses ``pose`` (B, D)."""
+        """(B,) the height of the lowest foot of raw poses ``pose`` (B, D), by the orientations or by the
+        network's own positions, whichever is lower."""
         b = len(pose)
         orient = pose[:, self.orientations].reshape(b, -1, 6)[:, self.parents].astype(np.float64)
         rise = (matrices_from(orient[..., :3], orient[..., 3:])[..., 1, :] * self.offsets).sum(axis=-1)   # (B, E)
-        return pose[:, self.heights.start] + (rise @ self.sums.T).min(axis=1)
+        heights = pose[:, self.heights]
+        return np.minimum(heights[:, 0] + (rise @ self.sums.T).min(axis=1), heights[:, self.feet].min(axis=1))
 
     def lift(self, pose, floor):
         """``pose`` (B, D) raised, in place, wherever a foot is under ``floor``: every joint's height by
