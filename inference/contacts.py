@@ -17,8 +17,8 @@ the generated frames only (keys and the frames outside gaps are never changed):
    straight from one to the other), else at its mean position; the offset from the joint's own path
    to its lock fades out over ``FADE`` seconds on either side (never past a user frame, where it is
    zero; between two contacts closer than that, it moves straight from one lock to the next), no
-   joint goes below its ground, and a foot off the ground on generated frames clears it by an arc
-   as high as ``LIFT`` of the way it travels there (a network's foot glides along the floor where
+   joint goes below its ground, and a foot off the ground on generated frames for at most ``MAX_SWING``
+   clears it by an arc as high as ``LIFT`` of the way it travels there (a network's foot glides along the floor where
    the capture steps or jumps), its toe by as much but never more than its ankle clears the ankle's
    ground (a network's toe may scrape the floor under a raised ankle);
 5. two-bone IK (hip, knee, ankle) puts the ankle on its target, the knee turning in the plane of the
@@ -53,6 +53,7 @@ FADE = 0.2                        # seconds over which a lock's offset fades in 
 REACH = 0.05                      # of the body's height: how far a path may stray from its step's start
 LIFT, LIFT_HIGH = 0.2, 0.15       # a swing's clearance: of the way it travels, at most this of the body's height
 TOE_LIFT_HIGH = 0.08              # a toe's, less: lifted higher, the foot turns faster than the capture's ever do
+MAX_SWING = 2.0                   # seconds: a foot off the ground longer is not stepping (a swing lasts under one)
 SWING = 4.0                       # the most the hip's swing moves the knee, in lengths of the ankle's move by it
 # a quadruped's paws: of its leg's length (MANN's Placement height), a person's thresholds in leg lengths
 # (about half the body's height) for LOW, looser for SLOW (experiments.md, "Planted paws")
@@ -180,7 +181,7 @@ def _held(path, lowest, generated, up, height, fps, paws=False, high=LIFT_HIGH, 
     fade = fade_frames(fps, PAW_FADE if np.any(paws) else FADE)
     contact = held_contacts(path, lowest, generated, up, height, fps, paws)
     held = path + offsets(path, contact, generated, fade)
-    clear = np.minimum(lifts(held, contact, generated, up, height, high), ceiling)
+    clear = np.minimum(lifts(held, contact, generated, up, height, round(MAX_SWING * fps), high), ceiling)
     held[..., up] = np.maximum(held[..., up], lowest + clear)
     return held, contact
 
@@ -253,12 +254,13 @@ def steps(path, contact, generated, up, reach, swing):
     return out
 
 
-def lifts(held, contact, generated, up, height, high=LIFT_HIGH):
+def lifts(held, contact, generated, up, height, longest, high=LIFT_HIGH):
     """(F, K) the least height above its ground of each joint on its generated frames off the ground: an arc
-    over each swing (a run of them between contacts or user frames), as high as ``LIFT`` of the way it
-    travels, at most ``high`` of the body's ``height``, so a foot that travels clears the floor, as a
-    stepping or jumping foot does, rather than sliding along it; a swing the network lifts higher keeps
-    its own height."""
+    over each swing (a run of them between contacts or user frames) of at most ``longest`` frames, as high
+    as ``LIFT`` of the way it travels, at most ``high`` of the body's ``height``, so a foot that travels
+    clears the floor, as a stepping or jumping foot does, rather than sliding along it; a swing the network
+    lifts higher keeps its own height. A longer run is a foot gliding where no contact was found (a Motion
+    VAE's walk: runs of seconds), and an arc over it would only float the foot above its glide."""
     out = np.zeros(held.shape[:2])
     frames = len(held)
     free = ~contact & generated[:, None]
@@ -266,6 +268,8 @@ def lifts(held, contact, generated, up, height, high=LIFT_HIGH):
     for k in range(held.shape[1]):
         edges = np.flatnonzero(np.diff(np.concatenate([[0], free[:, k].astype(np.int8), [0]])))
         for s, e in zip(edges[::2], edges[1::2]):          # frames s .. e - 1
+            if e - s > longest:
+                continue
             way = np.linalg.norm(flat[min(e, frames - 1), k] - flat[max(s - 1, 0), k])
             peak = min(LIFT * way, high * height)
             out[s:e, k] = peak * np.sin(np.pi * np.arange(1, e - s + 1) / (e - s + 1))

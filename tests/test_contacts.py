@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from inference.bvh import parse_bvh
-from inference.contacts import (GROUND, LIFT, LIFT_HIGH, REACH, contacts, fade_frames, held_contacts, legs, offsets,
-                                plant)
+from inference.contacts import (GROUND, LIFT, LIFT_HIGH, MAX_SWING, REACH, contacts, fade_frames, held_contacts, legs,
+                                lifts, offsets, plant)
 from inference.guard import ground
 from inference.inbetween import fill_gaps
 from inference.mann.metrics import foot_skating, paw_ground
@@ -127,6 +127,20 @@ def test_a_step_stays_near_where_it_began_and_a_travelling_foot_clears_the_floor
                 lifted.append((after[s:e, k, 1].max() - floor[k]) / min(LIFT * way, LIFT_HIGH * height))
     assert len(strays) >= 5 and max(strays) <= REACH * height + 1e-9, strays
     assert len(lifted) >= 10 and min(lifted) > 0.95, lifted
+
+
+def test_a_foot_off_the_floor_longer_than_a_swing_is_not_lifted(filled, model):
+    """A run of generated frames off the ground longer than ``MAX_SWING`` is a foot gliding where no contact
+    was found (a Motion VAE's walk: seconds at a time), not a step: an arc over it would float the foot.
+    The captured feet of the clip, taken as one run off the ground of either length."""
+    motion = filled[0]
+    world = feet_of(motion)[:, 2:]
+    longest = round(MAX_SWING * motion.fps)
+    for frames, lifted in ((longest, True), (longest + 1, False)):
+        path = world[:frames]
+        arc = lifts(path, np.zeros(path.shape[:2], dtype=bool), np.ones(frames, dtype=bool), 1,
+                    model.layout.height, longest)
+        assert (arc.max() > 1.0) == lifted, (frames, arc.max())   # cm
 
 
 def test_toes_swing_clear_of_the_floor_as_the_capture_s_do(filled):
