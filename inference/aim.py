@@ -14,6 +14,7 @@ children nearly in a line do not leave it free to spin.
 import numpy as np
 
 from . import quat
+from .retarget import best_rotation
 
 PRIOR = 0.01  # the predicted orientation's weight in a several-bone fit, against one bone's
 
@@ -29,7 +30,7 @@ def aimed(world_rotations, targets, root, bones):
     targets = np.asarray(targets, dtype=np.float64)
     placed = {0: np.asarray(root, dtype=np.float64)}
     for j, hanging in enumerate(bones):
-        if not hanging or j not in placed:
+        if not hanging:
             continue
         offsets = np.array([offset for offset, _, _ in hanging])                  # (C, 3)
         wanted = targets[..., [t for _, t, _ in hanging], :] - placed[j][..., None, :]   # (..., C, 3)
@@ -37,7 +38,8 @@ def aimed(world_rotations, targets, root, bones):
         if len(hanging) == 1:
             swing = quat.between(quat.rotate(rotations[..., j, :], offsets[0]), wanted[..., 0, :])
             size = np.linalg.norm(swing, axis=-1, keepdims=True)
-            swing = np.where(size <= 1e-9, [1.0, 0.0, 0.0, 0.0], swing / np.maximum(size, 1e-12))   # half a turn: left be
+            # a bone half a turn from its target has no one shortest swing: it is left as it is
+            swing = np.where(size <= 1e-9, [1.0, 0.0, 0.0, 0.0], swing / np.maximum(size, 1e-12))
             rotations[..., j, :] = quat.mul(swing, rotations[..., j, :])
         else:
             rotations[..., j, :] = _fitted(offsets, wanted, rotations[..., j, :])
@@ -62,13 +64,11 @@ def skeleton_bones(skeleton, joints=None, sites=None):
 
 def _fitted(offsets, wanted, prior):
     """The rotations (..., 4) that best take ``offsets`` (C, 3) onto ``wanted`` (..., C, 3) in the least
-    squares (Kabsch), with the rotations ``prior`` (..., 4) as PRIOR of one more bone on each axis."""
-    scale = PRIOR * np.mean(np.sum(offsets * offsets, axis=-1))
-    h = np.einsum("ci,...cj->...ij", offsets, wanted) + scale * np.swapaxes(quat.to_matrix(prior), -1, -2)
-    finite = np.isfinite(h).all(axis=(-1, -2))
-    u, _, vt = np.linalg.svd(np.where(finite[..., None, None], h, np.eye(3)))   # a walk that blew up stays NaN
-    d = np.sign(np.linalg.det(np.swapaxes(vt, -1, -2) @ np.swapaxes(u, -1, -2)))
-    fix = np.ones(d.shape + (3,))
-    fix[..., 2] = d
-    fitted = quat.from_matrix(np.swapaxes(vt, -1, -2) @ (fix[..., None] * np.swapaxes(u, -1, -2)))
-    return np.where(finite[..., None], fitted, np.nan)
+    squares (:func:`.retarget.best_rotation`), with the rotations ``prior`` (..., 4) as PRIOR of one more
+    bone on each axis."""
+    weight = np.sqrt(PRIOR * np.mean(np.sum(offsets * offsets, axis=-1)))
+    a = np.concatenate([offsets, weight * np.eye(3)])
+    b = np.concatenate([wanted, weight * np.swapaxes(quat.to_matrix(prior), -1, -2)], axis=-2)
+    finite = np.isfinite(b).all(axis=(-1, -2))
+    fitted = quat.from_matrix(best_rotation(a, np.where(finite[..., None, None], b, a)))
+    return np.where(finite[..., None], fitted, np.nan)   # a walk that blew up stays NaN

@@ -17,10 +17,10 @@ the generated frames only (keys and the frames outside gaps are never changed):
    straight from one to the other), else at its mean position; the offset from the joint's own path
    to its lock fades out over ``FADE`` seconds on either side (never past a user frame, where it is
    zero; between two contacts closer than that, it moves straight from one lock to the next), no
-   joint goes below its ground, and a foot off the ground on generated frames for at most ``MAX_SWING``
-   clears it by an arc as high as ``LIFT`` of the way it travels there (a network's foot glides along the floor where
-   the capture steps or jumps), its toe by as much but never more than its ankle clears the ankle's
-   ground (a network's toe may scrape the floor under a raised ankle);
+   joint goes below its ground, and a foot off the ground on generated frames for at most
+   ``MAX_SWING`` clears it by an arc as high as ``LIFT`` of the way it travels there (a network's foot
+   glides along the floor where the capture steps or jumps), its toe by as much but never more than
+   its ankle clears the ankle's ground (a network's toe may scrape the floor under a raised ankle);
 5. two-bone IK (hip, knee, ankle) puts the ankle on its target, the knee turning in the plane of the
    leg; the foot keeps its world rotation but turns so that its toe reaches the toe's target. Where a
    toe is held and its ankle is not, the ankle's target is first moved onto the foot's length about

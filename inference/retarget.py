@@ -43,10 +43,11 @@ def smallest_turn(a, b):
 
 
 def best_rotation(a, b):
-    """The rotation (3x3) that best carries the unit directions ``a`` (n, 3) onto ``b`` (Kabsch)."""
-    u, _, vt = np.linalg.svd(b.T @ a)
+    """The rotations (..., 3, 3) that best carry the directions ``a`` (..., n, 3) onto ``b`` (..., n, 3) in
+    the least squares (Kabsch)."""
+    u, _, vt = np.linalg.svd(np.swapaxes(b, -1, -2) @ a)
     d = np.sign(np.linalg.det(u @ vt))
-    return u @ np.diag([1.0, 1.0, d]) @ vt
+    return u @ (np.stack([np.ones_like(d), np.ones_like(d), d], axis=-1)[..., None] * vt)
 
 
 def calibrate(skeleton, joints, rest_rot, rest_heads, poses):

@@ -33,8 +33,7 @@ from ..motion import Motion, Skeleton
 from ..transition import interpolation
 from .actions import ACTIONS, labels
 from .features import (BONE_DIM, CURRENT, FORWARD, OUT_SAMPLE_DIM, SAMPLE_DIM, SITE, SPEED_HORIZON, UP, bones_of,
-                       leg_length,
-                       one_hot, reflected, root, sample_frames, speed_ahead, turn, world)
+                       leg_length, one_hot, reflected, root, sample_frames, speed_ahead, turn, world)
 from .fill import RESTING, onto_keys, plan
 from .path import Desired, check, desired
 from .pursuit import ARRIVE, DRIFT_GAIN, DRIFT_SPEED, LEAD, SLOWEST, STRAIGHT, Pursuit

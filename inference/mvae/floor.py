@@ -8,8 +8,9 @@ to the network, so the next step starts standing on the floor too.
 A foot's height is taken two ways, and the lower counts: from the network's own joint positions, which
 the motion's bones are aimed at (:func:`.features.motion_of`, :mod:`..aim`), so that no foot the user sees
 is under the floor; and from the pose's orientations (the hips' height plus the leg's bones, the
-skeleton's rest offsets, turned by their parents' forward and up vectors); the two need not agree. By the positions alone the walks blew up more often (docs/experiments.md, "Bones aimed at the
-network's positions"). The feet are the legs' foot and toe joints as :func:`..contacts.legs` finds them.
+skeleton's rest offsets, turned by their parents' forward and up vectors); the two need not agree. By
+the positions alone the walks blew up more often (docs/experiments.md, "Bones aimed at the network's
+positions"). The feet are the legs' foot and toe joints as :func:`..contacts.legs` finds them.
 """
 
 from dataclasses import dataclass
