@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from inference.dataset import Selection
+from training.card import hardware
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBJECT_1 = Selection((1,))   # LaFAN1's subject 1: what the sampler tests cut windows from
@@ -73,6 +74,10 @@ def test_resume_continues_where_the_run_stopped(trained_rtn, lafan1_zip, tmp_pat
     first, second = (line for line in card.splitlines() if line.startswith("- Steps "))
     assert first.startswith("- Steps 0 to 4: `python -m training rtn --data") and "--bf16" not in first
     assert second.startswith("- Steps 4 to 6:") and "--bf16" in second and "--lr 1e-3" in second
+    # each stretch names the machine it ran on, recorded by the run itself (a card written elsewhere,
+    # after a GPU's stretch, does not put this machine in its place)
+    assert first.endswith(", on " + hardware("cpu")) and second.endswith(", on " + hardware("cpu"))
+    assert "- 6 optimiser steps." in card
     # validation on the held-out tenth, beside interpolation on the same windows
     rows = [line.split(" | ") for line in card.splitlines() if line.startswith(("| 5 |", "| 15 |", "| 30 |", "| 45 |"))]
     assert len(rows) == 4 and "## Validation" in card
@@ -133,6 +138,30 @@ def test_init_refuses_what_is_not_a_checkpoint(trained_rtn, tmp_path):
     assert result.returncode == 2
     assert result.stderr.startswith(f"error: {card}: not a training checkpoint")
     assert not (tmp_path / "run" / "checkpoint.pt").exists()
+
+
+def test_max_gap_caps_the_gaps_a_model_file_fills_and_its_card_says_so(trained_rtn, tmp_path):
+    """``--max-gap``: an RTN file that refuses gaps longer than asked (so a longer one goes to another model
+    of its skeleton); beyond what its network reaches, one clear error and nothing written."""
+    from inference.modelfile import ModelError, open_model
+    from inference.transition import Gap
+
+    model = tmp_path / "capped.onnx"
+    export = [sys.executable, "-m", "training", "export", str(trained_rtn["checkpoint"]), "-o"]
+    subprocess.run(export + [str(model), "--max-gap", "12"], cwd=ROOT, check=True, capture_output=True, text=True)
+    opened = open_model(model)
+    assert opened.max_gap == 12 and open_model(trained_rtn["model"]).max_gap > 12
+    assert "--max-gap 12`" in model.with_suffix(".md").read_text() and "gaps of 1 to 12 frames" in \
+        model.with_suffix(".md").read_text()
+    past_r, past_p = np.zeros((1, opened.past, len(opened.skeleton), 4)), np.zeros((1, opened.past, len(opened.skeleton), 3))
+    past_r[..., 0] = 1.0
+    gap = Gap(opened.skeleton, past_r, past_p, past_r[:, -1], past_p[:, -1], 13)
+    with pytest.raises(ModelError, match="a gap of 13 frames is outside what model capped fills \\(1 to 12\\)"):
+        opened.fill(gap)
+    result = subprocess.run(export + [str(tmp_path / "far.onnx"), "--max-gap", "100000"], cwd=ROOT,
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and "--max-gap 100000: give 1 to" in result.stderr
+    assert not (tmp_path / "far.onnx").exists()
 
 
 @pytest.mark.parametrize("weights", ["float32", "mixed"])

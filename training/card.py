@@ -11,16 +11,17 @@ import shlex
 
 
 def made(history, steps):
-    """The stretches of training, each a Markdown line with its command and commit: resumes with
-    both unchanged are one stretch."""
-    stretches = []   # [first step, (command, commit)]
+    """The stretches of training, each a Markdown line with its command, commit and hardware (where
+    the run recorded them): resumes with all three unchanged are one stretch."""
+    stretches = []   # [first step, (command, commit, hardware)]
     for run in history["runs"]:
-        how = "python -m training " + shlex.join(run["argv"]), run.get("commit")
+        how = "python -m training " + shlex.join(run["argv"]), run.get("commit"), run.get("hardware")
         if not stretches or stretches[-1][1] != how:
             stretches.append([run["from_step"], how])
     ends = [start for start, _ in stretches[1:]] + [steps]
     return [f"- Steps {start} to {end}: `{command}`" + (f" at commit {commit}" if commit else "")
-            for (start, (command, commit)), end in zip(stretches, ends)]
+            + (f", on {machine}" if machine else "")
+            for (start, (command, commit, machine)), end in zip(stretches, ends)]
 
 
 def hardware(device):
@@ -36,8 +37,9 @@ def sources(meta):
     return [meta["data"]] if isinstance(meta["data"], str) else list(meta["data"])
 
 
-def write(path, family, state, weights, precision, sections):
-    """Write the card of the model file at ``path`` beside it (``MODEL.md``)."""
+def write(path, family, state, weights, precision, sections, options=""):
+    """Write the card of the model file at ``path`` beside it (``MODEL.md``); ``options``: the export's
+    command line beyond ``--weights``."""
     meta, args = state["meta"], state["meta"]["args"]
     speeds = args.get("speeds", "1")
     held = meta.get("held_out")   # none before --hold-out
@@ -57,8 +59,10 @@ def write(path, family, state, weights, precision, sections):
         "Trained in stretches, each going on from the checkpoint where the one before stopped: resuming "
         "it (from a copy of its `--out` folder where the folders differ) or, with `--init`, starting a "
         "new run from its weights:", "", *made(state["history"], state["step"]), "",
-        f"Then `python -m training export CHECKPOINT -o {path.name} --weights {weights}`: weights {precision}",
-        f"- {state['step']} optimiser steps; {hardware(args.get('device', 'cpu'))}.",
+        f"Then `python -m training export CHECKPOINT -o {path.name} --weights {weights}{options}`: weights {precision}",
+        f"- {state['step']} optimiser steps"
+        # where no run recorded its hardware (checkpoints from before they did): the last run's device here
+        + ("." if any("hardware" in r for r in state["history"]["runs"]) else f"; {hardware(args.get('device', 'cpu'))}."),
         *sections.get("measured", []),
     ]
     path.with_suffix(".md").write_text("\n".join(lines) + "\n")

@@ -77,12 +77,14 @@ def precision(weights):
             f"{small_bits} bits (blocks of {small_block}) for the others (onnxruntime MatMulNBits).")
 
 
-def export(path, output, weights="float32", bench_data=None, data=None, cache=None):
+def export(path, output, weights="float32", bench_data=None, data=None, cache=None, max_gap=None):
     state = checkpoint.load(path)
     family, model = loaded(state)
     output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
     meta = metadata(state, family, model, weights)
+    if max_gap is not None:
+        meta["betwixt.gaps"] = _capped(meta, max_gap, path)
+    output.parent.mkdir(parents=True, exist_ok=True)
     if data:
         meta["betwixt.floor"] = floor_of(data, cache, state["meta"])
     write(family.graph(model), output, meta, weights)
@@ -92,8 +94,21 @@ def export(path, output, weights="float32", bench_data=None, data=None, cache=No
         raise DataError(f"{output}: onnxruntime and torch differ by {difference:.2g} (more than {AGREEMENT}); "
                         "the export is wrong, nothing was written")
     card.write(output, family, state, weights, precision(weights),
-               family.card(state, meta, output, bench_data, data, cache))
+               family.card(state, meta, output, bench_data, data, cache),
+               f" --max-gap {max_gap}" if max_gap is not None else "")
     return output, difference
+
+
+def _capped(meta, longest, path):
+    """The ``betwixt.gaps`` of a model that fills gaps, its longest cut to ``longest`` frames: where a
+    network's fills of long gaps lose to another model of the skeleton (the dog's RTN stops striding
+    where MANN does not), a longer gap goes to that one."""
+    if "betwixt.gaps" not in meta:
+        raise DataError(f"{path}: --max-gap is for a model that fills gaps between keys (an RTN)")
+    gaps = json.loads(meta["betwixt.gaps"])
+    if not 1 <= longest <= gaps["max"]:
+        raise DataError(f"{path}: --max-gap {longest}: give 1 to {gaps['max']}, the longest gap its network reaches")
+    return json.dumps({**gaps, "max": longest})
 
 
 def convert(path, output, bench_data=None, data=None, cache=None):
@@ -180,10 +195,13 @@ def add_arguments(parser):
                         help="the training data (as many --data as the run had): put validation numbers beside "
                              "interpolation's in the model card (for data sets without a benchmark, like Bandai's)")
     parser.add_argument("--cache", help="data set cache folder")
+    parser.add_argument("--max-gap", type=int, help="an RTN's longest gap (frames) to fill, below what it reaches: "
+                                                    "a longer one goes to another model of its skeleton that fills it")
 
 
 def run(args):
-    path, difference = export(args.checkpoint, args.output, args.weights, args.bench_data, args.data, args.cache)
+    path, difference = export(args.checkpoint, args.output, args.weights, args.bench_data, args.data, args.cache,
+                              args.max_gap)
     print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB; onnxruntime within {difference:.2g} of torch) "
           f"and its model card {path.with_suffix('.md')}")
 

@@ -26,7 +26,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
 from inference.errors import DataError
-from . import checkpoint
+from . import card, checkpoint
 from .clips import held_out_of
 
 LICENCES = {"lafan1": "CC BY-NC-ND 4.0 (Ubisoft La Forge LaFAN1): non-commercial use only",
@@ -155,7 +155,8 @@ def train(family, args, argv):
         say(f"starting from the weights of {args.init} at step {step}")
     history.setdefault("train", [])
     history.setdefault("validation", [])
-    history["runs"].append({"from_step": step, "argv": list(argv), "commit": source_commit()})
+    history["runs"].append({"from_step": step, "argv": list(argv), "commit": source_commit(),
+                            "hardware": card.hardware(device)})
     net = torch.nn.parallel.DistributedDataParallel(model) if distributed else model
     # Polyak averaging: consecutive checkpoints differ at a fine-tune's small rate, and their average
     # beats each of them. It starts from the checkpoint's average, or its weights.
