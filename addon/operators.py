@@ -75,6 +75,9 @@ def read_plan(context, keys_from, serves="fill", kind=None):
     fps = scene_fps(context.scene)
     bones = [rig.names[b] for b in retarget.bones]
     gaps = keys_from(channels, bones)
+    if gaps and not transitions.reaches(model, gaps, fps):
+        model = model_for(context, obj, serves, kind, fits=lambda m: transitions.reaches(m, gaps, fps))
+        rig, retarget, detected = read_retarget(obj, model)
     ratio = fps / model.layout.fps
     transitions.check_gaps(model, gaps, ratio)
     before, after = transitions.margins(model, ratio)

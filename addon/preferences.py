@@ -118,7 +118,11 @@ def model_file(context=None, kind="rtn"):
 
 def load_model(context=None, kind="rtn"):
     """The active model of ``kind``, or :class:`ModelError` saying what is wrong and what to do."""
-    path = model_file(context, kind)
+    return _opened(kind, model_file(context, kind))
+
+
+def _opened(kind, path):
+    """The model of ``kind`` at ``path``, opened once while the file is unchanged, or its error."""
     try:
         stamp = path.stat().st_mtime_ns, path.stat().st_size
     except OSError:
@@ -145,11 +149,13 @@ def serves(model, request):
     return request in model.SERVES and callable(getattr(model, CALLS.get(request, ""), None))
 
 
-def model_for(context, obj, request=None, kind=None):
+def model_for(context, obj, request=None, kind=None, fits=None):
     """The active model for the armature ``obj``: of the skeleton it plays (:func:`.mapping.played`: a rig
     mapped to the dog's skeleton gets the locomotion model, a human rig the in-betweening one), the first
     of that skeleton's models (and of ``kind``, when given) that serves ``request`` ("fill", "variants",
-    "follow-path", "continue": :func:`serves`), or :class:`ModelError`. A model that cannot be loaded is an
+    "follow-path", "continue": :func:`serves`) and that ``fits`` accepts where one does (say, fills gaps this
+    long), or :class:`ModelError`. A kind whose active model is of another skeleton is represented by its
+    first offered model of this one, where it has one (:func:`_trained_on_skeleton`). A model that cannot be loaded is an
     error where it is of ``kind``, or, without ``kind``, where its kind serves ``request``; otherwise it is passed
     over (a broken in-betweening model does not stop Follow Path). A kind with no model at all (none shipped or
     in the Model Folder, no file chosen) is passed over unless it is ``kind``; the error names it, with
@@ -170,8 +176,11 @@ def model_for(context, obj, request=None, kind=None):
             "no model: none is shipped with this build of Betwixt nor in the Model Folder; set a Model Folder "
             "holding .onnx files made by 'python -m training export' in Preferences > Add-ons > Betwixt")
     played = models[mapping.played(obj, [m.skeleton for m in models])]
+    models = [m if m.skeleton.same_hierarchy(played.skeleton) else _trained_on_skeleton(context, m, played.skeleton)
+              for m in models]
     same = [m for m in models if m.skeleton.same_hierarchy(played.skeleton) and kind in (None, m.file.kind)]
-    chosen = next((m for m in same if request is None or serves(m, request)), same[0] if same else None)
+    serving = [m for m in same if request is None or serves(m, request)]
+    chosen = next((m for m in serving if fits is None or fits(m)), serving[0] if serving else same[0] if same else None)
     what = DOES.get(request, request)
     if chosen is None:
         wanted = load_model(context, kind)
@@ -195,6 +204,20 @@ def model_for(context, obj, request=None, kind=None):
               "Add-ons > Betwixt" for k in wanting]
     raise ModelError(f"armature {obj.name!r} plays the skeleton of model {chosen.name} ({chosen.TITLE}), which "
                      f"does not {what}" + (f"; to {what}, " + ", or ".join(hints) if hints else ""))
+
+
+def _trained_on_skeleton(context, model, skeleton):
+    """The first model of ``model``'s kind offered (:func:`offered_models`) that was trained on
+    ``skeleton``, or ``model``: a rig of another skeleton than the active model's gets one of its own (a
+    dog, the dog's in-betweening model beside the human one)."""
+    for path in offered_models(model.file.kind, context):
+        try:
+            other = _opened(model.file.kind, path)
+        except ModelError:
+            continue
+        if other.skeleton.same_hierarchy(skeleton):
+            return other
+    return model
 
 
 def forget_models():

@@ -52,6 +52,12 @@ def model_frames(a, b, ratio):
     return max(2, int(round((b - a) / ratio)))
 
 
+def reaches(model, gaps, fps):
+    """Whether ``model`` fills every one of ``gaps`` (scene frames at ``fps``): a dog's gaps over a second
+    go from its RTN to its MANN."""
+    return all(model_frames(a, b, fps / model.layout.fps) - 1 <= model.max_gap for a, b in gaps)
+
+
 def check_gaps(model, gaps, ratio):
     """Refuse, before anything runs, a gap the model cannot fill."""
     if not gaps:

@@ -93,6 +93,8 @@ def main(argv=None):
     mann.add_argument("--plots", type=Path, help="write PNG plots of the paths followed and of the experts here")
     mann.add_argument("--clips", type=int, help="measure only the first N test clips")
     mann.add_argument("--seconds", type=float, help="measure only the first S seconds of each clip and path")
+    mann.add_argument("--rtn", type=Path, help="an RTN model file of the dog's skeleton: its gap filling is "
+                                              "measured beside the MANN model's")
     mann.add_argument("--cache", type=Path, help="data set cache folder")
     mann.set_defaults(run=_bench_mann)
 
@@ -194,7 +196,9 @@ def _load(args):
     from .modelfile import find_model, open_model
 
     motion = read_bvh(args.file)
-    model = open_model(args.model) if args.model else find_model(motion.skeleton, serves=args.serves)
+    longest = args.gap[1] - args.gap[0] - 1 if getattr(args, "gap", None) else getattr(args, "every", 1) - 1
+    model = open_model(args.model) if args.model else find_model(motion.skeleton, serves=args.serves,
+                                                                 gap=longest / motion.fps)
     _serving(model, args)
     model.check_skeleton(motion.skeleton)
     return motion, model, {"blend": args.blend, "variation": args.variation, "seed": args.seed}
@@ -424,9 +428,12 @@ def _bench_mann(args):
     from .modelfile import find_model, open_model
 
     model = open_model(args.model, kind="mann") if args.model else find_model(None, kind="mann")
+    rtn = open_model(args.rtn, kind="rtn") if args.rtn else None
+    if rtn:
+        rtn.check_skeleton(model.skeleton)
     data = load_motion_set(args.data, args.cache)
     start = time.perf_counter()
-    results, plots = measure(model, data, args.clips, args.seconds)
+    results, plots = measure(model, data, args.clips, args.seconds, rtn)
     _printed(table(results), "bench-mann", start)
     _write_json(args.json, results)
     if args.plots:

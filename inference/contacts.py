@@ -77,6 +77,11 @@ class Leg:
     paw: tuple = ()
 
 
+def is_quadruped(skeleton):
+    """Whether ``skeleton`` has a tail: the dog's names are a person's and a tail."""
+    return any(TAIL.search(n) for n in skeleton.names)
+
+
 def legs(skeleton):
     """The legs of ``skeleton``: each joint named as a foot or ankle (not a toe) on one side, with a
     parent and grandparent below the root (knee and hip) and, where it has one, a child named as a toe.
@@ -85,7 +90,7 @@ def legs(skeleton):
     shoulder blade above those is left as it is), and a foot without a toe stands on the End Site below
     it, its paw."""
     names, parents = skeleton.names, skeleton.parents
-    quadruped = any(TAIL.search(n) for n in names)
+    quadruped = is_quadruped(skeleton)
     sites = {int(j): tuple(float(v) for v in offset) for j, offset in skeleton.end_sites}
     out = []
     for j, name in enumerate(names):
@@ -103,8 +108,9 @@ def legs(skeleton):
 
 def plant(motion, gaps, height):
     """``motion`` with feet planted on the frames strictly inside each ``(start, end)`` key pair;
-    ``height`` the body's height in the motion's units (a quadruped's: its leg's length, MANN's
-    Placement). ``[(0, F)]`` plants a motion generated from its first frame (Follow Path, from its
+    ``height`` the body's height in the motion's units; a quadruped's thresholds are in its longest leg's
+    length (MANN's Placement height) whatever model made the motion (an RTN's layout holds the
+    standing height). ``[(0, F)]`` plants a motion generated from its first frame (Follow Path, from its
     start pose): each foot's ground is then found in all its frames (one frame cannot tell it: a paw
     may be lifted), its contacts locked where the first frame has them or at their mean positions;
     ``[(s, F)]`` a motion generated after its frame ``s`` (Continue's walks): the frames up to ``s`` are
@@ -132,6 +138,10 @@ def plant(motion, gaps, height):
                       for leg in found], axis=1)                    # (F, L, 3): the foot joint to where it stands
     stands = gpos[:, [leg.foot for leg in found]] + below
     paws = np.array([bool(leg.paw) for leg in found])
+    if paws.any():
+        offsets = motion.skeleton.offsets
+        height = max(np.linalg.norm(leg.paw) + np.linalg.norm(offsets[leg.foot]) + np.linalg.norm(offsets[leg.knee])
+                     for leg in found if leg.paw)
     floor = ground(stands, seen, slice(None), motion.up, GROUND)
     held, stood = _held(stands, floor, generated, u, height, motion.fps, paws)
     toed = [k for k, leg in enumerate(found) if leg.toe >= 0]

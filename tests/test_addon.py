@@ -900,12 +900,12 @@ def test_models_of_other_kinds_beside_the_in_betweening_ones_change_nothing(addo
     import betwixt.inference.modelfile as modelfile
     from betwixt.addon import preferences
 
-    assert {p.stem for p in modelfile.MODELS.glob("*.onnx")} - {"rtn-human", "rtn-lafan1", "rtn-bandai1"}
+    assert {p.stem for p in modelfile.MODELS.glob("*.onnx")} - {"rtn-human", "rtn-lafan1", "rtn-bandai1", "rtn-dog"}
     preferences.forget_models()
     try:
         prefs = bpy.context.preferences.addons["betwixt"].preferences
         prefs.rtn_file = ""
-        rtns = ["rtn-human", "rtn-bandai1", "rtn-lafan1"]   # the default first
+        rtns = ["rtn-human", "rtn-bandai1", "rtn-dog", "rtn-lafan1"]   # the default first
         assert [p.stem for p in modelfile.shipped("rtn")] == rtns
         assert [item[0] for item in preferences._items_of("rtn")(prefs, bpy.context)] == rtns
         assert preferences.load_model().name == "rtn-human"

@@ -88,7 +88,8 @@ def test_the_model_folder_offers_its_models_beside_the_shipped_ones(scene, folde
     shutil.copy(folder / "mvae-tiny.onnx", mine / "mvae-tiny.onnx")
     shutil.copy(RTN, mine / "rtn-mine.onnx")
     prefs.model_folder = str(mine)
-    assert [p.stem for p in preferences.offered_models("rtn")] == ["rtn-human", "rtn-bandai1", "rtn-lafan1", "rtn-mine"]
+    assert [p.stem for p in preferences.offered_models("rtn")] == ["rtn-human", "rtn-bandai1", "rtn-dog", "rtn-lafan1",
+                                                                  "rtn-mine"]
     assert [i[0] for i in preferences._items_of("rtn")(prefs, bpy.context)][-1] == "rtn-mine"
     prefs.rtn_model = "rtn-mine"
     try:
@@ -257,7 +258,7 @@ def test_continue_refuses_the_bad_cases_and_changes_nothing(scene, clip, folder,
         dog = parse_bvh(z.read("D1_008_KAN01_002.bvh"), "dog").frames(0, 120)
     write_bvh(dog, tmp_path / "dog.bvh")
     obj = import_bvh(tmp_path / "dog.bvh")
-    fails(r"plays the skeleton of model mann-dog \(Locomotion \(MANN\)\), which does not make continuations; to "
+    fails(r"plays the skeleton of model rtn-dog \(In-betweening \(RTN\)\), which does not make continuations; to "
           r"make continuations, map its bones to model mvae-tiny's skeleton")
     bpy.ops.object.armature_add()                         # an armature whose one bone says nothing
     obj = bpy.context.active_object

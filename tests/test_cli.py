@@ -82,7 +82,7 @@ def test_models_lists_every_shipped_model_and_one_of_another_kind_beside_them(la
 
     assert main(["models", "--json"]) == 0
     listed = {m["name"]: m for m in json.loads(capsys.readouterr().out)}
-    assert set(listed) == {"mann-dog", "rtn-bandai1", "rtn-human", "rtn-lafan1"}
+    assert set(listed) == {"mann-dog", "rtn-bandai1", "rtn-dog", "rtn-human", "rtn-lafan1"}
     lafan = listed["rtn-lafan1"]
     assert lafan["kind"] == "rtn" and lafan["skeleton"] == {"joints": 22, "root": "Hips"} and lafan["fps"] == 30
     assert lafan["serves"] == ["fill", "decompress", "variants"] and "non-commercial" in lafan["licence"]

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from inference.modelfile import DEFAULTS
+from inference.modelfile import DEFAULTS, shipped
 
 ROOT = Path(__file__).resolve().parents[1]
 PLATFORMS = ["linux-x64", "windows-x64", "macos-arm64", "macos-x64"]
@@ -262,6 +262,9 @@ def test_linux_zip_installs_with_blenders_operator_and_runs_onnxruntime(linux_zi
     assert result["version"] == ORT
     assert sum(result["output"], []) == pytest.approx([0.7615942] * 6)   # tanh(1)
     models = ROOT / "inference" / "models"
-    # every shipped model, the defaults first (the one a fill uses when none is chosen)
-    assert result["models"] == sorted((p.name for p in models.glob("*.onnx")),
-                                      key=lambda name: (Path(name).stem not in DEFAULTS.values(), name))
+    # every shipped model as the runtime lists them outside Blender: the defaults first (the one a fill uses
+    # when none is chosen), then in-betweening before locomotion (the dog's RTN fills before its MANN)
+    assert result["models"] == [p.name for p in shipped()]
+    assert sorted(result["models"]) == sorted(p.name for p in models.glob("*.onnx"))
+    assert result["models"][0] == DEFAULTS["rtn"] + ".onnx"
+    assert result["models"].index("rtn-dog.onnx") < result["models"].index("mann-dog.onnx")

@@ -38,7 +38,7 @@ def test_a_shipped_model_is_small_documented_and_trained_on_what_it_says(shipped
     assert model.metadata["betwixt.weights"] in ("mixed", "int8")     # weights in blocks of integers
     card = model.path.with_suffix(".md").read_text()
     assert all(part in card for part in model.metadata["betwixt.licence"].split("; "))
-    assert "non-commercial" in model.metadata["betwixt.licence"]
+    assert any(terms in model.metadata["betwixt.licence"] for terms in ("non-commercial", "research and education only"))
     every = {m.name for source in data["source"].split(" + ") for m in read_motions(mocap / source)}
     assert set(data["files"]) <= every and all(name in card for name in data["files"])
     held = set(data.get("held_out", []))
@@ -73,14 +73,14 @@ def test_a_shipped_model_fills_held_out_frames_closer_than_interpolation(shipped
 
 
 def test_a_shipped_model_stays_plausible_over_120_frames(shipped):
-    """No limb flies: over 120-frame gaps cut every 40 frames from its clips, the fastest joint
+    """No limb flies: over 120-frame gaps (or its longest) cut every 40 frames from its clips, the fastest joint
     (PEAK, 99th percentile over windows) is at most 1.5 times as fast as in the capture. These
     windows are mostly frames it was trained on; plausibility, not accuracy, is the question.
     The models shipped before the straight-line step failed it (1.8 and 2.4 times: a hand that
     snapped onto the key in about one window in a hundred); on held-out gaps, so did the straight
     line without the nearer sign (3.7 times: hips spinning through the zero quaternion)."""
     model, data, motions = shipped
-    n = 120
+    n = min(120, model.max_gap)   # the dog's RTN leaves gaps over a second to MANN
     rot, pos = gather_windows([motions[name] for name in sorted(set(data["files"]) & set(motions))
                                if motions[name].n_frames > PAST + n + 1],
                               PAST + n + 1, 40)
@@ -93,14 +93,15 @@ def test_a_shipped_model_stays_plausible_over_120_frames(shipped):
 
 
 def test_a_shipped_model_knows_the_floor_its_data_stood_on(shipped, mocap, tmp_path):
-    """A fill stands the rig's feet where the model's training data had theirs: LaFAN1's toes touch
-    zero height, Bandai's sit four centimetres up. ``convert --data`` measures it for a file exported
+    """A fill stands the rig's feet where the model's training data had theirs: LaFAN1's toes and the
+    dog's paws touch zero height, Bandai's sit four centimetres up. ``convert --data`` measures it for a file exported
     before the key existed, and gets the shipped value back."""
     from training.export import _rewritten, convert
     from training.onnx_tools import metadata_of
 
     model, data, motions = shipped
-    assert (-1.5 < model.floor < 1.5) if data["source"].startswith("lafan1") else (3.0 < model.floor < 6.0)
+    # Bandai's toes sit some 4 cm up; LaFAN1's toes and the dog's paws stand at zero (measured -0.46 cm)
+    assert (3.0 < model.floor < 6.0) if data["source"].startswith("bandai1") else (-1.5 < model.floor < 1.5)
     before = tmp_path / "before.onnx"
     _rewritten(model.path, before, {k: v for k, v in metadata_of(model.path).items() if k != "betwixt.floor"})
     assert open_model(before).floor == 0.0

@@ -18,6 +18,7 @@ four paws (the End Sites), as the rig suite measures.
 """
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -221,13 +222,15 @@ def held_out_places(n_frames, fps):
     return places
 
 
-def measure(model, clips, where, **options):
+def measure(pick, clips, where, **options):
     """Per run label: the fill's and Bézier's mean error (units) and their paws' skating (units a frame)
-    over the generated frames of ``clips``, runs placed by ``where(n_frames, fps)``, the fill given
-    ``options`` (blend); and per clip."""
-    pooled, per_clip = {}, {}
+    over the generated frames of ``clips``, runs placed by ``where(n_frames, fps)``, the fill by the model
+    ``pick(seconds)`` gives for a run's longest gap, given ``options`` (blend), and its name; and per clip."""
+    pooled, per_clip, filled_by = {}, {}, {}
     for clip in clips:
         for label, motion, gaps, keys in runs(clip, where(clip.n_frames, clip.fps), clip.fps):
+            model = pick(max(b - a - 1 for a, b in gaps) / clip.fps)
+            filled_by[label] = model.name
             made = np.zeros(motion.n_frames, bool)
             for a, b in gaps:
                 made[a + 1:b] = True
@@ -246,22 +249,30 @@ def measure(model, clips, where, **options):
                     table.setdefault(name, []).append(e)
                     table.setdefault(name + "_skating", []).append(skate)
     summary = lambda t: {k: float(np.concatenate(v).mean()) for k, v in t.items()}   # noqa: E731
-    return {label: summary(t) for label, t in pooled.items()}, \
+    return {label: {**summary(t), "model": filled_by[label]} for label, t in pooled.items()}, \
         {c: {label: summary(t) for label, t in rows.items()} for c, rows in per_clip.items()}
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/mocap/dog-mann.zip"))
-    parser.add_argument("--model", type=Path, help="a MANN model file (default: the shipped one)")
+    parser.add_argument("--model", type=Path, help="a model file of the dog's skeleton, MANN or RTN (default: the "
+                                                   "shipped model that fills the dog's gaps)")
     parser.add_argument("--rig-suite", action="store_true", help="the rig suite's dog cases (test split): the check")
     parser.add_argument("--clips", type=int, help="only the first N clips (a quick look)")
     parser.add_argument("--blend", type=int, help="the target blend in frames (default: the model's own)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    model = open_model(args.model, kind="mann") if args.model else find_model(None, kind="mann")
+    mann = find_model(None, kind="mann")      # the dog's skeleton and its test split
+    chosen = open_model(args.model) if args.model else None
+    if chosen:
+        chosen.check_skeleton(mann.skeleton)
+
+    @functools.lru_cache
+    def pick(seconds):   # as the add-on and the command line choose: the first that fills the gap
+        return chosen or find_model(mann.skeleton, serves="fill", gap=seconds)
     data = load_motion_set(args.data)
-    test = model.file.json("betwixt.test_clips")
+    test = mann.file.json("betwixt.test_clips")
     if args.rig_suite:
         clips = [data.clip(data.names.index(n)).frames(a, b) for n, a, b in RIG_SUITE.values()]
         where = rig_suite_places
@@ -269,9 +280,9 @@ def main(argv=None):
         clips = [data.clip(i) for i, n in enumerate(data.names) if n not in test]
         where = held_out_places
     began = time.perf_counter()
-    pooled, per_clip = measure(model, clips[:args.clips], where, blend=args.blend)
+    pooled, per_clip = measure(pick, clips[:args.clips], where, blend=args.blend)
     for label, r in pooled.items():
-        print(f"{label:<11} fill {r['fill']:6.2f} cm, Bézier {r['bezier']:6.2f} "
+        print(f"{label:<11} {r['model']:<9} fill {r['fill']:6.2f} cm, Bézier {r['bezier']:6.2f} "
               f"(ratio {r['fill'] / r['bezier']:.2f}); "
               f"paw skating {r['fill_skating']:.3f} / {r['bezier_skating']:.3f} cm/frame")
     if args.rig_suite:

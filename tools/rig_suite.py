@@ -58,6 +58,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 from inference.bvh import parse_bvh, write_bvh  # noqa: E402  (after the path is set)
+from inference.contacts import is_quadruped  # noqa: E402
 from inference.mann.features import PAWS  # noqa: E402
 from inference.mapping import describe  # noqa: E402
 from inference.motion import Motion, Skeleton, height, inverse_kinematics  # noqa: E402
@@ -234,9 +235,10 @@ class Betwixt:
     plant: bool = True           # Fill Gaps' and Decompress's Plant Feet (on by default, as in the add-on)
     pose_io: object = field(init=False)
     preferences: object = field(init=False)
+    transitions: object = field(init=False)
 
     def __post_init__(self):
-        for name in ("pose_io", "preferences"):
+        for name in ("pose_io", "preferences", "transitions"):
             setattr(self, name, importlib.import_module(f"{self.module}.addon.{name}"))
 
 
@@ -472,7 +474,7 @@ def capture_of(obj, joints, bones, model, frames):
     """The capture's points on ``frames``, with its feet and hips: a human's feet as the add-on reads the
     model's joint names (roles 'foot' and 'toe'), a quadruped's the paws, the tails of the bones mapped to
     the joints they hang from (``inference/mann/metrics.py``'s End Sites); the hips are the model's root."""
-    tails = [bones[joints.index(p)] for p in PAWS if p in joints] if model.file.kind == "mann" else []
+    tails = [bones[joints.index(p)] for p in PAWS if p in joints] if is_quadruped(model.skeleton) else []
     feet = ([len(bones) + k for k in range(len(tails))] if tails else
             [k for k, j in enumerate(joints) if describe(j)[1] in ("foot", "toe")])
     truth = world_points(obj, frames, bones, tails)
@@ -561,7 +563,7 @@ def run_case(case, betwixt, mocap, folder, out, bar):
 
 def measured(betwixt, obj, keys, runs, n_frames, joints, bones, out, bar):
     """The runs, each from the capture's ``keys``, pooled into one row per operator and gap length, with
-    the model that filled them (the one whose skeleton the rig plays)."""
+    the model that filled them (of the skeleton the rig plays, the first that reaches their gaps)."""
     model = betwixt.preferences.model_for(bpy.context, obj, "fill")
     set_keys(betwixt, obj, keys)
     capture = capture_of(obj, joints, bones, model, np.arange(1, n_frames + 1))
@@ -571,7 +573,11 @@ def measured(betwixt, obj, keys, runs, n_frames, joints, bones, out, bar):
         if out:
             bpy.ops.wm.save_as_mainfile(filepath=str(out / f"{obj.name}-{i + 1:02d}-{run.operator}.blend"), copy=True)
         bar.update(1)
-    return [dict(operator=op, gap=label, model=model.name, **row(results)) for (op, label), results in groups.items()]
+    fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+    filled_by = {(r.operator, r.label): betwixt.preferences.model_for(   # a dog's gaps over a second: MANN's
+        bpy.context, obj, "fill", fits=lambda m, r=r: betwixt.transitions.reaches(m, r.gaps, fps)).name for r in runs}
+    return [dict(operator=op, gap=label, model=filled_by[op, label], **row(results))
+            for (op, label), results in groups.items()]
 
 
 def detect(obj, first, betwixt, keys):

@@ -9,8 +9,10 @@ capture on the model's test split (the clip names its file carries as ``betwixt.
    the root's mean distance to the path (cm) and its facing's mean angle to it (degrees), beside the
    paper's MANN (Zhang et al. 2018, Table 4), and the time it takes against the path's own (from the
    share of the path it covers in the path's time); the gating network's blending weights on them;
-3. gaps of 0.5, 1 and 2 s on the test clips filled by the model and by interpolation: the mean joint
-   position error and the paws' skating, beside the capture's skating on the same frames;
+3. gaps of 0.5, 1 and 2 s on the test clips filled by the model, by an RTN trained on the dog data
+   where one is given (``--rtn``: the issue's comparison of the two as the dog's fill model) and by
+   interpolation: the mean joint position error and the paws' skating, beside the capture's skating
+   on the same frames;
 4. speed: milliseconds per frame of the controller at batch 1 on one thread, and the file's size,
    beside the issue's goals and the paper's.
 
@@ -131,13 +133,16 @@ def follow_shapes(model, seconds=None):
     return rows, plots
 
 
-def fill_gaps(model, clips, lengths=GAPS):
+def fill_gaps(model, clips, lengths=GAPS, rtn=None):
     """Per gap length (seconds): mean joint error (units), paw skating (all paws, back paws) and the legs'
-    angular update of the model's fill, raw and planted, and of interpolation, over gaps starting every
-    GAP_EVERY seconds of the test clips, with the capture's on the same frames, and how many gaps."""
+    angular update of the model's fill and, where given, of an RTN model's of the same skeleton up to the
+    longest gap it fills (each raw and planted), and of interpolation, over gaps starting every GAP_EVERY seconds of the test clips,
+    with the capture's on the same frames, and how many gaps."""
     results = {}
     for seconds in lengths:
         n = int(round(seconds * model.fps)) - 1            # in-between frames of a gap of ``seconds``
+        methods = {"model": model.fill, **({"rtn": rtn.fill} if rtn and n <= rtn.max_gap else {}),
+                   "interpolation": interpolation}
         cut = []
         for clip in clips:
             starts = np.arange(model.past - 1, clip.n_frames - n - 1 - model.past, int(round(GAP_EVERY * clip.fps)))
@@ -146,7 +151,7 @@ def fill_gaps(model, clips, lengths=GAPS):
         if not cut:
             continue
         row = {"gaps": int(sum(g.batch for _, _, g, _ in cut))}
-        for name, method in (("model", model.fill), ("interpolation", interpolation)):
+        for name, method in methods.items():
             measured = []
             for clip, starts, gap, ground in cut:
                 frames = starts[:, None] + np.arange(n + 2)
@@ -156,8 +161,8 @@ def fill_gaps(model, clips, lengths=GAPS):
                 filled_pos = pos.copy()
                 filled_pos[:, 1:-1] = moved
                 versions = {name: filled}
-                if name == "model":
-                    versions["model_planted"] = plant_windows(clip, starts, filled, filled_pos, model.past,
+                if name != "interpolation":
+                    versions[f"{name}_planted"] = plant_windows(clip, starts, filled, filled_pos, model.past,
                                                               model.layout.height)
                 measured.append({k: _measured(clip, r, filled_pos, rot, pos, ground) for k, r in versions.items()})
             for version in measured[0]:
@@ -181,15 +186,18 @@ def _gaps(clip, starts, n, past):
 def _measured(clip, rotations, positions, true_rotations, true_positions, ground):
     """Per gap (B,) of filled windows (B, n + 2, J, ...) (the keys on either side included), then of the
     capture's: the mean joint error of the in-between frames (``error``, the filled only), and over the
-    window the paws' skating (all, ``back``) and the legs' angular update."""
+    window the paws' skating (all, ``back``), the lowest paw's height above its ground and the legs'
+    angular update."""
     parents = clip.skeleton.parents
     _, filled = forward_kinematics(rotations, positions, parents)
     _, truth = forward_kinematics(true_rotations, true_positions, parents)
     out = []
     for rot, pos in ((rotations, positions), (true_rotations, true_positions)):
         motions = [Motion(clip.skeleton, r, p, clip.fps) for r, p in zip(rot, pos)]
-        skating = np.array([metrics.foot_skating(metrics.paws(m), ground) for m in motions])
+        paws = [metrics.paws(m) for m in motions]
+        skating = np.array([metrics.foot_skating(p, ground) for p in paws])
         out.append({"skating": skating.mean(axis=1), "skating_back": skating[:, 2:].mean(axis=1),
+                    "lowest": np.array([metrics.lowest_paw(p, ground) for p in paws]),
                     "angular": np.array([metrics.angular_update(m) for m in motions])})
     out[0]["error"] = np.linalg.norm(filled - truth, axis=-1)[:, 1:-1].mean(axis=(1, 2))
     return out
@@ -211,14 +219,15 @@ def speed(model, repeats=5):
     return {"ms_per_frame": 1000 * (long[0] - short[0]) / (long[1] - short[1]), "bytes": model.path.stat().st_size}
 
 
-def measure(model, data, clips=None, seconds=None):
-    """Everything above as one dict (see the module's docstring)."""
+def measure(model, data, clips=None, seconds=None, rtn=None):
+    """Everything above as one dict (see the module's docstring); ``rtn``: an RTN model file of the
+    dog's skeleton whose gap filling is measured beside the model's."""
     chosen = test_clips(model, data, clips, seconds)
     paths, plots = follow_shapes(model, seconds)
     return {"model": model.name, "tau": model.tau, "experts_output": model.experts,
             "test_clips": [c.name for c in chosen], "seconds": seconds,
             "follow_capture": follow_capture(model, chosen), "paths": paths,
-            "gaps": fill_gaps(model, chosen), "speed": speed(model)}, plots
+            "gaps": fill_gaps(model, chosen, rtn=rtn), "fill_rtn": rtn.name if rtn else None, "speed": speed(model)}, plots
 
 
 def table(results):
@@ -239,15 +248,17 @@ def table(results):
                      f"({r['paper_facing']:.2f})   {r['seconds']:5.1f} / {r['path_seconds']:.1f} s   skating "
                      f"{_against(r, 'skating')}, back {_against(r, 'skating_back')}; "
                      f"angular {_against(r, 'angular', fmt='.2f')}")
-    lines.append("gaps on the test split: mean joint error cm; paw skating cm/frame, all / back; "
-                 "legs' angular update deg")
+    rtn = f" (rtn: {results['fill_rtn']})" if results.get("fill_rtn") else ""
+    lines.append(f"gaps on the test split{rtn}: mean joint error cm; paw skating cm/frame, all / back; the lowest "
+                 "paw's height above its ground; legs' angular update deg")
     for name, r in results["gaps"].items():
         lines.append(f"  {name:<5} {r['gaps']:4d} gaps")
-        for version in ("model", "model_planted", "interpolation", "capture"):
+        for version in [v for v in ("model", "model_planted", "rtn", "rtn_planted", "interpolation", "capture")
+                        if v in r]:
             v = r[version]
             error = f"error {v['error']:5.2f} cm, " if "error" in v else " " * 17
             lines.append(f"        {version.replace('_', ' '):<15} {error}skating {v['skating']:.3f} / "
-                         f"{v['skating_back']:.3f}, angular {v['angular']:.2f}")
+                         f"{v['skating_back']:.3f}, lowest paw {v['lowest']:4.1f} cm up, angular {v['angular']:.2f}")
     s = results["speed"]
     lines.append(f"speed: {s['ms_per_frame']:.2f} ms a frame at batch 1 on one thread (goal 1 ms; the paper's C++ "
                  f"about 2); file {s['bytes'] / 2**20:.1f} MiB (goal 15 MB; the paper's 22)")

@@ -31,6 +31,13 @@ def foot_skating(paw_positions, ground, height=SKATE_HEIGHT):
     return (step * np.clip(2 - 2 ** (h / height), 0, 1)).mean(axis=0)
 
 
+def lowest_paw(paw_positions, ground):
+    """Mean height (units) of the lowest paw above its ``ground`` (4,) over the frames: a gait keeps a paw
+    on the floor nearly always, a motion that floats does not, and skating (which weighs only paws near
+    their ground) cannot tell."""
+    return float((paw_positions[..., 1] - ground).min(axis=-1).mean())
+
+
 def angular_update(motion, joints=LEGS):
     """Mean angle (degrees a frame) by which the local rotations of ``joints`` turn between frames."""
     index = [motion.skeleton.index(j) for j in joints]
