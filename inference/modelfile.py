@@ -192,7 +192,7 @@ def shipped(kind=None, folder=None):
     """The model files in ``folder`` (default: the shipped ones), of ``kind`` when given: the defaults
     first (what Blender and a command without ``--model`` start with), then by kind in KINDS' order, then
     by name. So on a skeleton with both, an in-betweening model fills before a locomotion model: on the
-    dog, rtn-dog errs 20-45 % less than mann-dog (docs/experiments.md)."""
+    dog, rtn-dog errs about 40 % less than mann-dog (docs/experiments.md)."""
     rank = {k: i for i, k in enumerate(KINDS)}
     return [path for path in sorted(Path(folder or MODELS).glob("*.onnx"),
                                     key=lambda p: (p.stem not in DEFAULTS.values(), rank.get(_kind_of(p), len(rank)),
