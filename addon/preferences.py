@@ -155,11 +155,11 @@ def model_for(context, obj, request=None, kind=None, fits=None):
     of that skeleton's models (and of ``kind``, when given) that serves ``request`` ("fill", "variants",
     "follow-path", "continue": :func:`serves`) and that ``fits`` accepts where one does (say, fills gaps this
     long), or :class:`ModelError`. A kind whose active model is of another skeleton is represented by its
-    first offered model of this one, where it has one (:func:`_trained_on_skeleton`). A model that cannot be loaded is an
-    error where it is of ``kind``, or, without ``kind``, where its kind serves ``request``; otherwise it is passed
-    over (a broken in-betweening model does not stop Follow Path). A kind with no model at all (none shipped or
-    in the Model Folder, no file chosen) is passed over unless it is ``kind``; the error names it, with
-    where to put one, where it would serve ``request``."""
+    first offered model of this one, where it has one (:func:`_trained_on_skeleton`). A model that cannot be
+    loaded is an error where it is of ``kind``, or, without ``kind``, where its kind serves ``request``;
+    otherwise it is passed over (a broken in-betweening model does not stop Follow Path). A kind with no
+    model at all (none shipped or in the Model Folder, no file chosen) is passed over unless it is ``kind``;
+    the error names it, with where to put one, where it would serve ``request``."""
     models, failed, absent = [], [], []
     for k in KINDS:
         if k != kind and not offered_models(k, context) and not getattr(preferences(context), f"{k}_file", "").strip():

@@ -136,8 +136,8 @@ def follow_shapes(model, seconds=None):
 def fill_gaps(model, clips, lengths=GAPS, rtn=None):
     """Per gap length (seconds): mean joint error (units), paw skating (all paws, back paws) and the legs'
     angular update of the model's fill and, where given, of an RTN model's of the same skeleton up to the
-    longest gap it fills (each raw and planted), and of interpolation, over gaps starting every GAP_EVERY seconds of the test clips,
-    with the capture's on the same frames, and how many gaps."""
+    longest gap it fills (each raw and planted), and of interpolation, over gaps starting every GAP_EVERY
+    seconds of the test clips, with the capture's on the same frames, and how many gaps."""
     results = {}
     for seconds in lengths:
         n = int(round(seconds * model.fps)) - 1            # in-between frames of a gap of ``seconds``
@@ -163,7 +163,7 @@ def fill_gaps(model, clips, lengths=GAPS, rtn=None):
                 versions = {name: filled}
                 if name != "interpolation":
                     versions[f"{name}_planted"] = plant_windows(clip, starts, filled, filled_pos, model.past,
-                                                              model.layout.height)
+                                                                model.layout.height)
                 measured.append({k: _measured(clip, r, filled_pos, rot, pos, ground) for k, r in versions.items()})
             for version in measured[0]:
                 row[version] = {k: float(np.concatenate([m[version][0][k] for m in measured]).mean())
@@ -227,7 +227,8 @@ def measure(model, data, clips=None, seconds=None, rtn=None):
     return {"model": model.name, "tau": model.tau, "experts_output": model.experts,
             "test_clips": [c.name for c in chosen], "seconds": seconds,
             "follow_capture": follow_capture(model, chosen), "paths": paths,
-            "gaps": fill_gaps(model, chosen, rtn=rtn), "fill_rtn": rtn.name if rtn else None, "speed": speed(model)}, plots
+            "gaps": fill_gaps(model, chosen, rtn=rtn), "fill_rtn": rtn.name if rtn else None,
+            "speed": speed(model)}, plots
 
 
 def table(results):
