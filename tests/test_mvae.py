@@ -36,13 +36,14 @@ def clip(lafan1_zip, tmp_path_factory):
 @pytest.fixture(scope="module")
 def run(lafan1_zip, tmp_path_factory):
     """Six optimiser steps of ``python -m training mvae`` on two clips (roll-outs of 3 steps, scheduled
-    sampling ramping over steps 2-3), and ``python -m training export`` of the checkpoint."""
+    sampling ramping over steps 2-3, the skating term on), and ``python -m training export`` of the
+    checkpoint."""
     data = tmp_path_factory.mktemp("data")
     for name in TRAINING_CLIPS:
         extracted(lafan1_zip, name, data)
     out = tmp_path_factory.mktemp("mvae")
     model = train_and_export("mvae", ["--data", str(data), "--steps", "6", "--batch", "8", "--rollout", "3",
-                                      "--supervised", "2", "--ramp", "2", "--validate-every", "3",
+                                      "--supervised", "2", "--ramp", "2", "--validate-every", "3", "--skate", "0.1",
                                       "--cache", str(tmp_path_factory.mktemp("cache")), "--threads", "1"],
                              out, "mvae.onnx")
     return {"out": out, "model": model}
@@ -72,6 +73,25 @@ def test_pose_and_back_reproduce_the_capture(clip):
     assert fields(22)["orientations"] == [135, 267]
 
 
+def test_the_skating_term_is_the_benchmarks_skating_of_the_feet(clip):
+    """Training's skating term, from each pose to the next, is bench-mvae's measure of the same feet
+    over the same frames (their world positions, the same grounds)."""
+    import torch
+
+    from inference.mann.metrics import foot_skating
+    from inference.mvae.bench import foot_positions
+    from inference.mvae.features import poses
+    from training.mvae.family import Feet
+
+    motion = read_bvh(clip)
+    pose = poses(motion)[0]
+    feet = Feet.of(type("Part", (), {"poses": pose}), motion.skeleton.names, motion.fps)
+    term = feet.skating(torch.as_tensor(pose[:-1], dtype=torch.float32), torch.as_tensor(pose[1:], dtype=torch.float32))
+    measured = foot_skating(foot_positions(motion.global_transforms()[1][1:], motion.skeleton), feet.ground.numpy())
+    assert measured.min() > 0.005                                        # the capture's feet do slide a little
+    np.testing.assert_allclose(term.mean(0).numpy(), measured, rtol=1e-3)
+
+
 def test_training_logs_the_latent_and_exports_one_file(run):
     import torch
 
@@ -82,7 +102,7 @@ def test_training_logs_the_latent_and_exports_one_file(run):
     scores = history["validation"][-1][1]
     assert len(scores["kl_dims"]) == 32 and scores["kl"] == pytest.approx(np.mean(scores["kl_dims"]))
     assert scores["active"] == sum(k > 0.01 for k in scores["kl_dims"]) and 0 <= scores["active_mean"] <= 32
-    assert [s for s, _ in history["train"]] == [6] and {"recon", "kl", "student"} <= set(history["train"][0][1])
+    assert [s for s, _ in history["train"]] == [6] and {"recon", "kl", "student", "skate"} <= set(history["train"][0][1])
     state = torch.load(run["out"] / "checkpoint.pt", weights_only=True)
     assert state["step"] == 6 and state["optimiser"]["param_groups"][0]["lr"] == pytest.approx(1e-4 / 6)
     args = type("Args", (), {"steps": 6, "supervised": 2, "ramp": 2})

@@ -3,7 +3,9 @@
 A batch is 64 roll-outs of 8 steps. Each step encodes (condition, true next pose) to a posterior, draws
 z from it, and decodes (condition, z) to a prediction; the loss is the mean squared error of the
 z-scored prediction plus ``--beta`` times the KL divergence of the posterior from N(0, I), both per
-value (per pose value and per latent dimension), averaged over the steps. The next step's condition is
+value (per pose value and per latent dimension), averaged over the steps; with ``--skate``, plus that
+weight times the feet's skating from the condition to the prediction (:func:`skating`). The next step's
+condition is
 the true pose or, for each roll-out with the probability of scheduled sampling, the prediction
 (detached): 0 for the first ``--supervised`` steps, rising linearly over ``--ramp`` steps, 1 after (the
 reference's 20 + 20 + 100 epochs, as fractions of ``--steps`` by default). The roll-outs' steps are
@@ -24,6 +26,9 @@ import torch
 
 from inference.dataset import load_motion_set
 from inference.errors import DataError
+from inference.mann.metrics import SKATE_HEIGHT
+from inference.mvae.bench import FEET
+from inference.mvae.features import fields
 from ..clips import selection_of, speeds_of
 from ..family import Family, one_data_set
 from ..onnx_tools import agreement, metadata_of
@@ -53,12 +58,16 @@ class MVAEFamily(Family):
         parser.add_argument("--ramp", type=int, default=None,
                             help="steps over which the chance of conditioning on the prediction rises from 0 to 1 "
                                  "(default: a seventh of --steps); every later step is autoregressive")
+        parser.add_argument("--skate", type=float, default=0.0,
+                            help="weight of the feet's skating (cm a frame, as bench-mvae measures it) from each "
+                                 "step's condition to its prediction (0: the paper's loss)")
 
     def data(self, args):
         data = load_motion_set(one_data_set(args, self.name), args.cache)
         chosen = selection_of(args)
         train, validation = parts(data, chosen, not args.no_mirror, speeds_of(args), args.rollout)
         sk = data.skeleton
+        self.feet = Feet.of(train, sk.names, data.fps)
         meta = {"data": [str(d) for d in args.data], "data_files": train.files, "subjects": chosen.subjects,
                 "held_out": list(chosen.held_out),
                 "fps": float(data.fps), "layout": train.layout,
@@ -106,16 +115,21 @@ class MVAEFamily(Family):
     def loss(self, net, norm, batch, args):
         rollouts, student = batch
         seq = (rollouts - norm.pose_mean) / norm.pose_std
-        condition, recon, kl = seq[:, 0], 0.0, 0.0
+        condition, recon, kl, skate = seq[:, 0], 0.0, 0.0, 0.0
         for k in range(1, seq.shape[1]):
             out, mean, logvar = net(condition, seq[:, k])
             recon = recon + (out.float() - seq[:, k]).square().mean()
             kl = kl + divergence(mean.float(), logvar.float()).mean()
+            if args.skate:
+                skate = skate + self.feet.skating(condition * norm.pose_std + norm.pose_mean,
+                                                  out.float() * norm.pose_std + norm.pose_mean).mean()
             condition = torch.where(student[:, k - 1, None], out.detach().float(), seq[:, k])
         steps = seq.shape[1] - 1
-        recon, kl = recon / steps, kl / steps
-        return recon + args.beta * kl, {"recon": recon.detach(), "kl": kl.detach(),
-                                        "student": student.float().mean()}
+        recon, kl, skate = recon / steps, kl / steps, skate / steps
+        parts = {"recon": recon.detach(), "kl": kl.detach(), "student": student.float().mean()}
+        if args.skate:
+            parts["skate"] = skate.detach()
+        return recon + args.beta * kl + args.skate * skate, parts
 
     def validate(self, model, norm, validation, args, device):
         return validate(model, validation, args.rollout, device)
@@ -153,6 +167,38 @@ class MVAEFamily(Family):
         from .card import sections
 
         return sections(state, metadata)
+
+
+class Feet:
+    """The feet of the skating term: their positions' columns in a pose, their grounds and the frame rate.
+
+    A foot's skating from one pose to the next is bench-mvae's (``inference/mann/metrics.py``): its
+    horizontal step times clamp(2 - 2^(h / H), 0, 1), h its mean height over its ground (the 2nd
+    percentile of its height in the training poses). The weight is held fixed in the gradient, so that
+    the term stills a foot near its ground rather than lifting it out of the measure's reach."""
+
+    def __init__(self, columns, ground, fps):
+        self.columns, self.ground, self.fps = columns, ground, fps
+
+    @classmethod
+    def of(cls, train, names, fps):
+        start = fields(len(names))["positions"][0]
+        columns = np.array([[start + 3 * names.index(f) + c for c in range(3)] for f in FEET])
+        ground = np.percentile(train.poses[:, columns[:, 1]], 2, axis=0)
+        return cls(torch.as_tensor(columns), torch.as_tensor(ground, dtype=torch.float32), fps)
+
+    def skating(self, previous, pose):
+        """(B, feet) each foot's skating (units a frame) from raw poses ``previous`` to ``pose`` (B, D):
+        ``pose``'s feet are in its own root frame, moved into the previous one by its root's step."""
+        columns = self.columns.to(pose.device)
+        before, after = previous[:, columns], pose[:, columns]                    # (B, feet, 3)
+        dx, dz, turn = (pose[:, k, None] / self.fps for k in range(3))            # (B, 1) each
+        cos, sin = torch.cos(turn), torch.sin(turn)
+        x = cos * after[..., 0] + sin * after[..., 2] + dx - before[..., 0]
+        z = -sin * after[..., 0] + cos * after[..., 2] + dz - before[..., 2]
+        h = 0.5 * (before[..., 1] + after[..., 1]).detach() - self.ground.to(pose.device)
+        weight = torch.clamp(2 - torch.pow(2.0, h / SKATE_HEIGHT), 0, 1)
+        return torch.sqrt(x.square() + z.square() + 1e-8) * weight
 
 
 def sampling(step, args):
