@@ -113,6 +113,26 @@ def test_a_steady_drift_inside_a_curve_is_corrected_and_the_correction_fades_whe
     assert np.allclose(pursuit.future(AHEAD)[0, :, :2], want.positions[180])   # a standing path is not moved
 
 
+def test_in_a_curve_the_future_turns_toward_the_path_by_the_characters_distance_from_it():
+    """15 cm inside the circle with ``steer`` 15 cm: every desired direction turns 45 degrees out toward
+    the path, the velocities by the same angle at their own speed; on the path, nothing turns."""
+    want, centre = circle(), np.array([200.0, 0.0])
+    for off, angle in ((15.0, 45.0), (0.0, 0.0)):
+        pursuit = pursued(want, walking=70.0, straight=500.0, steer=15.0)
+        for step in range(60):
+            here = want.positions[step + 1]
+            pursuit.advance(step, (here + off * (centre - here) / np.linalg.norm(centre - here))[None])
+        future, plain = pursuit.future(AHEAD)[0], pursued(want, walking=70.0, straight=500.0)
+        plain.clock = pursuit.clock
+        path = plain.future(AHEAD)[0]
+        turn = lambda a, b: np.degrees(np.arctan2(a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0], np.sum(a * b, axis=-1)))  # noqa: E731
+        assert np.allclose(np.abs(turn(path[:, 2:4], future[:, 2:4])), angle, atol=0.5)
+        assert np.allclose(turn(path[:, 4:6], future[:, 4:6]), turn(path[:, 2:4], future[:, 2:4]), atol=0.5)
+        assert np.allclose(np.linalg.norm(future[:, 4:6], axis=-1), np.linalg.norm(path[:, 4:6], axis=-1))
+        if off:   # inside the curve: turned outward, to the path
+            assert (np.sum((future[:, 2:4] - path[:, 2:4]) * (path[:, :2] - centre), axis=-1) > 0).all()
+
+
 def test_in_a_curve_the_future_is_spaced_at_the_characters_pace():
     """Three quarters of the path's pace round the circle: the desired future covers three quarters
     of the path's distance a second, at three quarters of its velocity; half the pace is spaced at
@@ -140,8 +160,9 @@ def test_in_a_curve_the_future_is_spaced_at_the_characters_pace():
 def test_a_straight_path_is_not_corrected():
     """Off to one side of a straight path (as after cutting a corner) is no drift inside a curve."""
     want = line()
-    pursuit = pursued(want, gain=2.0, walking=70.0, straight=500.0)
+    pursuit = pursued(want, gain=2.0, walking=70.0, straight=500.0, steer=15.0)
     for step in range(60):
         pursuit.advance(step, want.positions[step + 1][None] + [-10.0, 0.0])
     assert pursuit.offset[0] == 0.0
     assert np.allclose(pursuit.future(AHEAD)[0, :, :2], want.positions[61:61 + AHEAD])
+    assert np.allclose(pursuit.future(AHEAD)[0, :, 2:], np.c_[want.directions, want.velocities][61:61 + AHEAD])

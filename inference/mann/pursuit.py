@@ -18,8 +18,11 @@ distance to one side of a curve even where it keeps pace. So, per path:
    speed asks for on the path's radius, not at the rate the path's timing does, and its velocities
    are scaled alike, so that they say what its positions say;
 3. drift: in a curve, the character's sideways distance from the path is integrated (``gain`` a
-   second) into an offset by which the desired positions move to the other side. Elsewhere the offset
-   fades: there is no curve to drift inside of (a corner cut is no drift to carry on with);
+   second) into an offset by which the desired positions move to the other side, and the desired
+   directions (and velocities, by the same angle) turn toward the path by that distance over ``steer``:
+   the network answers a future that points back at the path sooner than one moved sideways, and a
+   proportional turn does not wind up as the integral does. Elsewhere the offset fades and nothing
+   turns: there is no curve to drift inside of (a corner cut is no drift to carry on with);
 4. arrival: from where the path comes to its last stop (its desired speed under ``idle`` for good),
    the desired speed is the character's own distance from the path's end over the speed's horizon,
    and a speed-decided idle is read as move, fading to idle over the last ``arrive``, rather than the
@@ -43,6 +46,8 @@ STRAIGHT = 5.0       # m: nor has a path turning on a wider radius than this
 SPAN = 0.25          # s: chords either side of a frame that measure a path's curvature, and a character's pace
 FADE = 2.0           # 1/s: how fast the drift correction fades outside curves
 ARRIVE = 0.1         # m: how close to its path's end a character's move fades into idle
+STEER = 0.15        # m: in a curve, the desired directions turn toward the path by the character's
+                    # sideways distance from it over this
 NEAR = 60            # frames either side of a path's frame searched for the one nearest its character
 
 
@@ -54,12 +59,14 @@ class Pursuit:
     frame for the next step, ``rate`` (B,), the share of its pace its future is spaced at, and
     ``offset`` (B,), the drift correction (units, to the left); ``rest`` (B,), the frame from which the
     path stands still for good (below ``idle`` speed), and ``remaining`` (B,), the character's distance
-    from its end (along it, or straight where that is shorter: a standing capture's sway is no way to go). ``lead``, ``idle``, ``walking`` (units, a second), ``straight`` and ``arrive``
-    (units), ``slowest`` and ``gain`` (1/s) as in the module's docstring; the defaults keep to the path's
-    timing and correct nothing."""
+    from its end (along it, or straight where that is shorter: a standing capture's sway is no way to
+    go); ``side`` (B,), the character's sideways distance from a curve (to the left). ``lead``, ``idle``,
+    ``walking`` (units, a second), ``straight``, ``arrive`` and ``steer`` (units), ``slowest`` and
+    ``gain`` (1/s) as in the module's docstring; the defaults keep to the path's timing and correct
+    nothing."""
 
     def __init__(self, wants, frames, fps, lead=np.inf, idle=0.0, slowest=1.0, gain=0.0, walking=np.inf,
-                 straight=np.inf, arrive=None, names=("idle", "move")):
+                 straight=np.inf, arrive=None, names=("idle", "move"), steer=np.inf):
         def held(a):
             return np.concatenate([a, np.repeat(a[-1:], max(frames - len(a), 0), axis=0)])[:frames]
 
@@ -71,13 +78,14 @@ class Pursuit:
         self.along = np.concatenate([np.zeros((len(wants), 1)), np.cumsum(steps, axis=1)], axis=1)
         self.span = max(int(round(SPAN * fps)), 1)
         self.normal = _curve_normals(self.track[..., :2], self.span, fps, walking, straight)
-        self.fps, self.lead, self.idle, self.slowest, self.gain = fps, lead, idle, slowest, gain
+        self.fps, self.lead, self.idle, self.slowest, self.gain, self.steer = fps, lead, idle, slowest, gain, steer
         self.arrive, self.still, self.move = arrive, names.index("idle"), names.index("move")
         moving = self.speed >= idle
         self.rest = np.where(moving.any(axis=1), frames - np.argmax(moving[:, ::-1], axis=1), 0)
         self.remaining = self.along[:, -1].copy()
         self.clock = np.zeros(len(wants), dtype=int)
         self.rate, self.offset = np.ones(len(wants)), np.zeros(len(wants))
+        self.side = np.zeros(len(wants))
         self.trail = []   # the characters' last ground positions (B, 2), up to a span's worth
 
     def at(self, offsets):
@@ -94,7 +102,13 @@ class Pursuit:
         desired = (1 - w) * self.track[rows, lo] + w * self.track[rows, hi]
         desired[..., 2:4] /= np.maximum(np.linalg.norm(desired[..., 2:4], axis=-1, keepdims=True), 1e-12)
         desired[..., :2] -= self.offset[:, None, None] * self.normal[rows, lo]
-        desired[..., 4:6] *= self.rate[:, None, None]
+        turned = desired[..., 2:4] - (self.side[:, None, None] / self.steer) * self.normal[rows, lo]
+        turned /= np.maximum(np.linalg.norm(turned, axis=-1, keepdims=True), 1e-12)
+        cos = np.sum(desired[..., 2:4] * turned, axis=-1)
+        sin = desired[..., 2] * turned[..., 1] - desired[..., 3] * turned[..., 0]
+        vx, vz = desired[..., 4], desired[..., 5]
+        desired[..., 2:4] = turned
+        desired[..., 4:6] = np.stack([vx * cos - vz * sin, vx * sin + vz * cos], axis=-1) * self.rate[:, None, None]
         return desired
 
     def desire(self, offsets):
@@ -119,6 +133,7 @@ class Pursuit:
         normal = self.normal[rows, nearest]
         curving = np.any(normal != 0, axis=-1)
         side = np.sum((here - self.track[rows, nearest, :2]) * normal, axis=-1)
+        self.side = side
         self.offset = np.where(curving, self.offset + self.gain * side / self.fps, self.offset * (1 - FADE / self.fps))
         self.remaining = np.minimum(self.along[rows, -1] - self.along[rows, nearest],
                                     np.linalg.norm(self.track[rows, -1, :2] - here, axis=-1))

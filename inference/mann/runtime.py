@@ -36,7 +36,7 @@ from .features import (BONE_DIM, CURRENT, FORWARD, OUT_SAMPLE_DIM, SAMPLE_DIM, S
                        leg_length, one_hot, reflected, root, sample_frames, speed_ahead, turn, world)
 from .fill import RESTING, onto_keys, plan
 from .path import Desired, check, desired
-from .pursuit import ARRIVE, DRIFT_GAIN, DRIFT_SPEED, LEAD, SLOWEST, STRAIGHT, Pursuit
+from .pursuit import ARRIVE, DRIFT_GAIN, DRIFT_SPEED, LEAD, SLOWEST, STEER, STRAIGHT, Pursuit
 
 SETTLE = 1.0        # s: without a start motion, the network stands the dog up from its mean pose this long
 POSITION_BLEND = 0.5   # the reference's: a bone halfway between its prediction and its integrated velocity
@@ -160,7 +160,7 @@ class MANNModel(Model):
         u, frames = self.units_per_metre, steps + self.ahead + 1
         pursuit = Pursuit(wants, frames, self.fps) if timed else Pursuit(
             wants, frames, self.fps, lead=LEAD * u, idle=self.move_speed, slowest=SLOWEST, gain=DRIFT_GAIN,
-            walking=DRIFT_SPEED * u, straight=STRAIGHT * u, arrive=ARRIVE * u, names=self.actions)
+            walking=DRIFT_SPEED * u, straight=STRAIGHT * u, arrive=ARRIVE * u, names=self.actions, steer=STEER * u)
         rotations, bones, experts = [self._rotations(state)], [state.pos.copy()], []
         for t in range(steps):
             state, alpha = self._step(state, pursuit)
