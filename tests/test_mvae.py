@@ -215,6 +215,19 @@ def test_bad_requests_are_refused(model, clip, frame, frames, k, words):
         model.walk(read_bvh(clip), frame, frames, k)
 
 
+def test_a_walk_that_blows_up_is_refused_rather_than_returned_with_nan(model, clip):
+    """A start far outside anything the network saw (the hips 1e37 cm up, beyond its 32-bit inputs) gives
+    no finite output: one clear error naming the walk and the frame, no motion with NaN in it."""
+    from inference.mvae.runtime import BlewUp
+
+    motion = read_bvh(clip)
+    positions = motion.positions.copy()
+    positions[:, 0] *= 1e37
+    with pytest.raises(BlewUp, match=r"walk 1 of model \S+ blew up at its generated frame \d+ of 30 .* another seed"):
+        model.walk(replace(motion, positions=positions), 100, 30, k=2, seed=0)
+    assert all(np.isfinite(w.rotations).all() for w in model.walk(motion, 100, 30, k=2, seed=0))
+
+
 def test_nan_in_the_start_pose_is_refused(model, clip):
     motion = read_bvh(clip)
     rotations = motion.rotations.copy()

@@ -40,6 +40,7 @@ from ..mann.bench import PAPER, shapes
 from ..mann.metrics import foot_skating, path_deviation, path_progress, paw_ground
 from ..motion import forward_kinematics
 from .features import poses, root_of
+from .runtime import BlewUp
 
 FEET = ("LeftToe", "RightToe", "LeftFoot", "RightFoot")   # toes first: metrics.md's four foot joints
 UNDER = 5.0           # cm below a foot's ground that counts as under the floor
@@ -129,9 +130,12 @@ def walks(model, clips, starts, frames, progress=None, grounded=True, planted=Tr
     grounds = {c.name: paw_ground(foot_positions(c.global_transforms()[1], c.skeleton)) for c in clips}
     rows, heights = [], []
     for s, (clip, frame) in enumerate(start_poses(clips, starts)):
-        walked = planted_walk(model, model.walk(clip, frame, frames, k=1, seed=s, grounded=grounded)[0], frames,
-                              planted)
-        rows.append(per_motion(walked, grounds[clip.name]))
+        try:
+            walked = planted_walk(model, model.walk(clip, frame, frames, k=1, seed=s, grounded=grounded)[0], frames,
+                                  planted)
+        except BlewUp:   # counted, not measured
+            walked = None
+        rows.append(None if walked is None else per_motion(walked, grounds[clip.name]))
         if rows[-1] is not None:
             heights.append(walked.positions[:, 0, 1])
         if progress:
@@ -149,7 +153,10 @@ def continuations(model, clips, starts, k=SPREAD_K, seconds=SPREAD_AFTER, ground
     frames = int(round(seconds * model.fps))
     roots, joints = [], []
     for s, (clip, frame) in enumerate(start_poses(clips, starts)):
-        walked = model.walk(clip, frame, frames, k, seed=s, grounded=grounded)
+        try:
+            walked = model.walk(clip, frame, frames, k, seed=s, grounded=grounded)
+        except BlewUp:   # a start whose continuations are not all finite has no spread to measure
+            continue
         at = np.stack([planted_walk(model, w, frames, planted).frames(-1).global_transforms()[1][0] for w in walked])
         roots.append(_pairwise(at[:, 0, [0, 2]]).mean())
         joints.append(_pairwise(at - at[:, :1]).mean())

@@ -68,13 +68,20 @@ class MVAEModel(Model):
 
         The walks stand on the floor under the start's feet (the lowest they reach in the second up to it),
         which the network sees as its own (``floor``); ``grounded``: each generated pose lifted so that no
-        foot goes under it (:mod:`.floor`)."""
+        foot goes under it (:mod:`.floor`). A walk whose network output stops being finite (an unstable
+        model, a long walk) is refused (:class:`BlewUp`) rather than returned with NaN."""
         motion, frame = self._start(motion, frame, frames, k)
         level = floor(motion.frames(max(0, frame + 1 - self.past), frame + 1), []) - self.floor
         start, origin, theta = poses(_lowered(motion.frames(frame - 1, frame + 1), level), self.pair)
         rng = np.random.default_rng(seed)
         walked = self._rollout(np.repeat(start, k, axis=0), frames,
                                lambda t: rng.standard_normal((k, self.latent), dtype=np.float32), grounded)
+        broken = ~np.isfinite(walked).all(axis=-1)
+        if broken.any():
+            i, t = np.argwhere(broken)[0]
+            raise BlewUp(f"walk {i + 1} of model {self.name} blew up at its generated frame {t + 1} of {frames} "
+                         "(the network's output is no longer finite there); start from another frame, ask for "
+                         "fewer frames or another seed, or use a model trained to stay stable")
         return [self._joined(motion, frame, walked[i].astype(np.float64), origin[1], theta[1], level, i)
                 for i in range(k)]
 
@@ -239,7 +246,8 @@ class MVAEModel(Model):
         t ``draw(t)``: one onnxruntime call of batch B a step; ``grounded``: each pose lifted onto the
         model's floor; ``steer(poses so far (B, t + 1, D), frames left)``, every STEER frames, the indices
         (B,) of the roll-outs to go on with."""
-        pose = pose.astype(np.float32)
+        with np.errstate(over="ignore"):   # a pose beyond 32 bits walks on as inf, and walk() refuses it
+            pose = pose.astype(np.float32)
         out = np.empty((len(pose), steps, pose.shape[1]), dtype=np.float32)
         for t in range(steps):
             pose = self.session.run(["pose"], {"previous": pose, "z": draw(t)})[0]
@@ -295,6 +303,10 @@ class MVAEModel(Model):
         rotations = np.concatenate([motion.rotations[:frame + 1], generated.rotations])
         return replace(motion, rotations=quat.unroll(rotations), positions=np.concatenate(
             [motion.positions[:frame + 1], positions]), name=f"{motion.name} walk {i + 1} by {self.name}")
+
+
+class BlewUp(ModelError):
+    """A random walk whose network output stopped being finite: the model is unstable there."""
 
 
 def _lowered(motion, level):
