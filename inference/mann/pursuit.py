@@ -36,7 +36,7 @@ a dog sidesteps and turns on the spot.
 
 import numpy as np
 
-from .features import SPEED_HORIZON
+from .features import SPEED_HORIZON, turn
 
 LEAD = 0.25          # m: how far along its path the desired trajectory may run ahead of the character
 SLOWEST = 0.5        # the least share of the path's pace a curve's desired future is spaced at
@@ -104,11 +104,10 @@ class Pursuit:
         desired[..., :2] -= self.offset[:, None, None] * self.normal[rows, lo]
         turned = desired[..., 2:4] - (self.side[:, None, None] / self.steer) * self.normal[rows, lo]
         turned /= np.maximum(np.linalg.norm(turned, axis=-1, keepdims=True), 1e-12)
-        cos = np.sum(desired[..., 2:4] * turned, axis=-1)
-        sin = desired[..., 2] * turned[..., 1] - desired[..., 3] * turned[..., 0]
-        vx, vz = desired[..., 4], desired[..., 5]
+        angle = np.arctan2(desired[..., 2] * turned[..., 1] - desired[..., 3] * turned[..., 0],
+                           np.sum(desired[..., 2:4] * turned, axis=-1))
         desired[..., 2:4] = turned
-        desired[..., 4:6] = np.stack([vx * cos - vz * sin, vx * sin + vz * cos], axis=-1) * self.rate[:, None, None]
+        desired[..., 4:6] = turn(angle, desired[..., 4:6]) * self.rate[:, None, None]
         return desired
 
     def desire(self, offsets):
