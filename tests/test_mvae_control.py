@@ -40,6 +40,22 @@ def test_the_floor_step_keeps_every_foot_on_the_floor(model, clip):  # noqa: F81
     np.testing.assert_allclose(walks[0].rotations[:101], motion.rotations[:101], atol=1e-12)
 
 
+def test_a_body_lying_down_is_lifted_by_whichever_joint_is_under_the_floor(model, clip):  # noqa: F811
+    """Not the feet alone: a pose whose hand the network put under the floor (a body lying down, on its
+    hands) is raised by the hand's depth, every joint alike; one with nothing under it is left as it is."""
+    start = poses(read_bvh(clip).frames(99, 101), model.pair)[0].astype(np.float32)
+    model.legs.lift(start, model.floor)                        # standing on the model's floor
+    heights = model.legs.heights
+    hand = model.skeleton.index(next(n for n in model.skeleton.names if "hand" in n.lower()))
+    lying = np.repeat(start, 2, axis=0)
+    lying[1, heights.start + 3 * hand] = model.floor - 7.0   # the hand 7 cm under the floor
+    before = lying.copy()
+    model.legs.lift(lying, model.floor)
+    raised = lying[:, heights] - before[:, heights]
+    np.testing.assert_allclose(raised, [[0.0], [7.0]] * np.ones(raised.shape[1]), atol=1e-3)
+    np.testing.assert_array_equal(np.delete(lying, heights, axis=1), np.delete(before, heights, axis=1))
+
+
 def test_a_walk_stands_on_the_floor_under_the_start(model, clip):  # noqa: F811
     motion = read_bvh(clip)
     positions = motion.positions.copy()

@@ -1,4 +1,5 @@
-"""The floor step of a Motion VAE's roll-out: each generated pose lifted so that no foot is under the floor.
+"""The floor step of a Motion VAE's roll-out: each generated pose lifted so that no foot, nor any other
+joint, is under the floor.
 
 A walk's poses drift in height (each is predicted from the last, and nothing in the pose says where the
 floor is but the heights themselves), so without this step a walk sinks. After every step the lowest
@@ -11,6 +12,9 @@ is under the floor; and from the pose's orientations (the hips' height plus the 
 skeleton's rest offsets, turned by their parents' forward and up vectors); the two need not agree. By
 the positions alone the walks blew up more often (docs/experiments.md, "Bones aimed at the network's
 positions"). The feet are the legs' foot and toe joints as :func:`..contacts.legs` finds them.
+
+The other joints count by the network's positions: a walk that lies down (LaFAN1's falls and crawls) rests
+on its hips, hands and head, and with the feet alone watched they sank through the floor.
 """
 
 from dataclasses import dataclass
@@ -59,9 +63,9 @@ class Legs:
         return np.minimum(heights[:, 0] + (rise @ self.sums.T).min(axis=1), heights[:, self.feet].min(axis=1))
 
     def lift(self, pose, floor):
-        """``pose`` (B, D) raised, in place, wherever a foot is under ``floor``: every joint's height by
-        the lowest foot's depth."""
-        lift = np.maximum(floor - self.lowest(pose), 0.0)
+        """``pose`` (B, D) raised, in place, wherever a foot (:meth:`lowest`) or another joint is under
+        ``floor``: every joint's height by the lowest one's depth."""
+        lift = np.maximum(floor - np.minimum(self.lowest(pose), pose[:, self.heights].min(axis=1)), 0.0)
         pose[:, self.heights] += lift[:, None].astype(pose.dtype)
 
 
