@@ -13,9 +13,27 @@ import pytest
 
 from inference.bvh import read_bvh
 from inference.cli import main
+from inference.mann.metrics import path_deviation, travel_deviation
 from inference.modelfile import MODELS, find_model, open_model
 
 TROT = "D1_009_KAN01_002"   # a test clip: sitting for about four seconds, getting up, then trotting
+
+
+def test_the_direction_of_travel_is_the_roots_not_its_facing_nor_its_sway(trot):
+    """metrics.md's angle of path deviation is the root's direction of travel: a root that walks a straight
+    path facing half a radian off it, swaying 3 cm from side to side at each step, travels along it; the
+    second it stands still before setting off has no direction and does not count."""
+    motion = read_bvh(trot)   # its frame rate: the track is given
+    fps = int(motion.fps)
+    t = np.arange(5 * fps) / fps
+    going = np.maximum(t - 1.0, 0)
+    ground = np.stack([3.0 * np.sin(2 * np.pi * 2 * going), 100.0 * going], axis=-1)
+    track = (ground, np.full(len(t), 0.5))
+    path = np.array([[0.0, 0.0], [0.0, 1000.0]])
+    assert path_deviation(motion, path, track)[1] == pytest.approx(np.degrees(0.5))
+    assert travel_deviation(motion, path, 10.0, track) < 2   # measured 0.96: where the windows meet the start
+    assert travel_deviation(motion, path, 10.0, track, span=1 / fps) > 5    # frame to frame the sway shows (measured 13.3)
+    assert np.isnan(travel_deviation(motion, path, 10.0, (ground[:fps], track[1][:fps])))
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +68,7 @@ def test_bench_mann_measures_the_test_split_paths_gaps_and_speed(mocap, tmp_path
         # alone: up to 27 and 59); 4.2-5.3 s for 4 s of path, since a dog that cannot keep a path's pace is led on
         # from where it is (inference/mann/pursuit.py)
         assert p["deviation"] < (10 if "walk" in name else 30), (name, p)
-        assert 0 <= p["facing"] < 90 and 3.6 < p["seconds"] < 7 and p["path_seconds"] == pytest.approx(4, abs=0.02)
+        assert 0 <= p["facing"] < 90 and 0 <= p["travel"] < 90 and 3.6 < p["seconds"] < 7 and p["path_seconds"] == pytest.approx(4, abs=0.02)
     assert r["paths"]["circle walk"]["paper_deviation"] == 2.98
     for length in ("0.5 s", "1 s", "2 s"):
         g = r["gaps"][length]

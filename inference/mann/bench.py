@@ -6,8 +6,8 @@ capture on the model's test split (the clip names its file carries as ``betwixt.
    back two) and the legs' angular update, each beside the capture's over the same frames (the
    capture's paw grounds for both), and the root's distance to the track;
 2. circle, square and star paths at walk, trot and canter speeds from the model's own standing start:
-   the root's mean distance to the path (cm) and its facing's mean angle to it (degrees), beside the
-   paper's MANN (Zhang et al. 2018, Table 4), and the time it takes against the path's own (from the
+   the root's mean distance to the path (cm), its facing's mean angle to it (degrees; the issue's) and
+   its direction of travel's (metrics.md's), beside the paper's MANN (Zhang et al. 2018, Table 4), and the time it takes against the path's own (from the
    share of the path it covers in the path's time); the gating network's blending weights on them;
 3. gaps of 0.5, 1 and 2 s on the test clips filled by the model, by an RTN trained on the dog data
    where one is given (``--rtn``: the issue's comparison of the two as the dog's fill model) and by
@@ -123,7 +123,9 @@ def follow_shapes(model, seconds=None):
     for ((shape, gait), path), out, weights in zip(made.items(), motions, experts):
         deviation, facing = metrics.path_deviation(out, path.points)
         progress = metrics.path_progress(out, path.points)
-        rows[f"{shape} {gait}"] = {"deviation": deviation, "facing": facing, "path_seconds": path.duration,
+        travel = metrics.travel_deviation(out, path.points, metrics.STILL * model.units_per_metre)
+        rows[f"{shape} {gait}"] = {"deviation": deviation, "facing": facing, "travel": travel,
+                                   "path_seconds": path.duration,
                                    "seconds": path.duration / progress if progress > 0 else float("inf"),
                                    "paper_deviation": PAPER[gait][0], "paper_facing": PAPER[gait][1],
                                    **_walked(out, metrics.paw_ground(metrics.paws(out)), model.layout.height)}
@@ -242,11 +244,11 @@ def table(results):
                      f"{r['skating_capture']:.3f} cm/frame), back paws "
                      f"{_against(r, 'skating_back', r['skating_back_capture'], '.2f')}x; angular update "
                      f"{_against(r, 'angular', r['angular_capture'], '.0%')}; track {r['deviation']:.1f} cm away")
-    lines.append("paths from standing: distance cm, facing deg (paper's MANN); seconds taken / path's; "
-                 "skating cm/frame and angular update deg, raw -> planted")
+    lines.append("paths from standing: distance cm, facing deg (paper's MANN), direction of travel deg; seconds "
+                 "taken / path's; skating cm/frame and angular update deg, raw -> planted")
     for name, r in results["paths"].items():
         lines.append(f"  {name:<14} {r['deviation']:6.1f} ({r['paper_deviation']:.2f})  {r['facing']:5.1f} "
-                     f"({r['paper_facing']:.2f})   {r['seconds']:5.1f} / {r['path_seconds']:.1f} s   skating "
+                     f"({r['paper_facing']:.2f})  {r['travel']:5.1f}   {r['seconds']:5.1f} / {r['path_seconds']:.1f} s   skating "
                      f"{_against(r, 'skating')}, back {_against(r, 'skating_back')}; "
                      f"angular {_against(r, 'angular', fmt='.2f')}")
     rtn = f" (rtn: {results['fill_rtn']})" if results.get("fill_rtn") else ""

@@ -7,6 +7,8 @@ import numpy as np
 from .features import bones_of, root, world
 
 SKATE_HEIGHT = 2.5   # cm: H of the skating measure; a paw this much above its ground counts half
+TRAVEL_SPAN = 0.5    # s: the root's displacement over which its direction of travel is measured
+STILL = 0.1          # m/s: a root slower than this over TRAVEL_SPAN travels in no direction
 # the legs' joints, trunk to paw: the front legs from the shoulder blade, the back legs from the hip
 LEGS = ("LeftShoulder", "LeftArm", "LeftForeArm", "LeftHand", "RightShoulder", "RightArm", "RightForeArm", "RightHand",
         "LeftUpLeg", "LeftLeg", "LeftFoot", "RightUpLeg", "RightLeg", "RightFoot")
@@ -57,6 +59,28 @@ def path_deviation(motion, points, track=None):
     cos = np.sum(facing * along, axis=-1) / np.linalg.norm(along, axis=-1)
     angle = np.degrees(np.arccos(np.clip(cos, -1, 1)))
     return float(distance.mean()), float(angle.mean())
+
+
+def travel_deviation(motion, points, still, track=None, span=TRAVEL_SPAN):
+    """The mean angle (degrees) between the root's direction of travel and a path's (polyline ``points``
+    (N, 2)) direction at its nearest point, metrics.md's angle of path deviation, where
+    :func:`path_deviation`'s is the facing's (the issues'). The direction of travel is the root's
+    displacement over ``span`` seconds about each frame, so that a gait's sway from side to side cancels;
+    frames where that is slower than ``still`` (units a second) have none and do not count (NaN if none
+    is left). ``track`` as in :func:`path_deviation`."""
+    ground, _ = _root_track(motion) if track is None else track
+    half = max(int(round(0.5 * span * motion.fps)), 1)
+    ahead = np.pad(ground, ((0, half), (0, 0)), mode="edge")[half:]
+    behind = np.pad(ground, ((half, 0), (0, 0)), mode="edge")[:len(ground)]
+    travel = ahead - behind
+    length = np.linalg.norm(travel, axis=-1)
+    moving = length > still * 2 * half / motion.fps
+    if not moving.any():
+        return float("nan")
+    which, _, _ = _nearest(ground, points)
+    along = np.diff(points, axis=0)[which]
+    cos = np.sum(travel * along, axis=-1) / np.maximum(length * np.linalg.norm(along, axis=-1), 1e-12)
+    return float(np.degrees(np.arccos(np.clip(cos, -1, 1)))[moving].mean())
 
 
 def path_progress(motion, points, track=None):

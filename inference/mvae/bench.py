@@ -37,7 +37,7 @@ from ..contacts import plant, plant_windows
 from ..errors import DataError
 from ..inbetween import gap_in
 from ..mann.bench import PAPER, shapes
-from ..mann.metrics import foot_skating, path_deviation, path_progress, paw_ground
+from ..mann.metrics import STILL, foot_skating, path_deviation, path_progress, paw_ground, travel_deviation
 from ..motion import forward_kinematics
 from .features import poses, root_of
 from .runtime import BlewUp
@@ -233,8 +233,9 @@ def _planted_variants(method, clip, first, rotations, positions):
 
 
 def paths(model, seconds=None, progress=None, planted=True):
-    """Per path and speed (``"circle walk"``...): the root's mean distance to the path (cm) and its facing's
-    mean angle to it (degrees) (:func:`..mann.metrics.path_deviation`, the biped's root from its hips),
+    """Per path and speed (``"circle walk"``...): the root's mean distance to the path (cm), its facing's
+    mean angle to it (degrees) (:func:`..mann.metrics.path_deviation`, the biped's root from its hips) and
+    its direction of travel's (:func:`..mann.metrics.travel_deviation`),
     the time taken against the path's (from the share of it covered in the path's time), skating (the
     walk's own ground) and the hips' height range, beside the paper's MANN at the gait PAPER_GAIT names;
     and, for the plots, each path (N, 2) with the root's track (F, 2). One lap of bench-mann's shapes
@@ -249,12 +250,13 @@ def paths(model, seconds=None, progress=None, planted=True):
         origin, theta = root_of(world, model.pair)
         track = (origin[:, [0, 2]], theta)
         deviation, facing = path_deviation(out, path.points, track)
+        travel = travel_deviation(out, path.points, STILL * model.units_per_metre, track)
         progress_share = path_progress(out, path.points, track)
         feet = foot_positions(world, out.skeleton)
         with np.errstate(over="ignore"):
             skating = float(foot_skating(feet, paw_ground(feet)).mean())
         paper = PAPER[PAPER_GAIT[name.split()[1]]]
-        rows[name] = {"deviation": deviation, "facing": facing, "path_seconds": path.duration,
+        rows[name] = {"deviation": deviation, "facing": facing, "travel": travel, "path_seconds": path.duration,
                       "seconds": path.duration / progress_share if progress_share > 0 else float("inf"),
                       "skating": skating, "hips_min": float(world[:, 0, 1].min()),
                       "hips_max": float(world[:, 0, 1].max()), "paper_deviation": paper[0], "paper_facing": paper[1]}
@@ -386,11 +388,11 @@ def table(results):
         for name, row in [("model", v["model"])] + [(f"RTN noise {n}", r) for n, r in v["rtn_by_variation"].items()]:
             lines.append(f"  {name:<15} {row['error']:6.2f}  {row['miss_root']:6.2f} / {row['miss_joints']:6.2f}  "
                          f"{row['spread']:6.2f}  {row['skating']:.3f}")
-    lines.append("paths from standing: deviation cm, facing degrees (the paper's MANN); seconds taken / the path's; "
-                 "skating cm a frame (own ground); hips cm")
+    lines.append("paths from standing: deviation cm, facing degrees (the paper's MANN), direction of travel degrees; "
+                 "seconds taken / the path's; skating cm a frame (own ground); hips cm")
     for name, r in results["paths"].items():
         lines.append(f"  {name:<12} {r['deviation']:6.1f} ({r['paper_deviation']:.2f})  {r['facing']:5.1f} "
-                     f"({r['paper_facing']:.2f})  {r['seconds']:5.1f} / {r['path_seconds']:.1f} s  skating "
+                     f"({r['paper_facing']:.2f})  {r['travel']:5.1f}  {r['seconds']:5.1f} / {r['path_seconds']:.1f} s  skating "
                      f"{r['skating']:.3f}  hips {r['hips_min']:.0f} to {r['hips_max']:.0f}")
     lines.append("KL per latent dimension (nats): " + " ".join(f"{k:.3f}" for k in results["latent"]["kl_dims"]))
     return "\n".join(lines)
