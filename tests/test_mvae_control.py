@@ -13,6 +13,7 @@ from inference.cli import main
 from inference.inbetween import floor, gap_in
 from inference.modelfile import ModelError
 from inference.motion import forward_kinematics
+from inference.mvae import control
 from inference.mvae.features import poses
 from tests.test_mvae import clip, model, run  # noqa: F401  (fixtures: a subject 5 clip, the tiny model)
 
@@ -192,6 +193,23 @@ def test_following_paths_from_a_start_or_standing(model, clip, monkeypatch):  # 
                                                                                                 line.points[-1])
     chosen, alone = kept(64), kept(1)   # measured: 0.18 / 1.6 cm against 0.33 / 5.7 cm
     assert chosen[0] < alone[0] and chosen[1] < alone[1], (chosen, alone)
+
+
+def test_a_path_is_followed_by_refining_the_plan_chosen_before():
+    """The roll-outs a path is chosen from, after the first choice: the plan chosen COMMIT frames before,
+    moved on by as many frames, as it stands (so no choice is worse than going on with it), REFINED - 1
+    nudges of it, and fresh draws from the prior."""
+    shape = (2, control.FOLLOWERS, control.HORIZON, 32)
+    first = control.drawn(np.random.default_rng(1), None, shape)
+    np.testing.assert_array_equal(first, np.random.default_rng(1).standard_normal(shape, dtype=np.float32))
+    plan = first[:, 7]
+    z = control.drawn(np.random.default_rng(2), plan, shape)
+    kept, refined = control.HORIZON - control.COMMIT, control.REFINED
+    np.testing.assert_array_equal(z[:, 0, :kept], plan[:, control.COMMIT:])
+    nudged = z[:, 1:refined, :kept] - plan[:, None, control.COMMIT:]
+    assert abs(nudged.std() - control.NUDGE) < 0.02 and abs(nudged.mean()) < 0.02
+    for fresh in (z[:, refined:], z[:, :refined, kept:]):   # the others, and the frames the plan newly reaches
+        assert abs(fresh.std() - 1) < 0.03 and abs(fresh.mean()) < 0.03
 
 
 def test_follow_path_command_takes_a_motion_vae(run, clip, tmp_path, capsys):  # noqa: F811

@@ -3,7 +3,9 @@ sequences, and the ones that best do what is asked kept.
 
 Following a path (:func:`along`): every COMMIT frames, FOLLOWERS roll-outs of HORIZON frames from
 where the character is; the one whose root keeps nearest the path's positions, facing its direction at
-the horizon, gives the next COMMIT frames (receding horizon: the rest are drawn again).
+the horizon, gives the next COMMIT frames (receding horizon). Its latents are the plan: the next
+choice is among the plan moved on, REFINED - 1 nudges of it and fresh draws (:func:`drawn`), so a plan
+that keeps to the path is refined rather than drawn again from nothing.
 
 Variants to a key: from the frames before a gap, :func:`candidates` roll-outs run to the key's frame
 (one onnxruntime call a frame for all of them, the floor step included). Every STEER frames, those that
@@ -31,6 +33,8 @@ PACE = 1.0              # body heights a second: how fast a roll-out may still g
 FOLLOWERS = 128         # roll-outs a path, each time the next frames along it are chosen
 HORIZON = 30            # frames each is rolled out to be judged against the path
 COMMIT = 5              # frames of the best one kept before choosing again
+REFINED = 64            # of the roll-outs, those that refine the plan chosen before
+NUDGE = 1.0             # how far (in the prior's spreads) a refinement's latents stray from the plan's
 
 
 def candidates(k):
@@ -97,6 +101,21 @@ def onto_key(rotations, hips, key_rotations, key_hips, blend=None):
     key = np.broadcast_to(np.concatenate([key_hips, key_rotations.reshape(-1)]), (k, 3 + 4 * j))
     frames = target_blend(frames, key, target_ramp(t, t if blend is None else blend))
     return quat.normalize(frames[..., 3:].reshape(k, t, j, 4)), frames[..., :3]
+
+
+def drawn(rng, plan, shape):
+    """The latents (B, C, T, L) of ``shape`` for C roll-outs of T frames from each of B characters along
+    their paths: N(0, I) from ``rng``, but for the first REFINED of the C, which are each character's
+    ``plan`` (B, T, L), the latents of the roll-out chosen COMMIT frames before, moved on by COMMIT frames
+    (the frames it newly reaches drawn afresh) and, but for the first of them, nudged by NUDGE times
+    N(0, I). So the plan chosen before is among the choices, as it stands and refined, and a choice is
+    never worse than going on with it (a roll-out is determined by its latents)."""
+    z = rng.standard_normal(shape, dtype=np.float32)
+    if plan is not None:
+        kept, refined = shape[2] - COMMIT, min(REFINED, shape[1])
+        nudge = NUDGE * (np.arange(refined) > 0)[None, :, None, None]
+        z[:, :refined, :kept] = plan[:, None, COMMIT:] + nudge * z[:, :refined, :kept]
+    return z
 
 
 def along(rolled, start, positions, facing, fps, height):

@@ -20,7 +20,7 @@ from ..inbetween import floor
 from ..mann.path import Path, check, desired
 from ..modelfile import Model, ModelError, Placement, session
 from ..motion import Motion, forward_kinematics
-from .control import COMMIT, FOLLOWERS, HORIZON, STEER, along, candidates, diverse, misses, onto_key, steered
+from .control import COMMIT, FOLLOWERS, HORIZON, STEER, along, candidates, diverse, drawn, misses, onto_key, steered
 from .features import fields, hips_pair, motion_of, poses, root_path
 from .floor import Legs
 
@@ -184,14 +184,17 @@ class MVAEModel(Model):
         b, rng = len(pose), np.random.default_rng(0)
         roots = list(roots)
         out = np.empty((b, frames + COMMIT, pose.shape[1]), dtype=np.float32)
+        plan = None
         for t in range(0, frames, COMMIT):
-            rolled = self._rollout(np.repeat(pose, FOLLOWERS, axis=0), HORIZON, lambda _: rng.standard_normal(
-                (b * FOLLOWERS, self.latent), dtype=np.float32)).reshape(b, FOLLOWERS, HORIZON, -1)
+            z = drawn(rng, plan, (b, FOLLOWERS, HORIZON, self.latent))
+            rolled = self._rollout(np.repeat(pose, FOLLOWERS, axis=0), HORIZON,
+                                   lambda k: z[:, :, k].reshape(b * FOLLOWERS, -1)).reshape(b, FOLLOWERS, HORIZON, -1)
+            plan = np.empty((b, HORIZON, self.latent), dtype=np.float32)
             for i, w in enumerate(wants):   # (a path that ended is held at its last point)
                 ahead = np.minimum(np.arange(t + 1, t + 1 + HORIZON), len(w.positions) - 1)
                 facing = np.arctan2(*w.directions[ahead[-1]])
-                best = rolled[i, np.argmin(along(rolled[i], roots[i], w.positions[ahead], facing, self.fps,
-                                                 self.layout.height))]
+                chosen = np.argmin(along(rolled[i], roots[i], w.positions[ahead], facing, self.fps, self.layout.height))
+                best, plan[i] = rolled[i, chosen], z[i, chosen]
                 out[i, t:t + COMMIT] = best[:COMMIT]
                 origins, turned = root_path(best[:COMMIT], *roots[i], self.fps)
                 roots[i] = (origins[-1], turned[-1])
