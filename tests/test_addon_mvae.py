@@ -36,13 +36,24 @@ def folder(run, tmp_path_factory):  # noqa: F811
 
 @pytest.fixture
 def scene(betwixt_addon, folder):  # noqa: F811
-    """An empty scene, the shipped models and the Model Folder chosen."""
+    """An empty scene, the shipped models and the Model Folder chosen, and its tiny Motion VAE the active one
+    (the shipped mvae-lafan1 is measured by bench-mvae; the tiny one keeps these tests quick)."""
     bpy.ops.wm.read_homefile(use_empty=True)
     prefs = bpy.context.preferences.addons["betwixt"].preferences
     prefs.rtn_file = prefs.mvae_file = ""
     prefs.model_folder = str(folder)
+    prefs.mvae_model = "mvae-tiny"
     yield bpy.context.scene
+    prefs.mvae_model = "mvae-lafan1"
     prefs.model_folder = ""
+
+
+def without_a_shipped_motion_vae(monkeypatch):
+    """As a build of Betwixt that ships no Motion VAE: the shipped mvae-lafan1 is not offered."""
+    from betwixt.addon import preferences
+    real = preferences.shipped
+    monkeypatch.setattr(preferences, "shipped", lambda kind=None, folder=None: [
+        p for p in real(kind, folder) if folder is not None or p.stem != "mvae-lafan1"])
 
 
 def continuations(obj):
@@ -74,14 +85,16 @@ def walked(model, motion, frame, frames, seed, planted=True):
     return forward_kinematics(walk.rotations, walk.positions, motion.skeleton.parents)[1][2:]
 
 
-def test_the_model_folder_offers_its_models_beside_the_shipped_ones(scene, folder, tmp_path):
+def test_the_model_folder_offers_its_models_beside_the_shipped_ones(scene, folder, tmp_path, monkeypatch):
+    import betwixt.inference.modelfile as modelfile
     from betwixt.addon import preferences
     prefs = bpy.context.preferences.addons["betwixt"].preferences
     assert prefs.bl_rna.properties["model_folder"].subtype == "DIR_PATH"
     assert hasattr(bpy.ops.betwixt, "continue_motion")
-    assert preferences.offered_models("mvae") == [folder / "mvae-tiny.onnx"]
-    assert [i[0] for i in preferences._items_of("mvae")(prefs, bpy.context)] == ["mvae-tiny"]
-    assert preferences.load_model(kind="mvae").path == folder / "mvae-tiny.onnx"
+    shipped = modelfile.MODELS / "mvae-lafan1.onnx"
+    assert preferences.offered_models("mvae") == [shipped, folder / "mvae-tiny.onnx"]
+    assert [i[0] for i in preferences._items_of("mvae")(prefs, bpy.context)] == ["mvae-lafan1", "mvae-tiny"]
+    assert preferences.load_model(kind="mvae").path == folder / "mvae-tiny.onnx"     # as chosen
     # models of every kind: a folder's RTN is offered after the shipped ones, the default still first
     mine = tmp_path / "mine"
     mine.mkdir()
@@ -96,7 +109,10 @@ def test_the_model_folder_offers_its_models_beside_the_shipped_ones(scene, folde
         assert preferences.load_model().path == mine / "rtn-mine.onnx"
     finally:
         prefs.rtn_model = "rtn-human"
+    prefs.mvae_model = "mvae-lafan1"
     prefs.model_folder = ""
+    assert preferences.load_model(kind="mvae").path == shipped                         # without a folder
+    without_a_shipped_motion_vae(monkeypatch)   # and no folder: one error that says where to put one
     with pytest.raises(preferences.ModelError, match=r"no Continuations \(Motion VAE\) model: none is shipped .* "
                        "set it as the Model Folder in Preferences > Add-ons > Betwixt"):
         preferences.load_model(kind="mvae")
@@ -222,7 +238,7 @@ def test_continue_in_a_scene_at_another_frame_rate(scene, clip):
     assert all(np.array_equal(a, b) for a, b in zip(keys_at(keys, outside).values(), keys_at(before, outside).values()))
 
 
-def test_continue_refuses_the_bad_cases_and_changes_nothing(scene, clip, folder, mocap, tmp_path):
+def test_continue_refuses_the_bad_cases_and_changes_nothing(scene, clip, folder, mocap, tmp_path, monkeypatch):
     import zipfile
 
     from inference.bvh import parse_bvh, write_bvh
@@ -244,11 +260,14 @@ def test_continue_refuses_the_bad_cases_and_changes_nothing(scene, clip, folder,
           "starts from a pose and the one before it; go to frame 2 or later")
     scene.frame_set(FRAME)
     prefs.model_folder = ""
-    fails(r"no Continuations \(Motion VAE\) model: none is shipped with this build of Betwixt; put one .* Model "
+    with monkeypatch.context() as patched:    # a build without a Motion VAE
+        without_a_shipped_motion_vae(patched)
+        fails(r"no Continuations \(Motion VAE\) model: none is shipped with this build of Betwixt; put one .* Model "
           "Folder in Preferences > Add-ons > Betwixt")
-    prefs.model_folder = str(tmp_path)                   # a folder without one
-    fails(f"and the Model Folder '{tmp_path}' holds none")
+        prefs.model_folder = str(tmp_path)                   # a folder without one
+        fails(f"and the Model Folder '{tmp_path}' holds none")
     prefs.model_folder = str(folder)
+    prefs.mvae_model = "mvae-tiny"
     assert bpy.ops.betwixt.continue_motion(count=1, frames=3) == {"FINISHED"}
     assert bpy.ops.betwixt.preview_variant(action=continuations(obj)[0].name) == {"FINISHED"}
     fails("is itself a variant; apply it or go back to the original")
@@ -334,7 +353,7 @@ def runtime_variants(model, motion, a, b, k, seed):
     return out
 
 
-def test_variants_from_the_motion_vae_are_its_own_variants_and_leave_the_rest(scene, clip):
+def test_variants_from_the_motion_vae_are_its_own_variants_and_leave_the_rest(scene, clip, monkeypatch):
     """Source Motion VAE: K actions whose keys inside the gap Blender evaluates to the Motion VAE's variants of
     the gap as read (sampling toward the key, then the target blend), different from each other, the keys
     outside the gap as they were; without any Motion VAE, one clear error that names the other Source."""
@@ -369,6 +388,7 @@ def test_variants_from_the_motion_vae_are_its_own_variants_and_leave_the_rest(sc
     assert len(bpy.data.actions) == 1 and same_keys(snapshot(obj), before)
 
     bpy.context.preferences.addons["betwixt"].preferences.model_folder = ""
+    without_a_shipped_motion_vae(monkeypatch)
     with pytest.raises(RuntimeError, match=r"no Continuations \(Motion VAE\) model.*Source: Noise \(RTN\)"):
         bpy.ops.betwixt.variants(source="MVAE")
     assert same_keys(snapshot(obj), before) and len(bpy.data.actions) == 1

@@ -82,12 +82,14 @@ def test_models_lists_every_shipped_model_and_one_of_another_kind_beside_them(la
 
     assert main(["models", "--json"]) == 0
     listed = {m["name"]: m for m in json.loads(capsys.readouterr().out)}
-    assert set(listed) == {"mann-dog", "rtn-bandai1", "rtn-dog", "rtn-human", "rtn-lafan1"}
+    assert set(listed) == {"mann-dog", "mvae-lafan1", "rtn-bandai1", "rtn-dog", "rtn-human", "rtn-lafan1"}
     lafan = listed["rtn-lafan1"]
     assert lafan["kind"] == "rtn" and lafan["skeleton"] == {"joints": 22, "root": "Hips"} and lafan["fps"] == 30
     assert lafan["serves"] == ["fill", "decompress", "variants"] and "non-commercial" in lafan["licence"]
     assert lafan["bytes"] == (modelfile.MODELS / "rtn-lafan1.onnx").stat().st_size
     assert listed["mann-dog"]["kind"] == "mann" and listed["mann-dog"]["serves"] == ["follow-path", "fill", "decompress"]
+    assert listed["mvae-lafan1"]["kind"] == "mvae" and listed["mvae-lafan1"]["serves"] == ["continue", "variants", "follow-path"]
+    assert listed["mvae-lafan1"]["skeleton"] == lafan["skeleton"] and "non-commercial" in listed["mvae-lafan1"]["licence"]
     assert main(["models"]) == 0
     assert "mann-dog: mann, 21 joints (root Hips)" in capsys.readouterr().out
 

@@ -7,6 +7,7 @@ as both sides, matches RTN to itself; bad input is one clear error."""
 import json
 import math
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from inference.bvh import read_bvh
 from inference.cli import main
 from inference.mann.metrics import paw_ground
-from inference.modelfile import MODELS, ModelError, find_model, open_model
+from inference.modelfile import MODELS, open_model
 from inference.mvae.bench import OFF, PAPER, PAPER_GAIT, VARIATIONS, foot_positions, per_motion, \
     variants_against_rtn, walks
 from test_mvae import clip, model, run  # noqa: F401  (fixtures: a subject-5 clip, the tiny model and its run)
@@ -179,12 +180,10 @@ def test_bad_input_is_one_clear_error(run, mocap, tmp_path, capsys):  # noqa: F8
     assert not out.exists()
 
 
-def test_without_a_shipped_motion_vae_it_says_to_pass_model(mocap, tmp_path, capsys):
-    try:
-        find_model(None, kind="mvae")
-        pytest.skip("a Motion VAE is shipped now: bench-mvae measures it without --model")
-    except ModelError:
-        pass
-    assert main(["bench-mvae", "--data", str(mocap / "lafan1-27.zip")]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["error: no mvae model is shipped; pass --model FILE"]
+def test_without_model_it_measures_the_shipped_motion_vae(mocap, tmp_path):
+    out = tmp_path / "shipped.json"
+    assert main(["bench-mvae", "--data", str(mocap / "lafan1-27.zip"), "--starts", "2", "--frames", "300",
+                 "--seconds", "1", "--json", str(out), "--cache", str(tmp_path)]) == 0
+    r = json.loads(out.read_text())
+    assert r["model"] == "mvae-lafan1" and Path(r["file"]) == MODELS / "mvae-lafan1.onnx"
+    assert r["walks"]["walks"] == 2 and r["walks"]["with_nan"] == 0 and r["latent"]["active"] == 32

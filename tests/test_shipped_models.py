@@ -17,23 +17,35 @@ SHIPPED = shipped_files("rtn")
 PAST, GAP = 10, 10
 
 
-@pytest.fixture(scope="module", params=SHIPPED, ids=lambda p: p.stem)
-def shipped(request, mocap):
+def opened(path, mocap):
     """A shipped model, its metadata's data, and the clips of the data set whose skeleton it learned on
     (the first of several: the others were retargeted onto it) by name."""
-    model = open_model(request.param)
+    model = open_model(path)
     data = json.loads(model.metadata["betwixt.data"])
     motions = {m.name: m for m in read_motions(mocap / data["source"].split(" + ")[0])}
     return model, data, motions
 
 
+@pytest.fixture(scope="module", params=SHIPPED, ids=lambda p: p.stem)
+def shipped(request, mocap):
+    """A shipped in-betweening model, as :func:`opened` gives it."""
+    return opened(request.param, mocap)
+
+
+@pytest.fixture(scope="module", params=shipped_files(), ids=lambda p: p.stem)
+def any_shipped(request, mocap):
+    """A shipped model of any kind, as :func:`opened` gives it."""
+    return opened(request.param, mocap)
+
+
 def test_the_models_the_issues_name_are_shipped():
     """By name, so that a renamed model fails here rather than leaving the tests below with less to check."""
     assert {p.stem for p in SHIPPED} >= {"rtn-lafan1", "rtn-bandai1", "rtn-human"}
+    assert {p.stem for p in shipped_files()} - {p.stem for p in SHIPPED} >= {"mann-dog", "mvae-lafan1"}
 
 
-def test_a_shipped_model_is_small_documented_and_trained_on_what_it_says(shipped, mocap):
-    model, data, motions = shipped
+def test_a_shipped_model_is_small_documented_and_trained_on_what_it_says(any_shipped, mocap):
+    model, data, motions = any_shipped
     assert model.path.stat().st_size < 15e6
     assert model.metadata["betwixt.weights"] in ("mixed", "int8")     # weights in blocks of integers
     card = model.path.with_suffix(".md").read_text()
@@ -107,3 +119,15 @@ def test_a_shipped_model_knows_the_floor_its_data_stood_on(shipped, mocap, tmp_p
     assert open_model(before).floor == 0.0
     convert(before, tmp_path / "after.onnx", data=[str(mocap / s) for s in data["source"].split(" + ")], cache=tmp_path)
     assert open_model(tmp_path / "after.onnx").floor == model.floor
+
+
+def test_the_shipped_motion_vae_card_carries_its_measurements():
+    """Shipped below the issue's bar, the Motion VAE's card carries bench-mvae's table (``training export
+    --bench-data``): every goal's row, met or not, as the command prints it."""
+    [path] = shipped_files("mvae")
+    card = path.with_suffix(".md").read_text()
+    measured = card[card.index("## Measured (`python -m inference bench-mvae`"):]
+    rows = [line for line in measured.splitlines() if "(goal: " in line]
+    assert len(rows) == 13 and all(line.split()[0] in ("met", "NOT", "-") for line in rows)
+    assert any(line.startswith("  NOT MET  walks with NaN") or line.startswith("  met      walks with NaN")
+               for line in rows)

@@ -1,13 +1,15 @@
-"""The Motion VAE model card's own sections: how a runtime steps the file, and the latent's health
-(KL per dimension, active units) with the last validation."""
+"""The Motion VAE model card's own sections: how a runtime steps the file, the latent's health (KL per
+dimension, active units) with the last validation and, given LaFAN1, bench-mvae's measurements of the
+file beside the capture and the issue's goals, so that what it falls short of travels with it."""
 
 import json
 
 from .family import ACTIVE
 
 
-def sections(state, metadata):
-    """{"use": lines, "measured": lines} of a Motion VAE model file's card."""
+def sections(state, metadata, path=None, bench_data=None, cache=None):
+    """{"use": lines, "measured": lines} of a Motion VAE model file's card; ``bench_data``: LaFAN1, whose
+    test subject the file at ``path`` is measured on (:func:`bench_section`)."""
     lay, config = json.loads(metadata["betwixt.layout"]), state["config"]
     args = state["meta"]["args"]
     use = ["## Skeleton and use",
@@ -38,4 +40,21 @@ def sections(state, metadata):
                     f"{s['active_mean']} whose posterior mean varies across the data (variance above {ACTIVE}); mean "
                     f"KL {s['kl']:.3f} nats a dimension. Per dimension, largest first: "
                     + ", ".join(f"{v:.3f}" for v in sorted(s["kl_dims"], reverse=True)) + "."]
+    if bench_data:
+        measured += [""] + bench_section(path, bench_data, cache)
     return {"use": use, "measured": measured}
+
+
+def bench_section(path, bench_data, cache=None):
+    """``python -m inference bench-mvae`` of the model file at ``path`` on ``bench_data``'s subject 5, its
+    feet planted as the user gets them, beside the shipped RTN's noise variants: every row as it prints."""
+    from inference.dataset import load_motion_set
+    from inference.modelfile import find_model, open_model
+    from inference.mvae.bench import measure, table
+
+    model = open_model(path, kind="mvae")
+    results, _ = measure(model, load_motion_set(bench_data, cache),
+                         rtn=find_model(model.skeleton, kind="rtn", serves="variants"))
+    return ["## Measured (`python -m inference bench-mvae`, LaFAN1's test subject 5)", "",
+            "Each row beside the capture's and the Motion VAE issue's goal; a row NOT MET is a known limit of "
+            "this file.", "", "```", table(results), "```"]

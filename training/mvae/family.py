@@ -166,7 +166,7 @@ class MVAEFamily(Family):
     def card(self, state, metadata, path, bench_data=None, data=None, cache=None):
         from .card import sections
 
-        return sections(state, metadata)
+        return sections(state, metadata, path, bench_data, cache)
 
 
 class Feet:
