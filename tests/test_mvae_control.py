@@ -14,7 +14,7 @@ from inference.inbetween import floor, gap_in
 from inference.modelfile import ModelError
 from inference.motion import forward_kinematics
 from inference.mvae import control
-from inference.mvae.features import poses
+from inference.mvae.features import poses, root_path
 from tests.test_mvae import clip, model, run  # noqa: F401  (fixtures: a subject 5 clip, the tiny model)
 
 
@@ -210,6 +210,26 @@ def test_a_path_is_followed_by_refining_the_plan_chosen_before():
     assert abs(nudged.std() - control.NUDGE) < 0.02 and abs(nudged.mean()) < 0.02
     for fresh in (z[:, refined:], z[:, :refined, kept:]):   # the others, and the frames the plan newly reaches
         assert abs(fresh.std() - 1) < 0.03 and abs(fresh.mean()) < 0.03
+
+
+def test_a_roll_out_that_faces_away_from_the_path_on_the_way_scores_worse():
+    """Two roll-outs along a straight path, the same root positions, both facing along it at the end: the
+    one that turned sideways on the way (a sidestep) is the further from the path by the facing it kept."""
+    fps, frames, height = 30, control.HORIZON, 170.0
+    ahead = np.zeros((frames, 3))
+    ahead[:, 1] = 100.0                                  # forward at 1 m/s
+    aside = np.zeros((frames, 3))
+    aside[0] = [0.0, 100.0, np.pi / 2 * fps]             # a step forward, turning a quarter
+    aside[1:, 0] = -100.0                                # then sideways in its own frame: forward on the path
+    aside[-1, 2] = -np.pi / 2 * fps                      # and facing along it again at the last
+    rolled = np.stack([ahead, aside])
+    origins, turned = root_path(rolled, np.zeros(3), 0.0, fps)
+    np.testing.assert_allclose(origins[0], origins[1], atol=1e-9)
+    assert turned[0, -1] == turned[1, -1] == 0.0
+    path = origins[0][:, [0, 2]]
+    score = control.along(rolled, (np.zeros(3), 0.0), path, np.zeros(frames), fps, height)
+    assert score[0] == pytest.approx(0.0, abs=1e-9)
+    assert score[1] == pytest.approx(control.FACING * height * np.pi / 2 * (frames - 1) / frames)
 
 
 def test_follow_path_command_takes_a_motion_vae(run, clip, tmp_path, capsys):  # noqa: F811

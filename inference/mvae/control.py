@@ -2,8 +2,8 @@
 sequences, and the ones that best do what is asked kept.
 
 Following a path (:func:`along`): every COMMIT frames, FOLLOWERS roll-outs of HORIZON frames from
-where the character is; the one whose root keeps nearest the path's positions, facing its direction at
-the horizon, gives the next COMMIT frames (receding horizon). Its latents are the plan: the next
+where the character is; the one whose root keeps nearest the path's positions, facing its direction,
+over them gives the next COMMIT frames (receding horizon). Its latents are the plan: the next
 choice is among the plan moved on, REFINED - 1 nudges of it and fresh draws (:func:`drawn`), so a plan
 that keeps to the path is refined rather than drawn again from nothing.
 
@@ -121,7 +121,10 @@ def drawn(rng, plan, shape):
 def along(rolled, start, positions, facing, fps, height):
     """(C,) how far C roll-outs ``rolled`` (C, T, D) from the root ``start`` ``(origin (3,), facing angle)``
     stray from a path: their root's mean distance to its ``positions`` (T, 2) as (x, z), and FACING of
-    ``height`` a radian between their last facing and the path's ``facing`` angle there."""
+    ``height`` a radian of their facing's mean angle to the path's ``facing`` angles (T,) there. Every
+    frame's facing counts, not the last alone: judged at the horizon only, a roll-out facing sideways all
+    along and turning back at its end scored as well as one keeping to the path's direction."""
     origins, turned = root_path(rolled, start[0], start[1], fps)
+    off = np.abs(np.angle(np.exp(1j * (turned[:, 1:] - facing))))
     return (np.linalg.norm(origins[..., [0, 2]] - positions, axis=-1).mean(axis=-1)
-            + FACING * height * np.abs(np.angle(np.exp(1j * (turned[:, -1] - facing)))))
+            + FACING * height * off.mean(axis=-1))

@@ -192,7 +192,7 @@ class MVAEModel(Model):
             plan = np.empty((b, HORIZON, self.latent), dtype=np.float32)
             for i, w in enumerate(wants):   # (a path that ended is held at its last point)
                 ahead = np.minimum(np.arange(t + 1, t + 1 + HORIZON), len(w.positions) - 1)
-                facing = np.arctan2(*w.directions[ahead[-1]])
+                facing = np.arctan2(*w.directions[ahead].T)
                 chosen = np.argmin(along(rolled[i], roots[i], w.positions[ahead], facing, self.fps, self.layout.height))
                 best, plan[i] = rolled[i, chosen], z[i, chosen]
                 out[i, t:t + COMMIT] = best[:COMMIT]
