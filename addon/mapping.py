@@ -6,7 +6,10 @@ Detection from names and hierarchy (naming schemes, Biovision collars, spine cha
 
 import bpy
 
+from ..inference.contacts import HANDS, is_quadruped
 from ..inference.mapping import detect
+
+ON_ALL_FOURS = 0.5   # of the hips' height above the floor: hands at rest below this stand on it
 
 
 class BETWIXT_PG_joint(bpy.types.PropertyGroup):
@@ -45,16 +48,37 @@ def mapping_for(obj, skeleton, rig):
 
 def played(obj, skeletons):
     """The index in ``skeletons`` of the skeleton the armature ``obj`` plays: the one its stored mapping
-    is for, else the one whose joints detection maps most of; the first of equals (the in-betweening
-    model's: the dog's names are a human skeleton's and a tail, so a quadruped rig without a tail
-    maps as many human joints as dog joints, and is mapped to the dog by Detect's Skeleton option)."""
+    is for, else the one whose joints detection maps most of. Of equals, a four-legged one where the rig
+    stands on all fours (:func:`on_all_fours`), else the first (the in-betweening model's): the dog's
+    names are a human skeleton's and a tail, so a quadruped rig without a tail maps as many human joints
+    as dog joints, as a person's rig named alike (Rigify's) does; only its pose tells them apart."""
     counts = []
     for i, skeleton in enumerate(skeletons):
         unmapped, is_stored = status(obj, skeleton)
         if is_stored:
             return i
         counts.append(len(skeleton) - len(unmapped))
-    return counts.index(max(counts))
+    best = [i for i, count in enumerate(counts) if count == max(counts)]
+    if len(best) > 1 and on_all_fours(obj, skeletons[best[0]]):
+        return next((i for i in best if is_quadruped(skeletons[i])), best[0])
+    return best[0]
+
+
+def on_all_fours(obj, skeleton):
+    """Whether the armature ``obj`` stands on its hands in its rest pose: the bones detection maps to
+    ``skeleton``'s hand joints nearer its floor (its lowest bone end) than ON_ALL_FOURS of the height of
+    the bone mapped to its root. A dog's front paws stand on the floor; a person's hands hang at the
+    thigh or reach out to the sides."""
+    bones = obj.data.bones
+    names = [b.name for b in bones]
+    found = detect(skeleton.names, skeleton.parents, names, [names.index(b.parent.name) if b.parent else -1
+                                                             for b in bones])
+    hands = [found[j] for j in skeleton.names if HANDS.search(j) and j in found]
+    if not hands or skeleton.names[0] not in found:
+        return False
+    floor = min(min(b.head_local.z, b.tail_local.z) for b in bones)
+    hips = bones[found[skeleton.names[0]]].head_local.z - floor
+    return hips > 0 and max(bones[h].head_local.z for h in hands) - floor < ON_ALL_FOURS * hips
 
 
 def status(obj, skeleton):

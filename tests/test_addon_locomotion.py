@@ -18,6 +18,7 @@ from inference.bvh import parse_bvh, write_bvh
 from inference.mann.runtime import MANNModel
 from inference.modelfile import open_model
 from test_addon import ROOT, betwixt_addon, channels, clip, cut, import_bvh, same_keys, snapshot  # noqa: F401
+from test_addon_mvae import without_a_shipped_motion_vae
 
 MANN = ROOT / "inference" / "models" / "mann-dog.onnx"
 CLIP = "D1_008_KAN01_002"   # of the test split: never trained on
@@ -217,7 +218,7 @@ def test_the_controller_reports_progress_and_stops_on_esc(scene, dog):
     assert len(calls) == 30
 
 
-def test_bad_input_says_what_to_do_and_changes_nothing(scene, dog, clip):
+def test_bad_input_says_what_to_do_and_changes_nothing(scene, dog, clip, monkeypatch):
     obj = import_dog(dog)
     path = bezier([(0.0, 0.0, 0.0), (2.0, 1.0, 0.0)], "AUTO")
     other = bezier([(0.0, 0.0, 0.0), (0.0, 2.0, 0.0)], "AUTO", name="Other")
@@ -251,15 +252,20 @@ def test_bad_input_says_what_to_do_and_changes_nothing(scene, dog, clip):
     bpy.ops.object.armature_add()                                          # an armature whose bones say nothing
     stranger = bpy.context.active_object
     follow_with(stranger, path)
-    fails("armature 'Armature' plays the skeleton of model rtn-human .* which does not follow paths; to "
-          r"follow paths, map its bones to model mann-dog's skeleton .*, or put a Continuations \(Motion VAE\) "
-          "model in a folder", stranger)
-
+    fails(r"only 0 of the model's 22 joints are mapped; map the bones in the Betwixt panel \(Bone Mapping > Detect\)",
+          stranger)                                    # taken for a person, whom the shipped Motion VAE walks
     human = import_bvh(clip[0])                                            # a human: the in-betweening model's
     from betwixt.addon.preferences import model_for
     assert model_for(bpy.context, human, "fill").name == "rtn-human"
-    follow_with(human, path)
-    fails("plays the skeleton of model rtn-human", human)
+    assert model_for(bpy.context, human, "follow-path").name == "mvae-lafan1"
+    with monkeypatch.context() as patched:                                 # a build without a Motion VAE
+        without_a_shipped_motion_vae(patched)
+        follow_with(stranger, path)
+        fails("armature 'Armature' plays the skeleton of model rtn-human .* which does not follow paths; to "
+              r"follow paths, map its bones to model mann-dog's skeleton .*, or put a Continuations \(Motion VAE\) "
+              "model in a folder", stranger)
+        follow_with(human, path)
+        fails("plays the skeleton of model rtn-human", human)
     bpy.context.view_layer.objects.active = None
     fails("no armature is active")
     follow_with(obj, path)
@@ -331,23 +337,34 @@ def test_a_renamed_quadruped_rig_without_an_action_is_detected_and_follows(scene
     assert obj.animation_data is None and "DogAction" not in bpy.data.actions
 
 
-def test_a_quadruped_rig_without_a_tail_is_mapped_to_the_dog_from_the_menu(scene, dog):
-    """Its names fit the human skeleton as well as the dog's: Follow Path says what to do, and does it."""
+def test_a_quadruped_rig_without_a_tail_is_taken_for_the_dog_by_its_pose(scene, dog):
+    """Its names fit the human skeleton as well as the dog's (as a person's Rigify rig does): standing on all
+    fours it is taken for the dog, by Follow Path and by Detect; the same rig standing up on its hind legs,
+    for a person; Detect's menu maps it to either."""
     from betwixt.addon import mapping
+    from inference import quat
     from inference.bvh import read_bvh
-    obj = quadruped_rig(open_model(MANN).skeleton, read_bvh(dog).rotations[0], tail=False)
+    rotations = read_bvh(dog).rotations[0]
+    obj = quadruped_rig(open_model(MANN).skeleton, rotations, tail=False)
     follow_with(obj, bezier([(0.0, 0.0, 0.0), (2.0, 0.0, 0.0)], "VECTOR"))
-    with pytest.raises(RuntimeError, match="map its bones to model mann-dog's skeleton \\(Betwixt panel: the menu "
-                                           "beside Detect, Locomotion \\(MANN\\)\\)"):
-        bpy.ops.betwixt.follow_path(frame_start=1, frame_end=60)
-    assert bpy.ops.betwixt.detect_mapping(skeleton="mann") == {"FINISHED"}
-    assert mapping.stored(obj.data) == {**{j: b for j, b in RIGIFY.items() if b[:4] != "tail"}, "Tail": "", "Tail1": ""}
     assert bpy.ops.betwixt.follow_path(frame_start=1, frame_end=60) == {"FINISHED"}
+    dog_mapping = {**{j: b for j, b in RIGIFY.items() if b[:4] != "tail"}, "Tail": "", "Tail1": ""}
+    assert mapping.stored(obj.data) == dog_mapping
     end = hips_track(obj, [60], "pelvis")[0]
     assert 1.5 < end[0] < 2.1 and abs(end[1]) < 0.2, end                     # along the 2 m line in a second
     assert bpy.ops.betwixt.clear_mapping() == {"FINISHED"}
     assert bpy.ops.betwixt.detect_mapping() == {"FINISHED"}                 # a plain Detect: the best fit again
-    assert "Spine2" in mapping.stored(obj.data)                             # a tie, which the human skeleton wins
+    assert mapping.stored(obj.data) == dog_mapping                          # a tie, which its pose breaks
+    assert bpy.ops.betwixt.detect_mapping(skeleton="rtn") == {"FINISHED"}   # the menu: the human skeleton
+    assert "Spine2" in mapping.stored(obj.data)
+
+    upright = rotations.copy()                                              # reared up: the spine vertical
+    upright[0] = quat.mul(quat.from_angle_axis(-np.pi / 2, np.array([1.0, 0.0, 0.0])), rotations[0])
+    person = quadruped_rig(open_model(MANN).skeleton, upright, tail=False)
+    assert not mapping.on_all_fours(person, open_model(MANN).skeleton) and mapping.on_all_fours(obj, open_model(MANN).skeleton)
+    bpy.context.view_layer.objects.active = person
+    assert bpy.ops.betwixt.detect_mapping() == {"FINISHED"}
+    assert "Spine2" in mapping.stored(person.data)                          # a tie, which the human skeleton wins
 
 
 def test_fill_gaps_and_decompress_on_a_dog_rig_use_the_dogs_models(scene, dog):
