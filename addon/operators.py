@@ -24,7 +24,7 @@ from .jobs import JobOperator
 from .pose_io import (Channels, KeyStyle, Snapshot, active_armature, key_frames, read_points, read_rig, sample,
                       world_matrix, write_bone_keys, write_points)
 from .preferences import load_model, model_for
-from .retarget import AXIS_CHANGE, Retarget
+from .retarget import AXIS_CHANGE, MappingError, Retarget
 from .rig import matrix_to_quat, quat_to_channels
 
 VARIANT_OF = "betwixt_variant_of"
@@ -101,13 +101,17 @@ def plan_over(channels, model, rig, retarget, detected, gaps, fps, frames):
 def read_retarget(obj, model):
     """``(rig, retarget, detected)``: the armature ``obj``'s bones, calibrated against ``model``'s skeleton
     through its bone mapping (stored, or ``detected`` now: see :func:`.mapping.mapping_for`), at rest and,
-    where it is animated, in its natural stance (:meth:`.retarget.Retarget.build`)."""
+    where it is animated, in its natural stance (:meth:`.retarget.Retarget.build`). A mapping that cannot
+    be used is one error naming the armature and the model whose skeleton it was mapped to."""
     rig = read_rig(obj)
     joints, detected = mapping.mapping_for(obj, model.skeleton, rig)
     place = model.layout
-    retarget = Retarget.build(model.skeleton, rig, joints, world_matrix(obj), up=place.up,
-                              trajectory=place.trajectory, reference=reference_pose(model),
-                              moving=lambda: in_motion(obj, rig, sorted(joints.values())))
+    try:
+        retarget = Retarget.build(model.skeleton, rig, joints, world_matrix(obj), up=place.up,
+                                  trajectory=place.trajectory, reference=reference_pose(model),
+                                  moving=lambda: in_motion(obj, rig, sorted(joints.values())))
+    except MappingError as e:
+        raise MappingError(f"armature {obj.name!r} for model {model.name}: {e}") from None
     return rig, retarget, detected
 
 

@@ -252,8 +252,8 @@ def test_bad_input_says_what_to_do_and_changes_nothing(scene, dog, clip, monkeyp
     bpy.ops.object.armature_add()                                          # an armature whose bones say nothing
     stranger = bpy.context.active_object
     follow_with(stranger, path)
-    fails(r"only 0 of the model's 22 joints are mapped; map the bones in the Betwixt panel \(Bone Mapping > Detect\)",
-          stranger)                                    # taken for a person, whom the shipped Motion VAE walks
+    fails(r"armature 'Armature' for model mvae-lafan1: only 0 of the model's 22 joints are mapped; map the bones "
+          r"in the Betwixt panel \(Bone Mapping > Detect\)", stranger)   # a person's, whom the Motion VAE walks
     human = import_bvh(clip[0])                                            # a human: the in-betweening model's
     from betwixt.addon.preferences import model_for
     assert model_for(bpy.context, human, "fill").name == "rtn-human"
