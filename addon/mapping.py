@@ -69,10 +69,7 @@ def on_all_fours(obj, skeleton):
     ``skeleton``'s hand joints nearer its floor (its lowest bone end) than ON_ALL_FOURS of the height of
     the bone mapped to its root. A dog's front paws stand on the floor; a person's hands hang at the
     thigh or reach out to the sides."""
-    bones = obj.data.bones
-    names = [b.name for b in bones]
-    found = detect(skeleton.names, skeleton.parents, names, [names.index(b.parent.name) if b.parent else -1
-                                                             for b in bones])
+    bones, found = obj.data.bones, detected(obj, skeleton)
     hands = [found[j] for j in skeleton.names if HANDS.search(j) and j in found]
     if not hands or skeleton.names[0] not in found:
         return False
@@ -86,7 +83,13 @@ def status(obj, skeleton):
     have = stored(obj.data)
     if have and set(skeleton.names) <= set(have):
         return [n for n in skeleton.names if have[n] not in obj.data.bones], True
+    found = detected(obj, skeleton)
+    return [n for n in skeleton.names if n not in found], False
+
+
+def detected(obj, skeleton):
+    """{model joint: bone} that detection (:func:`..inference.mapping.detect`) finds for ``skeleton`` among
+    the armature ``obj``'s bones, from their names and hierarchy."""
     bones = [b.name for b in obj.data.bones]
     parents = [bones.index(b.parent.name) if b.parent else -1 for b in obj.data.bones]
-    found = detect(skeleton.names, skeleton.parents, bones, parents)
-    return [n for n in skeleton.names if n not in found], False
+    return detect(skeleton.names, skeleton.parents, bones, parents)

@@ -558,9 +558,7 @@ class BETWIXT_OT_detect_mapping(bpy.types.Operator):
             obj = active_armature(context)
             model = model_for(context, obj) if self.skeleton == "AUTO" else load_model(context, self.skeleton)
             skeleton = model.skeleton
-            bones = [b.name for b in obj.data.bones]
-            parents = [bones.index(b.parent.name) if b.parent else -1 for b in obj.data.bones]
-            found = mapping.detect(skeleton.names, skeleton.parents, bones, parents)
+            found = mapping.detected(obj, skeleton)
         except BetwixtError as e:
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}

@@ -68,7 +68,8 @@ def test_bench_mann_measures_the_test_split_paths_gaps_and_speed(mocap, tmp_path
         # alone: up to 27 and 59); 4.2-5.3 s for 4 s of path, since a dog that cannot keep a path's pace is led on
         # from where it is (inference/mann/pursuit.py)
         assert p["deviation"] < (10 if "walk" in name else 30), (name, p)
-        assert 0 <= p["facing"] < 90 and 0 <= p["travel"] < 90 and 3.6 < p["seconds"] < 7 and p["path_seconds"] == pytest.approx(4, abs=0.02)
+        assert 0 <= p["facing"] < 90 and 0 <= p["travel"] < 90
+        assert 3.6 < p["seconds"] < 7 and p["path_seconds"] == pytest.approx(4, abs=0.02)
     assert r["paths"]["circle walk"]["paper_deviation"] == 2.98
     for length in ("0.5 s", "1 s", "2 s"):
         g = r["gaps"][length]

@@ -85,7 +85,8 @@ def test_bench_mvae_writes_finite_numbers_as_asked(run, subject5, tmp_path, caps
     assert list(p) == [f"{shape} {gait}" for gait in ("walk", "jog") for shape in ("circle", "square", "star")]
     for name, row in p.items():
         assert row["path_seconds"] == pytest.approx(2.0, abs=0.05) and 0 < row["deviation"] < 200
-        assert 0 <= row["facing"] <= 180 and 0 <= row["travel"] <= 180 and row["hips_min"] <= row["hips_max"] and row["skating"] >= 0
+        assert 0 <= row["facing"] <= 180 and 0 <= row["travel"] <= 180
+        assert row["hips_min"] <= row["hips_max"] and row["skating"] >= 0
         assert (row["paper_deviation"], row["paper_facing"]) == PAPER[PAPER_GAIT[name.split()[1]]]
     for gait, pace in (("walk", 1), ("jog", 2)):
         goal = goals[f"paths at {pace} m/s, circle, square, star: deviation (cm) / facing (degrees)"]

@@ -7,8 +7,9 @@ capture on the model's test split (the clip names its file carries as ``betwixt.
    capture's paw grounds for both), and the root's distance to the track;
 2. circle, square and star paths at walk, trot and canter speeds from the model's own standing start:
    the root's mean distance to the path (cm), its facing's mean angle to it (degrees; the issue's) and
-   its direction of travel's (metrics.md's), beside the paper's MANN (Zhang et al. 2018, Table 4), and the time it takes against the path's own (from the
-   share of the path it covers in the path's time); the gating network's blending weights on them;
+   its direction of travel's (metrics.md's), beside the paper's MANN (Zhang et al. 2018, Table 4), and
+   the time it takes against the path's own (from the share of the path it covers in the path's time);
+   the gating network's blending weights on them;
 3. gaps of 0.5, 1 and 2 s on the test clips filled by the model, by an RTN trained on the dog data
    where one is given (``--rtn``: the issue's comparison of the two as the dog's fill model) and by
    interpolation: the mean joint position error and the paws' skating, beside the capture's skating
@@ -248,7 +249,8 @@ def table(results):
                  "taken / path's; skating cm/frame and angular update deg, raw -> planted")
     for name, r in results["paths"].items():
         lines.append(f"  {name:<14} {r['deviation']:6.1f} ({r['paper_deviation']:.2f})  {r['facing']:5.1f} "
-                     f"({r['paper_facing']:.2f})  {r['travel']:5.1f}   {r['seconds']:5.1f} / {r['path_seconds']:.1f} s   skating "
+                     f"({r['paper_facing']:.2f})  {r['travel']:5.1f}   {r['seconds']:5.1f} / "
+                     f"{r['path_seconds']:.1f} s   skating "
                      f"{_against(r, 'skating')}, back {_against(r, 'skating_back')}; "
                      f"angular {_against(r, 'angular', fmt='.2f')}")
     rtn = f" (rtn: {results['fill_rtn']})" if results.get("fill_rtn") else ""

@@ -54,10 +54,7 @@ def path_deviation(motion, points, track=None):
     positions (F, 2) and facing angles (F,) where they are not MANN's root (a biped's)."""
     ground, theta = _root_track(motion) if track is None else track
     which, _, distance = _nearest(ground, points)
-    along = np.diff(points, axis=0)[which]
-    facing = np.stack([np.sin(theta), np.cos(theta)], axis=-1)
-    cos = np.sum(facing * along, axis=-1) / np.linalg.norm(along, axis=-1)
-    angle = np.degrees(np.arccos(np.clip(cos, -1, 1)))
+    angle = _angles(np.stack([np.sin(theta), np.cos(theta)], axis=-1), np.diff(points, axis=0)[which])
     return float(distance.mean()), float(angle.mean())
 
 
@@ -78,9 +75,7 @@ def travel_deviation(motion, points, still, track=None, span=TRAVEL_SPAN):
     if not moving.any():
         return float("nan")
     which, _, _ = _nearest(ground, points)
-    along = np.diff(points, axis=0)[which]
-    cos = np.sum(travel * along, axis=-1) / np.maximum(length * np.linalg.norm(along, axis=-1), 1e-12)
-    return float(np.degrees(np.arccos(np.clip(cos, -1, 1)))[moving].mean())
+    return float(_angles(travel, np.diff(points, axis=0)[which])[moving].mean())
 
 
 def path_progress(motion, points, track=None):
@@ -96,6 +91,12 @@ def path_progress(motion, points, track=None):
     if np.linalg.norm(points[-1] - points[0]) < 1e-6 * length:   # closed: the end is the start, a lap on
         along = np.unwrap(along, period=length)
     return float((along[-1] - along[0]) / length)
+
+
+def _angles(a, b):
+    """(F,) the angles (degrees) between ground vectors ``a`` and ``b`` (F, 2)."""
+    cos = np.sum(a * b, axis=-1) / np.maximum(np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1), 1e-12)
+    return np.degrees(np.arccos(np.clip(cos, -1, 1)))
 
 
 def _root_track(motion):

@@ -392,7 +392,8 @@ def table(results):
                  "seconds taken / the path's; skating cm a frame (own ground); hips cm")
     for name, r in results["paths"].items():
         lines.append(f"  {name:<12} {r['deviation']:6.1f} ({r['paper_deviation']:.2f})  {r['facing']:5.1f} "
-                     f"({r['paper_facing']:.2f})  {r['travel']:5.1f}  {r['seconds']:5.1f} / {r['path_seconds']:.1f} s  skating "
+                     f"({r['paper_facing']:.2f})  {r['travel']:5.1f}  {r['seconds']:5.1f} / "
+                     f"{r['path_seconds']:.1f} s  skating "
                      f"{r['skating']:.3f}  hips {r['hips_min']:.0f} to {r['hips_max']:.0f}")
     lines.append("KL per latent dimension (nats): " + " ".join(f"{k:.3f}" for k in results["latent"]["kl_dims"]))
     return "\n".join(lines)
