@@ -228,6 +228,20 @@ def test_a_walk_that_blows_up_is_refused_rather_than_returned_with_nan(model, cl
     assert all(np.isfinite(w.rotations).all() for w in model.walk(motion, 100, 30, k=2, seed=0))
 
 
+def test_a_walk_started_far_outside_the_data_is_held_within_its_range(model, clip):
+    """A start whose hips jump a hundred metres in a frame (finite, but far beyond anything the network
+    saw) is not carried further off: every generated frame's root moves no faster than the training
+    data's fastest, widened by the runtime's margin."""
+    motion = read_bvh(clip)
+    positions = motion.positions.copy()
+    positions[100, 0, 0] += 10_000.0
+    low, high = model.bounds
+    fastest = np.hypot(*np.maximum(-low[:2], high[:2])) / motion.fps   # cm a frame, (dx, dz) at their widest
+    for walk in model.walk(replace(motion, positions=positions), 100, 30, k=2, seed=0, grounded=False):
+        step = np.linalg.norm(np.diff(walk.positions[100:, 0, [0, 2]], axis=0), axis=-1)
+        assert np.isfinite(step).all() and step.max() <= fastest * (1 + 1e-4), (step.max(), fastest)
+
+
 def test_nan_in_the_start_pose_is_refused(model, clip):
     motion = read_bvh(clip)
     rotations = motion.rotations.copy()

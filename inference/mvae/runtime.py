@@ -4,7 +4,12 @@ sampling-based control (§4.2, :mod:`.control`).
 
 From a pose of a motion (and the frame before it, which its velocities need), every frame of K
 continuations is one onnxruntime call of batch K: each continuation's last pose and a z drawn from
-N(0, I) give its next pose, lifted onto the floor (:mod:`.floor`). The poses then go back to motions
+N(0, I) give its next pose, kept within the training data's range of every value (widened by
+RANGE_MARGIN) and lifted onto the floor (:mod:`.floor`). The range is what keeps a long walk finite: a
+roll-out fed its own slightly-off poses can wander where the network never learned anything, and there
+its errors compound each frame until the pose is no longer a number (LaFAN1's falls, about one walk of
+10,000 frames in twenty); held near the data, it gets up and walks on (docs/experiments.md, "A long
+walk kept near the data"). The poses then go back to motions
 (:func:`.features.motion_of`): the root integrated from where the start stood, each joint's rotation
 from its forward and up vectors, at the model's frame rate.
 """
@@ -32,6 +37,7 @@ MAX_TOTAL = 1_000_000   # generated frames of one request (poses of 267 values: 
 PAST = 1.0              # s: the frames up to a start (and around a key) whose feet find the floor
 SETTLE = 1.0            # s: without a start pose, the data's mean pose stands still this long first
 STANDING = 1.6          # m: a standing adult's height, for paths given in metres
+RANGE_MARGIN = 0.25     # of each pose value's training range, how far past it a generated value may go
 LEG_SHARE = 0.55        # a leg (hip to ankle joint) of the body's height as the RTN measures it (LaFAN1: 85.9 / 157.9)
 
 
@@ -51,8 +57,11 @@ class MVAEModel(Model):
             size = int(self.pose_layout["size"])
         except (KeyError, TypeError, ValueError) as e:
             raise ModelError(f"{file.path}: incomplete model metadata ({e}); export it again") from None
-        if len(file.normalisation.get("pose_mean", ())) != size or hips_pair(self.skeleton) != self.pair:
+        stats = [file.normalisation.get(name, ()) for name in ("pose_mean", "pose_std", "pose_min", "pose_max")]
+        if any(len(values) != size for values in stats) or hips_pair(self.skeleton) != self.pair:
             raise ModelError(f"{file.path}: normalisation or facing does not match the pose layout; export it again")
+        low, high = stats[2:]
+        self.bounds = low - RANGE_MARGIN * (high - low), high + RANGE_MARGIN * (high - low)
         self.legs = Legs.of(self.skeleton)
         self.past = int(round(PAST * self.fps))
         self.max_gap = int(round(MAX_GAP * self.fps))
@@ -68,8 +77,8 @@ class MVAEModel(Model):
 
         The walks stand on the floor under the start's feet (the lowest they reach in the second up to it),
         which the network sees as its own (``floor``); ``grounded``: each generated pose lifted so that no
-        foot goes under it (:mod:`.floor`). A walk whose network output stops being finite (an unstable
-        model, a long walk) is refused (:class:`BlewUp`) rather than returned with NaN."""
+        foot goes under it (:mod:`.floor`). A walk whose network output is not finite (a start beyond the
+        network's 32-bit inputs) is refused (:class:`BlewUp`) rather than returned with NaN."""
         motion, frame = self._start(motion, frame, frames, k)
         level = floor(motion.frames(max(0, frame + 1 - self.past), frame + 1), []) - self.floor
         start, origin, theta = poses(_lowered(motion.frames(frame - 1, frame + 1), level), self.pair)
@@ -246,14 +255,14 @@ class MVAEModel(Model):
 
     def _rollout(self, pose, steps, draw, grounded=True, steer=None):
         """``steps`` poses (B, steps, D) generated after raw poses ``pose`` (B, D), z (B, latent) of step
-        t ``draw(t)``: one onnxruntime call of batch B a step; ``grounded``: each pose lifted onto the
-        model's floor; ``steer(poses so far (B, t + 1, D), frames left)``, every STEER frames, the indices
+        t ``draw(t)``: one onnxruntime call of batch B a step, each pose then kept within ``bounds``;
+        ``grounded``: each pose lifted onto the model's floor; ``steer(poses so far (B, t + 1, D), frames left)``, every STEER frames, the indices
         (B,) of the roll-outs to go on with."""
         with np.errstate(over="ignore"):   # a pose beyond 32 bits walks on as inf, and walk() refuses it
             pose = pose.astype(np.float32)
         out = np.empty((len(pose), steps, pose.shape[1]), dtype=np.float32)
         for t in range(steps):
-            pose = self.session.run(["pose"], {"previous": pose, "z": draw(t)})[0]
+            pose = np.clip(self.session.run(["pose"], {"previous": pose, "z": draw(t)})[0], *self.bounds)
             if grounded and self.legs is not None:
                 self.legs.lift(pose, self.floor)
             out[:, t] = pose

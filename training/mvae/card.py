@@ -18,7 +18,9 @@ def sections(state, metadata, path=None, bench_data=None, cache=None):
            f"- One decoder step per run (`betwixt.graph` = step): inputs `previous` (batch, {lay['size']}), the last "
            f"pose, and `z` (batch, {config['latent']}), drawn from N(0, I) for a random walk; outputs `pose` (batch, "
            f"{lay['size']}), the next pose, and `experts` (batch, {config['experts']}), the gating network's blending "
-           "weights. Raw poses in and out (the file z-scores inside; `betwixt.normalisation` holds the statistics); "
+           "weights. Raw poses in and out (the file z-scores inside; `betwixt.normalisation` holds the statistics, "
+           "and the training poses' range of every value, `pose_min` and `pose_max`, which a runtime keeps each "
+           "generated pose near so that a long walk stays finite); "
            "`betwixt.layout` says which slice of a pose is what: the root's velocity in the previous frame's root "
            "frame, every joint's position, velocity and forward and up vectors in its own.",
            "- The encoder (inputs `previous` and `pose`, outputs the posterior's `mean` and `logvar`) travels in the "

@@ -44,7 +44,7 @@ class MVAEFamily(Family):
     title = ("A Motion VAE (Ling, Zinno, Cheng, van de Panne 2020): an autoregressive conditional variational "
              "autoencoder whose decoder, a mixture of experts, maps the previous pose and a random latent to the "
              "next pose, so that one pose has many plausible continuations.")
-    normalisation = ("pose_mean", "pose_std")
+    normalisation = ("pose_mean", "pose_std", "pose_min", "pose_max")
 
     def add_arguments(self, parser):
         parser.set_defaults(lr=1e-4, batch=64)   # the paper's (the loop's defaults are the RTN's)
@@ -79,10 +79,12 @@ class MVAEFamily(Family):
 
     def statistics(self, train, args, rng):
         """Mean and spread of every pose value over the training poses (a spread below 1e-5, such as the
-        hips' horizontal position in their own root frame, is taken as 1)."""
+        hips' horizontal position in their own root frame, is taken as 1), and its range, which the
+        runtime keeps a roll-out near (``inference.mvae.runtime``, RANGE_MARGIN)."""
         pose = train.poses.astype(np.float64)
         std = pose.std(axis=0)
-        return {"pose_mean": pose.mean(axis=0), "pose_std": np.where(std < 1e-5, 1.0, std)}
+        return {"pose_mean": pose.mean(axis=0), "pose_std": np.where(std < 1e-5, 1.0, std),
+                "pose_min": pose.min(axis=0), "pose_max": pose.max(axis=0)}
 
     def config(self, train, args):
         return asdict(MVAEConfig(pose=train.poses.shape[1], latent=args.latent, experts=args.experts))
