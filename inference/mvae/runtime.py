@@ -7,9 +7,8 @@ continuations is one onnxruntime call of batch K: each continuation's last pose 
 N(0, I) give its next pose, kept within the training data's range of every value (widened by
 RANGE_MARGIN) and lifted onto the floor (:mod:`.floor`). The range is what keeps a long walk finite: a
 roll-out fed its own slightly-off poses can wander where the network never learned anything, and there
-its errors compound each frame until the pose is no longer a number (LaFAN1's falls, about one walk of
-10,000 frames in twenty); held near the data, it gets up and walks on (docs/experiments.md, "A long
-walk kept near the data"). The poses then go back to motions
+its errors compound each frame until the pose is no longer a number; held near the data, it gets up
+and walks on (docs/experiments.md, "A long walk kept near the data"). The poses then go back to motions
 (:func:`.features.motion_of`): the root integrated from where the start stood, each joint's rotation
 from its forward and up vectors, at the model's frame rate.
 """
@@ -256,8 +255,8 @@ class MVAEModel(Model):
     def _rollout(self, pose, steps, draw, grounded=True, steer=None):
         """``steps`` poses (B, steps, D) generated after raw poses ``pose`` (B, D), z (B, latent) of step
         t ``draw(t)``: one onnxruntime call of batch B a step, each pose then kept within ``bounds``;
-        ``grounded``: each pose lifted onto the model's floor; ``steer(poses so far (B, t + 1, D), frames left)``, every STEER frames, the indices
-        (B,) of the roll-outs to go on with."""
+        ``grounded``: each pose lifted onto the model's floor; ``steer(poses so far (B, t + 1, D), frames
+        left)``, every STEER frames, the indices (B,) of the roll-outs to go on with."""
         with np.errstate(over="ignore"):   # a pose beyond 32 bits walks on as inf, and walk() refuses it
             pose = pose.astype(np.float32)
         out = np.empty((len(pose), steps, pose.shape[1]), dtype=np.float32)
