@@ -10,7 +10,10 @@ the capture on LaFAN1's test subject 5, from start poses spread evenly over its 
    under the lowest ground, the lowest foot more than each of OFF above its ground; each beside the
    capture's (every frame);
 2. diversity: the mean pairwise distance of K continuations of each start after SPREAD_AFTER seconds (the
-   root on the floor, and the joints relative to the root); and K variants of a gap after each start
+   root on the floor, and the joints relative to the root); how often K continuations of UP_SECONDS from
+   the starts that stand (the hips above STANDS) go down (the hips under LOW), beside the capture after
+   the same frames (:func:`staying_up`: a random walk drifts toward its data's balance, and LaFAN1's
+   training subjects spend 30 % of their frames on or near the floor); and K variants of a gap after each start
    against the shipped RTN's noise variants of the same gaps at the same error (:func:`variants_against_rtn`);
 3. latent health: the KL of every latent dimension of the encoder the file carries, on every pair of
    consecutive poses of subject 5, and the active units (KL above ACTIVE);
@@ -49,6 +52,8 @@ OFF = (10.0, 30.0)    # cm above it: the lowest foot off the floor (a step, a ju
 ACTIVE = 0.01         # nats: a latent dimension in use, as training's validation counts it
 SPREAD_K = 8          # continuations (and variants) of one request whose spread is measured
 SPREAD_AFTER = 3.0    # s after the start
+UP_SECONDS = 10.0     # s of the continuations of a standing start
+STANDS, LOW = 80.0, 60.0   # cm: the hips of a start that stands, and of a body gone down (crouching, kneeling)
 VARIANT_GAP = 30      # in-between frames of the gaps whose variants are measured (the benchmark's 30)
 VARIATIONS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)   # RTN's noise strengths; the one at the model's error is its match
 SPEEDS = {"walk": 1.0, "jog": 2.0}   # m/s of the paths; the paper's MANN at the dog's nearest gait beside each
@@ -161,6 +166,30 @@ def continuations(model, clips, starts, k=SPREAD_K, seconds=SPREAD_AFTER, ground
         roots.append(_pairwise(at[:, 0, [0, 2]]).mean())
         joints.append(_pairwise(at - at[:, :1]).mean())
     return {"k": k, "seconds": seconds, "root": float(np.mean(roots)), "joints": float(np.mean(joints))}
+
+
+def staying_up(model, clips, starts, k=SPREAD_K, seconds=UP_SECONDS, grounded=True, planted=True):
+    """Of ``k`` continuations of ``seconds`` from each start pose whose hips are above STANDS, the share of
+    their frames with the hips under LOW (``model``; in the first SPREAD_AFTER seconds, ``model_early``),
+    and the capture's over the same frames after the same starts (as far as each clip goes)."""
+    frames, early = int(round(seconds * model.fps)), int(round(SPREAD_AFTER * model.fps))
+    model_low, capture_low = [], []
+    for s, (clip, frame) in enumerate(start_poses(clips, starts)):
+        if clip.global_transforms()[1][frame, 0, 1] <= STANDS:
+            continue
+        try:
+            walked = model.walk(clip, frame, frames, k, seed=s, grounded=grounded)
+        except BlewUp:   # counted by the walks' row, not here
+            continue
+        hips = np.stack([planted_walk(model, w, frames, planted).positions[:, 0, 1] for w in walked])   # (k, frames)
+        model_low.append(hips < LOW)
+        capture_low.append(clip.global_transforms()[1][frame + 1:frame + 1 + frames, 0, 1] < LOW)
+    if not model_low:
+        return None
+    low = np.concatenate(model_low)
+    return {"starts": len(model_low), "k": k, "seconds": seconds, "model": float(low.mean()),
+            "model_early": float(low[:, :early].mean()), "capture": float(np.concatenate(capture_low).mean()),
+            "capture_early": float(np.concatenate([c[:early] for c in capture_low]).mean())}
 
 
 def _pairwise(points):
@@ -305,9 +334,10 @@ def measure(model, data, starts=20, frames=10_000, rtn=None, progress=None, seco
     clips = test_clips(data)
     walked, heights = walks(model, clips, starts, frames, progress, grounded, planted)
     spread = continuations(model, clips, starts, grounded=grounded, planted=planted)
+    up = staying_up(model, clips, starts, grounded=grounded, planted=planted)
     followed, tracks = paths(model, seconds, path_progress, planted)
     results = {"model": model.name, "file": str(model.path), "data": data.source, "test_clips": [c.name for c in clips],
-               "starts": starts, "planted": planted, "walks": walked, "continuations": spread,
+               "starts": starts, "planted": planted, "walks": walked, "continuations": spread, "staying_up": up,
                "variants": None if rtn is None else variants_against_rtn(model, rtn, clips, starts, planted=planted),
                "latent": latent(model, clips), "paths": followed, "speed": speed(model, clips[0], planted=planted)}
     results["goals"] = goals(results)
@@ -337,6 +367,11 @@ def goals(r):
     s = r["continuations"]
     rows.append((f"spread of K = {s['k']} continuations after {s['seconds']:g} s: root / joints (cm)",
                  f"{s['root']:.1f} / {s['joints']:.1f}", "none; read it beside skating and PEAK", None))
+    u = r["staying_up"]
+    if u:
+        rows.append((f"continuations of standing starts ({u['starts']} x {u['k']} of {u['seconds']:g} s): frames with "
+                     f"the hips under {LOW:g} cm", f"{u['model']:.1%} / {u['capture']:.1%} (first {SPREAD_AFTER:g} s "
+                     f"{u['model_early']:.1%} / {u['capture_early']:.1%})", "none; read it beside skating", None))
     v = r["variants"]
     better = v and v["spread_over_rtn"] >= GOALS["spread_over_rtn"] and v["model"]["skating"] <= v["rtn"]["skating"]
     rows.append((f"spread of K = {SPREAD_K} variants over RTN's noise variants at the same error",
