@@ -18,7 +18,8 @@ from inference.mann.metrics import paw_ground
 from inference.modelfile import MODELS, open_model
 from inference.dataset import load_motion_set
 from inference.mvae.bench import LOW, OFF, PAPER, PAPER_GAIT, STANDS, VARIATIONS, foot_positions, per_motion, \
-    start_poses, test_clips, variants_against_rtn, walks
+    start_poses, variants_against_rtn, walks
+from inference.mvae.bench import test_clips as clips_of_subject5   # (named so that pytest does not collect it)
 from test_mvae import clip, model, run  # noqa: F401  (fixtures: a subject-5 clip, the tiny model and its run)
 
 SUBJECT5 = ("fallAndGetUp1_subject5.bvh", "ground1_subject5.bvh", "obstacles1_subject5.bvh")
@@ -67,7 +68,7 @@ def test_bench_mvae_writes_finite_numbers_as_asked(run, subject5, tmp_path, caps
     s = r["continuations"]
     assert s["k"] == 8 and s["seconds"] == 3 and s["root"] > 0 and s["joints"] > 0   # z drawn: they differ
     u = r["staying_up"]   # of the starts that stand
-    standing = [(c, f) for c, f in start_poses(test_clips(load_motion_set(subject5, tmp_path)), 4) if c.global_transforms()[1][f, 0, 1] > STANDS]
+    standing = [(c, f) for c, f in start_poses(clips_of_subject5(load_motion_set(subject5, tmp_path)), 4) if c.global_transforms()[1][f, 0, 1] > STANDS]
     assert standing and u["starts"] <= len(standing) and u["k"] == 8 and u["seconds"] == 10
     assert 0 <= u["model_early"] <= 1 and 0 <= u["model"] <= 1
     assert u["capture"] == pytest.approx(np.mean(np.concatenate([   # the capture over the same frames

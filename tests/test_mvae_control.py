@@ -227,9 +227,30 @@ def test_a_roll_out_that_faces_away_from_the_path_on_the_way_scores_worse():
     np.testing.assert_allclose(origins[0], origins[1], atol=1e-9)
     assert turned[0, -1] == turned[1, -1] == 0.0
     path = origins[0][:, [0, 2]]
-    score = control.along(rolled, (np.zeros(3), 0.0), path, np.zeros(frames), fps, height)
+    score = control.along(rolled, (np.zeros(3), 0.0), path, np.arange(frames), np.zeros(frames), fps, height)
     assert score[0] == pytest.approx(0.0, abs=1e-9)
     assert score[1] == pytest.approx(control.FACING * height * np.pi / 2 * (frames - 1) / frames)
+
+
+def test_a_roll_out_off_the_path_scores_worse_than_one_behind_its_timing_on_it():
+    """Along a straight path at 1 m/s: a roll-out a second behind the path's timing but on the path is
+    judged by how far behind it is alone; one level with the timing but as far to the side, by that
+    distance to the timed positions and again to the path itself, so that a character behind its time is
+    not drawn across a curve to catch up."""
+    fps, frames, height = 30, control.HORIZON, 170.0
+    line = np.stack([np.zeros(2 * frames), np.arange(2 * frames) * 100.0 / fps], axis=-1)   # (x, z): 1 m/s on z
+    timed = np.arange(frames, 2 * frames)                   # where the timing has got to: a second on
+    behind = np.zeros((frames, 3))
+    behind[:, 1] = 100.0                                    # on the path, a second (1 m) behind
+    beside = np.zeros((frames, 3))
+    beside[0, 0] = -100.0 * fps                             # a metre to the side in the first frame...
+    beside[0, 1] = 100.0 * fps                              # ... and level with the timing, then on with it
+    beside[1:, 1] = 100.0
+    rolled = np.stack([behind, beside])
+    score = control.along(rolled, (np.zeros(3), 0.0), line, timed, np.zeros(frames), fps, height)
+    distance = np.linalg.norm(root_path(rolled, np.zeros(3), 0.0, fps)[0][..., [0, 2]] - line[timed], axis=-1)
+    assert distance.mean(axis=-1) == pytest.approx([96.67, 100.0], abs=0.01)
+    assert score[0] == pytest.approx(distance[0].mean()) and score[1] == pytest.approx(2 * distance[1].mean())
 
 
 def test_follow_path_command_takes_a_motion_vae(run, clip, tmp_path, capsys):  # noqa: F811

@@ -53,7 +53,7 @@ def path_deviation(motion, points, track=None):
     the path's direction there, each the mean over frames: (units, degrees). ``track``: the root's ground
     positions (F, 2) and facing angles (F,) where they are not MANN's root (a biped's)."""
     ground, theta = _root_track(motion) if track is None else track
-    which, _, distance = _nearest(ground, points)
+    which, _, distance = nearest(ground, points)
     angle = _angles(np.stack([np.sin(theta), np.cos(theta)], axis=-1), np.diff(points, axis=0)[which])
     return float(distance.mean()), float(angle.mean())
 
@@ -74,7 +74,7 @@ def travel_deviation(motion, points, still, track=None, span=TRAVEL_SPAN):
     moving = length > still * 2 * half / motion.fps
     if not moving.any():
         return float("nan")
-    which, _, _ = _nearest(ground, points)
+    which, _, _ = nearest(ground, points)
     return float(_angles(travel, np.diff(points, axis=0)[which])[moving].mean())
 
 
@@ -84,7 +84,7 @@ def path_progress(motion, points, track=None):
     Progress counts round a closed path (a lap ending where it began is 1, not 0). ``track`` as in
     :func:`path_deviation`."""
     ground, _ = _root_track(motion) if track is None else track
-    which, u, _ = _nearest(ground, points)
+    which, u, _ = nearest(ground, points)
     legs = np.linalg.norm(np.diff(points, axis=0), axis=-1)
     length = legs.sum()
     along = np.concatenate([[0.0], np.cumsum(legs)])[which] + u * legs[which]
@@ -106,7 +106,7 @@ def _root_track(motion):
     return ground, theta
 
 
-def _nearest(ground, points):
+def nearest(ground, points):
     """For ground positions (F, 2) and a polyline ``points`` (N, 2): the segment (F,) holding each
     one's nearest point, where along it (F,) from 0 to 1, and the distance to it (F,)."""
     a, b = points[:-1], points[1:]

@@ -2,10 +2,10 @@
 sequences, and the ones that best do what is asked kept.
 
 Following a path (:func:`along`): every COMMIT frames, FOLLOWERS roll-outs of HORIZON frames from
-where the character is; the one whose root keeps nearest the path's positions, facing its direction,
-over them gives the next COMMIT frames (receding horizon). Its latents are the plan: the next
-choice is among the plan moved on, REFINED - 1 nudges of it and fresh draws (:func:`drawn`), so a plan
-that keeps to the path is refined rather than drawn again from nothing.
+where the character is; the one whose root keeps nearest the path's timed positions and the path
+itself, facing its direction, over them gives the next COMMIT frames (receding horizon). Its latents
+are the plan: the next choice is among the plan moved on, REFINED - 1 nudges of it and fresh draws
+(:func:`drawn`), so a plan that keeps to the path is refined rather than drawn again from nothing.
 
 Variants to a key: from the frames before a gap, :func:`candidates` roll-outs run to the key's frame
 (one onnxruntime call a frame for all of them, the floor step included). Every STEER frames, those that
@@ -20,6 +20,7 @@ last frames (:func:`onto_key`).
 import numpy as np
 
 from .. import quat
+from ..mann.metrics import nearest
 from ..rtn.blends import target_blend, target_ramp
 from .features import fields, root_path
 
@@ -32,6 +33,7 @@ TURN = 1.5              # radians a second: how fast it may still turn to the ke
 PACE = 1.0              # body heights a second: how fast a roll-out may still go to reach the key's root
 FOLLOWERS = 128         # roll-outs a path, each time the next frames along it are chosen
 HORIZON = 30            # frames each is rolled out to be judged against the path
+BEHIND = 1.0            # s of the path before where its timing has got to that a roll-out may be nearest
 COMMIT = 5              # frames of the best one kept before choosing again
 REFINED = 64            # of the roll-outs, those that refine the plan chosen before
 NUDGE = 1.0             # how far (in the prior's spreads) a refinement's latents stray from the plan's
@@ -118,13 +120,18 @@ def drawn(rng, plan, shape):
     return z
 
 
-def along(rolled, start, positions, facing, fps, height):
+def along(rolled, start, line, timed, facing, fps, height):
     """(C,) how far C roll-outs ``rolled`` (C, T, D) from the root ``start`` ``(origin (3,), facing angle)``
-    stray from a path: their root's mean distance to its ``positions`` (T, 2) as (x, z), and FACING of
-    ``height`` a radian of their facing's mean angle to the path's ``facing`` angles (T,) there. Every
-    frame's facing counts, not the last alone: judged at the horizon only, a roll-out facing sideways all
-    along and turning back at its end scored as well as one keeping to the path's direction."""
+    stray from a path: their root's mean distance to where the path's timing has got to, ``line[timed]``
+    (``line`` (N, 2) the path's positions as (x, z), ``timed`` (T,) indices into it), plus its mean
+    distance to ``line`` itself, plus FACING of ``height`` a radian of their facing's mean angle to the
+    path's ``facing`` angles (T,) there. Judged by the timing alone, a character behind it (from a standing
+    start) was drawn across a curve toward where it had got to: the circle's first quarter cut by a
+    chord. Every frame's facing counts, not the last alone: judged at the horizon only, a roll-out facing
+    sideways all along and turning back at its end scored as well as one keeping to the path's direction."""
     origins, turned = root_path(rolled, start[0], start[1], fps)
+    ground = origins[..., [0, 2]]
     off = np.abs(np.angle(np.exp(1j * (turned[:, 1:] - facing))))
-    return (np.linalg.norm(origins[..., [0, 2]] - positions, axis=-1).mean(axis=-1)
+    on_path = nearest(ground.reshape(-1, 2), line)[2].reshape(ground.shape[:-1])
+    return ((np.linalg.norm(ground - line[timed], axis=-1) + on_path).mean(axis=-1)
             + FACING * height * off.mean(axis=-1))

@@ -24,7 +24,8 @@ from ..inbetween import floor
 from ..mann.path import Path, check, desired
 from ..modelfile import Model, ModelError, Placement, session
 from ..motion import Motion, forward_kinematics
-from .control import COMMIT, FOLLOWERS, HORIZON, STEER, along, candidates, diverse, drawn, misses, onto_key, steered
+from .control import (BEHIND, COMMIT, FOLLOWERS, HORIZON, STEER, along, candidates, diverse, drawn, misses, onto_key,
+                      steered)
 from .features import fields, hips_pair, motion_of, poses, root_path
 from .floor import Legs
 
@@ -190,7 +191,7 @@ class MVAEModel(Model):
         FOLLOWERS roll-outs of HORIZON frames each, the one nearest its path (:func:`.control.along`);
         ``progress(done, total)`` after each choice."""
         b, rng = len(pose), np.random.default_rng(0)
-        roots = list(roots)
+        roots, behind = list(roots), int(round(BEHIND * self.fps))
         out = np.empty((b, frames + COMMIT, pose.shape[1]), dtype=np.float32)
         plan = None
         for t in range(0, frames, COMMIT):
@@ -200,8 +201,10 @@ class MVAEModel(Model):
             plan = np.empty((b, HORIZON, self.latent), dtype=np.float32)
             for i, w in enumerate(wants):   # (a path that ended is held at its last point)
                 ahead = np.minimum(np.arange(t + 1, t + 1 + HORIZON), len(w.positions) - 1)
+                first = max(0, min(t + 1 - behind, ahead[-1] - 1))   # two points at least, past its end
                 facing = np.arctan2(*w.directions[ahead].T)
-                chosen = np.argmin(along(rolled[i], roots[i], w.positions[ahead], facing, self.fps, self.layout.height))
+                chosen = np.argmin(along(rolled[i], roots[i], w.positions[first:ahead[-1] + 1], ahead - first, facing,
+                                         self.fps, self.layout.height))
                 best, plan[i] = rolled[i, chosen], z[i, chosen]
                 out[i, t:t + COMMIT] = best[:COMMIT]
                 origins, turned = root_path(best[:COMMIT], *roots[i], self.fps)
