@@ -108,12 +108,12 @@ def main(argv=None):
         for gait, (speed, paper) in gaits.items():
             rates = turning_rates(data, track, speed, UNITS)
             floors = [floor_of(speed, np.percentile(rates, q)) for q in (99, 100)]
-            shapes_text = ", ".join(f"{name} {a:.1f}; {b:.1f}" for (name, a), b in zip(floors[0].items(),
-                                                                                     floors[1].values()))
-            print(f"  {title} {gait} {speed:g} m/s ({len(rates):,} windows; turning {np.degrees(np.percentile(rates, 99)):.0f}; "
-                  f"{np.degrees(rates.max()):.0f} deg/s): {shapes_text}; mean {np.mean(list(floors[0].values())):.1f}; "
-                  f"{np.mean(list(floors[1].values())):.1f} (the paper's MANN {paper:g})")
-
+            per_shape = ", ".join(f"{name} {a:.1f}; {b:.1f}" for (name, a), b in zip(floors[0].items(),
+                                                                                    floors[1].values()))
+            turning = f"{np.degrees(np.percentile(rates, 99)):.0f}; {np.degrees(rates.max()):.0f} deg/s"
+            means = "; ".join(f"{np.mean(list(f.values())):.1f}" for f in floors)
+            print(f"  {title} {gait} {speed:g} m/s ({len(rates):,} windows; turning {turning}): {per_shape}; "
+                  f"mean {means} (the paper's MANN {paper:g})")
 
 if __name__ == "__main__":
     main()
