@@ -14,7 +14,7 @@ from inference.inbetween import floor, gap_in
 from inference.modelfile import ModelError
 from inference.motion import forward_kinematics
 from inference.mvae import control
-from inference.mvae.features import poses, root_path
+from inference.mvae.features import fields, poses, root_path, size
 from tests.test_mvae import clip, model, run  # noqa: F401  (fixtures: a subject 5 clip, the tiny model)
 
 
@@ -212,6 +212,15 @@ def test_a_path_is_followed_by_refining_the_plan_chosen_before():
         assert abs(fresh.std() - 1) < 0.03 and abs(fresh.mean()) < 0.03
 
 
+def standing(roots, height):
+    """Roll-outs (C, T, D) of one joint, the hips, whose root steps are ``roots`` (C, T, 3), the hips at
+    the middle of the control's UPRIGHT band of ``height`` (a walk's)."""
+    rolled = np.zeros(roots.shape[:-1] + (size(1),))
+    rolled[..., :3] = roots
+    rolled[..., fields(1)["positions"][0] + 1] = np.mean(control.UPRIGHT) * height
+    return rolled
+
+
 def test_a_roll_out_that_faces_away_from_the_path_on_the_way_scores_worse():
     """Two roll-outs along a straight path, the same root positions, both facing along it at the end: the
     one that turned sideways on the way (a sidestep) is the further from the path by the facing it kept."""
@@ -222,7 +231,7 @@ def test_a_roll_out_that_faces_away_from_the_path_on_the_way_scores_worse():
     aside[0] = [0.0, 100.0, np.pi / 2 * fps]             # a step forward, turning a quarter
     aside[1:, 0] = -100.0                                # then sideways in its own frame: forward on the path
     aside[-1, 2] = -np.pi / 2 * fps                      # and facing along it again at the last
-    rolled = np.stack([ahead, aside])
+    rolled = standing(np.stack([ahead, aside]), height)
     origins, turned = root_path(rolled, np.zeros(3), 0.0, fps)
     np.testing.assert_allclose(origins[0], origins[1], atol=1e-9)
     assert turned[0, -1] == turned[1, -1] == 0.0
@@ -246,11 +255,28 @@ def test_a_roll_out_off_the_path_scores_worse_than_one_behind_its_timing_on_it()
     beside[0, 0] = -100.0 * fps                             # a metre to the side in the first frame...
     beside[0, 1] = 100.0 * fps                              # ... and level with the timing, then on with it
     beside[1:, 1] = 100.0
-    rolled = np.stack([behind, beside])
+    rolled = standing(np.stack([behind, beside]), height)
     score = control.along(rolled, (np.zeros(3), 0.0), line, timed, np.zeros(frames), fps, height)
     distance = np.linalg.norm(root_path(rolled, np.zeros(3), 0.0, fps)[0][..., [0, 2]] - line[timed], axis=-1)
     assert distance.mean(axis=-1) == pytest.approx([96.67, 100.0], abs=0.01)
     assert score[0] == pytest.approx(distance[0].mean()) and score[1] == pytest.approx(2 * distance[1].mean())
+
+
+def test_a_roll_out_that_hops_or_crouches_along_a_path_scores_worse():
+    """Three roll-outs on a path, level with its timing: the hips of a walk, the hips 30 cm higher (a hop)
+    for a third of the frames, and as much lower (a crouch): each hop or crouch scores by how far the hips
+    go outside the control's UPRIGHT band, a mean over the frames."""
+    fps, frames, height = 30, control.HORIZON, 170.0
+    line = np.stack([np.zeros(frames + 1), np.arange(frames + 1) * 100.0 / fps], axis=-1)
+    roots = np.zeros((3, frames, 3))
+    roots[..., 1] = 100.0
+    rolled = standing(roots, height)
+    hips = fields(1)["positions"][0] + 1
+    rolled[1, :10, hips] = control.UPRIGHT[1] * height + 30.0
+    rolled[2, :10, hips] = control.UPRIGHT[0] * height - 30.0
+    score = control.along(rolled, (np.zeros(3), 0.0), line, np.arange(1, frames + 1), np.zeros(frames), fps, height)
+    assert score[0] == pytest.approx(0.0, abs=1e-9)
+    assert score[1] == pytest.approx(30.0 * 10 / frames) and score[2] == pytest.approx(30.0 * 10 / frames)
 
 
 def test_follow_path_command_takes_a_motion_vae(run, clip, tmp_path, capsys):  # noqa: F811

@@ -34,6 +34,7 @@ PACE = 1.0              # body heights a second: how fast a roll-out may still g
 FOLLOWERS = 128         # roll-outs a path, each time the next frames along it are chosen
 HORIZON = 30            # frames each is rolled out to be judged against the path
 BEHIND = 1.0            # s of the path before where its timing has got to that a roll-out may be nearest
+UPRIGHT = (0.45, 0.72)  # of the body's height: the hips of a walk or a run along a path (LaFAN1's: 0.55)
 COMMIT = 5              # frames of the best one kept before choosing again
 REFINED = 64            # of the roll-outs, those that refine the plan chosen before
 NUDGE = 1.0             # how far (in the prior's spreads) a refinement's latents stray from the plan's
@@ -124,14 +125,19 @@ def along(rolled, start, line, timed, facing, fps, height):
     """(C,) how far C roll-outs ``rolled`` (C, T, D) from the root ``start`` ``(origin (3,), facing angle)``
     stray from a path: their root's mean distance to where the path's timing has got to, ``line[timed]``
     (``line`` (N, 2) the path's positions as (x, z), ``timed`` (T,) indices into it), plus its mean
-    distance to ``line`` itself, plus FACING of ``height`` a radian of their facing's mean angle to the
-    path's ``facing`` angles (T,) there. Judged by the timing alone, a character behind it (from a standing
-    start) was drawn across a curve toward where it had got to: the circle's first quarter cut by a
-    chord. Every frame's facing counts, not the last alone: judged at the horizon only, a roll-out facing
-    sideways all along and turning back at its end scored as well as one keeping to the path's direction."""
+    distance to ``line`` itself, plus the hips' mean distance outside UPRIGHT of ``height``, plus FACING
+    of ``height`` a radian of their facing's mean angle to the path's ``facing`` angles (T,) there.
+    Judged by the timing alone, a character behind it (from a standing start) was drawn across a curve
+    toward where it had got to: the circle's first quarter cut by a chord. The hips: a path asks for a
+    walk or a run, and the roll-outs that keep nearest it otherwise now and then hop (the hips to 1.9 m)
+    or go down to a crouch. Every frame's facing counts, not the last alone: judged at the horizon only, a
+    roll-out facing sideways all along and turning back at its end scored as well as one keeping to the
+    path's direction."""
     origins, turned = root_path(rolled, start[0], start[1], fps)
     ground = origins[..., [0, 2]]
     off = np.abs(np.angle(np.exp(1j * (turned[:, 1:] - facing))))
     on_path = nearest(ground.reshape(-1, 2), line)[2].reshape(ground.shape[:-1])
-    return ((np.linalg.norm(ground - line[timed], axis=-1) + on_path).mean(axis=-1)
+    hips = rolled[..., fields((rolled.shape[-1] - 3) // 12)["positions"][0] + 1]
+    outside = np.maximum(UPRIGHT[0] * height - hips, 0) + np.maximum(hips - UPRIGHT[1] * height, 0)
+    return ((np.linalg.norm(ground - line[timed], axis=-1) + on_path + outside).mean(axis=-1)
             + FACING * height * off.mean(axis=-1))
