@@ -3,9 +3,9 @@ sequences, and the ones that best do what is asked kept.
 
 Following a path (:func:`along`): every COMMIT frames, FOLLOWERS roll-outs of HORIZON frames from
 where the character is; the one whose root keeps nearest the path's timed positions and the path
-itself, facing its direction, over them gives the next COMMIT frames (receding horizon). Its latents
-are the plan: the next choice is among the plan moved on, REFINED - 1 nudges of it and fresh draws
-(:func:`drawn`), so a plan that keeps to the path is refined rather than drawn again from nothing.
+itself, upright, facing its direction, over them gives the next COMMIT frames (receding horizon). Its
+latents are the plan: the next choice is among the plan moved on, REFINED - 1 nudges of it and fresh
+draws (:func:`drawn`), so a plan that keeps to the path is refined rather than drawn again from nothing.
 
 Variants to a key: from the frames before a gap, :func:`candidates` roll-outs run to the key's frame
 (one onnxruntime call a frame for all of them, the floor step included). Every STEER frames, those that
