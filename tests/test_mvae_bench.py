@@ -14,9 +14,9 @@ import pytest
 
 from inference.bvh import read_bvh
 from inference.cli import main
+from inference.dataset import load_motion_set
 from inference.mann.metrics import paw_ground
 from inference.modelfile import MODELS, open_model
-from inference.dataset import load_motion_set
 from inference.mvae.bench import LOW, OFF, PAPER, PAPER_GAIT, STANDS, VARIATIONS, foot_positions, per_motion, \
     start_poses, variants_against_rtn, walks
 from inference.mvae.bench import test_clips as clips_of_subject5   # (named so that pytest does not collect it)
@@ -68,7 +68,8 @@ def test_bench_mvae_writes_finite_numbers_as_asked(run, subject5, tmp_path, caps
     s = r["continuations"]
     assert s["k"] == 8 and s["seconds"] == 3 and s["root"] > 0 and s["joints"] > 0   # z drawn: they differ
     u = r["staying_up"]   # of the starts that stand
-    standing = [(c, f) for c, f in start_poses(clips_of_subject5(load_motion_set(subject5, tmp_path)), 4) if c.global_transforms()[1][f, 0, 1] > STANDS]
+    standing = [(c, f) for c, f in start_poses(clips_of_subject5(load_motion_set(subject5, tmp_path)), 4)
+                if c.global_transforms()[1][f, 0, 1] > STANDS]
     assert standing and u["starts"] <= len(standing) and u["k"] == 8 and u["seconds"] == 10
     assert 0 <= u["model_early"] <= 1 and 0 <= u["model"] <= 1
     assert u["capture"] == pytest.approx(np.mean(np.concatenate([   # the capture over the same frames

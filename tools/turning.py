@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from inference.dataset import load_motion_set  # noqa: E402  (after the path is set)
 from inference.mann.bench import PAPER, shapes  # noqa: E402
-from inference.mann.features import bones_of, root, world  # noqa: E402
+from inference.mann.metrics import root_track  # noqa: E402
 from inference.mann.path import GAITS  # noqa: E402
 from inference.mvae.bench import PAPER_GAIT, SPEEDS  # noqa: E402
 from inference.mvae.features import hips_pair, root_of  # noqa: E402
@@ -41,13 +41,6 @@ def biped_track(clip):
     """A LaFAN1 clip's root on the floor (F, 2) and facing (F,), as bench-mvae reads a biped's."""
     origin, theta = root_of(clip.global_transforms()[1], hips_pair(clip.skeleton))
     return origin[:, [0, 2]], theta
-
-
-def quadruped_track(clip):
-    """A dog clip's root on the floor (F, 2) and facing (F,), as bench-mann reads MANN's."""
-    bones = bones_of(clip.skeleton)
-    ground, theta, _ = root(world(clip, bones)[0], bones, clip.fps)
-    return ground, theta
 
 
 def turning_rates(data, track, speed, units_per_metre):
@@ -99,7 +92,7 @@ def main(argv=None):
     mocap = args.shared / "mocap"
     sets = [("LaFAN1 (bench-mvae)", mocap / "lafan1-27.zip", biped_track,
              {gait: (speed, PAPER[PAPER_GAIT[gait]][1]) for gait, speed in SPEEDS.items()}),
-            ("dog (bench-mann)", mocap / "dog-mann.zip", quadruped_track,
+            ("dog (bench-mann)", mocap / "dog-mann.zip", root_track,
              {gait: (speed, PAPER[gait][1]) for gait, speed in GAITS.items()})]
     print("the least mean facing angle (degrees) a character keeping a gait and the path's timing can have, "
           "at the capture's turning rate over half a second at that gait (99th percentile; largest)")

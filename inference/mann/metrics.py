@@ -52,7 +52,7 @@ def path_deviation(motion, points, track=None):
     """The root's distance to a path (polyline ``points`` (N, 2) on the ground) and its facing's angle to
     the path's direction there, each the mean over frames: (units, degrees). ``track``: the root's ground
     positions (F, 2) and facing angles (F,) where they are not MANN's root (a biped's)."""
-    ground, theta = _root_track(motion) if track is None else track
+    ground, theta = root_track(motion) if track is None else track
     which, _, distance = nearest(ground, points)
     angle = _angles(np.stack([np.sin(theta), np.cos(theta)], axis=-1), np.diff(points, axis=0)[which])
     return float(distance.mean()), float(angle.mean())
@@ -65,7 +65,7 @@ def travel_deviation(motion, points, still, track=None, span=TRAVEL_SPAN):
     displacement over ``span`` seconds about each frame, so that a gait's sway from side to side cancels;
     frames where that is slower than ``still`` (units a second) have none and do not count (NaN if none
     is left). ``track`` as in :func:`path_deviation`."""
-    ground, _ = _root_track(motion) if track is None else track
+    ground, _ = root_track(motion) if track is None else track
     half = max(int(round(0.5 * span * motion.fps)), 1)
     ahead = np.pad(ground, ((0, half), (0, 0)), mode="edge")[half:]
     behind = np.pad(ground, ((half, 0), (0, 0)), mode="edge")[:len(ground)]
@@ -83,7 +83,7 @@ def path_progress(motion, points, track=None):
     the distance along the path between the nearest points, over the path's length (1: all of it).
     Progress counts round a closed path (a lap ending where it began is 1, not 0). ``track`` as in
     :func:`path_deviation`."""
-    ground, _ = _root_track(motion) if track is None else track
+    ground, _ = root_track(motion) if track is None else track
     which, u, _ = nearest(ground, points)
     legs = np.linalg.norm(np.diff(points, axis=0), axis=-1)
     length = legs.sum()
@@ -99,7 +99,7 @@ def _angles(a, b):
     return np.degrees(np.arccos(np.clip(cos, -1, 1)))
 
 
-def _root_track(motion):
+def root_track(motion):
     """The root's ground positions (F, 2) and facing angles (F,)."""
     bones = bones_of(motion.skeleton)
     ground, theta, _ = root(world(motion, bones)[0], bones, motion.fps)

@@ -175,15 +175,16 @@ def staying_up(model, clips, starts, k=SPREAD_K, seconds=UP_SECONDS, grounded=Tr
     frames, early = int(round(seconds * model.fps)), int(round(SPREAD_AFTER * model.fps))
     model_low, capture_low = [], []
     for s, (clip, frame) in enumerate(start_poses(clips, starts)):
-        if clip.global_transforms()[1][frame, 0, 1] <= STANDS:
+        hips = clip.positions[:, 0, 1]   # the root's own position: no forward kinematics needed
+        if hips[frame] <= STANDS:
             continue
         try:
             walked = model.walk(clip, frame, frames, k, seed=s, grounded=grounded)
         except BlewUp:   # counted by the walks' row, not here
             continue
-        hips = np.stack([planted_walk(model, w, frames, planted).positions[:, 0, 1] for w in walked])   # (k, frames)
-        model_low.append(hips < LOW)
-        capture_low.append(clip.global_transforms()[1][frame + 1:frame + 1 + frames, 0, 1] < LOW)
+        walked_hips = np.stack([planted_walk(model, w, frames, planted).positions[:, 0, 1] for w in walked])
+        model_low.append(walked_hips < LOW)                                                    # (k, frames)
+        capture_low.append(hips[frame + 1:frame + 1 + frames] < LOW)
     if not model_low:
         return None
     low = np.concatenate(model_low)
