@@ -205,3 +205,23 @@ def test_export_is_one_step_that_matches_torch(run, split):
     assert "## Actions" in card and "research and education only" in card
     files = next(line for line in card.splitlines() if line.startswith("- Files:"))
     assert not any(name in files for name in TEST_CLIPS)
+
+
+def test_a_run_from_another_runs_weights_takes_its_dropout_unless_given(run, dog_zip, cache, tmp_path):
+    """``--init`` keeps the network's shape; dropout only training reads, so the new command may change it.
+    A run given the data set's cache (as it travels to a GPU) records the data set it stands for."""
+    made = {}
+    carried = next(cache.glob("dog-mann-*.npz"))
+    for name, data, extra in (("kept", carried, []), ("given", dog_zip, ["--dropout", "0.1"])):
+        out = tmp_path / name
+        result = subprocess.run([sys.executable, "-m", "training", "mann", "--data", str(data), "--out", str(out),
+                                 "--init", str(run["checkpoint"]), "--steps", "5", "--batch", "8",
+                                 "--validate-every", "100", "--cache", str(cache), "--threads", "1", *extra],
+                                cwd=ROOT, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr[-2000:]
+        made[name] = torch.load(out / "checkpoint.pt", map_location="cpu", weights_only=True)
+    source = torch.load(run["checkpoint"], map_location="cpu", weights_only=True)
+    assert source["config"]["dropout"] == 0.3
+    assert made["kept"]["config"] == source["config"] and made["kept"]["step"] == 5
+    assert made["given"]["config"] == {**source["config"], "dropout": 0.1}
+    assert made["kept"]["meta"]["data"] == made["given"]["meta"]["data"] == [str(dog_zip)]

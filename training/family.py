@@ -31,6 +31,11 @@ class Family:
         """A new network's configuration, a dict of plain values."""
         raise NotImplementedError
 
+    def retuned(self, config, args):
+        """``config``, that of the weights a new run starts from (``--init``), with the settings that only
+        training reads (not the network's shape) taken from this command line where it gives them."""
+        return config
+
     def network(self, config, stats):
         """The network (a torch module) of ``config`` for statistics ``stats`` (numpy arrays)."""
         raise NotImplementedError

@@ -134,6 +134,8 @@ def train(family, args, argv):
     out.mkdir(parents=True, exist_ok=True)
     if state or source:   # a resumed run keeps its units; a new run keeps the ones its weights learned to read
         config, stats = (state or source)["config"], checkpoint.arrays((state or source)["stats"])
+        if not state:
+            config = family.retuned(config, args)
         if not state and "file" in source:   # a model file carries the runtime's statistics, not the loss's
             stats = {**family.statistics(train_set, args, np.random.default_rng(args.seed)), **stats}
     else:

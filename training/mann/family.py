@@ -30,6 +30,7 @@ from ..onnx_tools import agreement
 from .data import CURRENT, OUT_SAMPLE_DIM, SAMPLES, TEST_CLIPS, parts
 from .network import INPUTS, MANN, MANNConfig, graph
 
+DROPOUT = 0.3              # the paper's; less measures better on the test split (docs/experiments.md)
 VALIDATION_FRAMES = 4096   # evenly spaced held-out frames that validation measures: the same every time
 
 
@@ -44,7 +45,9 @@ class MANNFamily(Family):
     def add_arguments(self, parser):
         parser.set_defaults(lr=1e-4)   # the paper's rate (the loop's default is the RTN's)
         parser.add_argument("--experts", type=int, default=8, help="experts the gating network blends (paper: 4 or 8)")
-        parser.add_argument("--dropout", type=float, default=0.3)
+        parser.add_argument("--dropout", type=float, default=None,
+                            help=f"share of every layer's inputs dropped in training (default {DROPOUT}, the "
+                                 "paper's; a run started with --init keeps its checkpoint's unless given)")
         parser.add_argument("--weight-decay", type=float, default=2.5e-3,
                             help="AdamW's decoupled weight decay (torch's: multiplied by the rate)")
         parser.add_argument("--restart-epochs", type=float, default=10.0,
@@ -58,13 +61,14 @@ class MANNFamily(Family):
         chosen = selection_of(args)
         train, validation = parts(data, chosen, not args.no_mirror, speeds_of(args), args.units_per_metre)
         world = int(os.environ.get("WORLD_SIZE", "1"))
-        epoch = math.ceil(len(train.frames.samples) / (args.batch * world))
-        if int(os.environ.get("RANK", "0")) == 0:
-            print(f"mann: {len(train.frames.samples)} training frames, {len(validation.frames.samples)} held-out: an "
-                  f"epoch is {epoch} steps of {args.batch * world} (150 epochs: {150 * epoch} steps)", file=sys.stderr)
+        frames, batch = len(train.frames.samples), args.batch * world
+        epoch = math.ceil(frames / batch)
+        if int(os.environ.get("RANK", "0")) == 0:   # the schedule's epochs are frames seen, not whole epochs' steps
+            print(f"mann: {frames} training frames, {len(validation.frames.samples)} held-out: an epoch is {epoch} "
+                  f"steps of {batch} (150 epochs: {math.ceil(150 * frames / batch)} steps)", file=sys.stderr)
         sk = data.skeleton
         counts = np.bincount(train.frames.actions, minlength=len(labelling.ACTIONS))   # mirror images too
-        meta = {"data": args.data, "data_files": train.files, "subjects": chosen.subjects,
+        meta = {"data": [data.source], "data_files": train.files, "subjects": chosen.subjects,
                 "held_out": list(chosen.held_out),
                 "fps": float(data.fps),
                 "skeleton": {"names": list(sk.names), "parents": [int(p) for p in sk.parents],
@@ -99,7 +103,10 @@ class MANNFamily(Family):
     def config(self, train, args):
         lay = train.layout
         return asdict(MANNConfig(input=lay["input"]["size"], output=lay["output"]["size"], gating=lay["gating"],
-                                 experts=args.experts, dropout=args.dropout))
+                                 experts=args.experts, dropout=DROPOUT if args.dropout is None else args.dropout))
+
+    def retuned(self, config, args):
+        return config if args.dropout is None else {**config, "dropout": args.dropout}
 
     def network(self, config, stats):
         return MANN(MANNConfig(**config), stats["x_mean"], stats["x_std"], stats["y_mean"], stats["y_std"])
