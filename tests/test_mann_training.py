@@ -2,6 +2,7 @@
 test split, a few steps of the shared loop, and the one-step ONNX graph and its metadata."""
 
 import json
+import math
 import subprocess
 import sys
 import zipfile
@@ -207,9 +208,10 @@ def test_export_is_one_step_that_matches_torch(run, split):
     assert not any(name in files for name in TEST_CLIPS)
 
 
-def test_a_run_from_another_runs_weights_takes_its_dropout_unless_given(run, dog_zip, cache, tmp_path):
+def test_a_run_from_another_runs_weights_takes_its_dropout_unless_given(run, dog_zip, cache, split, tmp_path):
     """``--init`` keeps the network's shape; dropout only training reads, so the new command may change it.
-    A run given the data set's cache (as it travels to a GPU) records the data set it stands for."""
+    A run given the data set's cache (as it travels to a GPU) records the data set it stands for. Each run
+    says which --steps end a warm-restart cycle at its batch (there the rate reaches zero)."""
     made = {}
     carried = next(cache.glob("dog-mann-*.npz"))
     for name, data, extra in (("kept", carried, []), ("given", dog_zip, ["--dropout", "0.1"])):
@@ -219,6 +221,7 @@ def test_a_run_from_another_runs_weights_takes_its_dropout_unless_given(run, dog
                                  "--validate-every", "100", "--cache", str(cache), "--threads", "1", *extra],
                                 cwd=ROOT, capture_output=True, text=True)
         assert result.returncode == 0, result.stderr[-2000:]
+        assert f"150: {math.ceil(150 * len(split[0].frames.samples) / 8)}, 310:" in result.stderr
         made[name] = torch.load(out / "checkpoint.pt", map_location="cpu", weights_only=True)
     source = torch.load(run["checkpoint"], map_location="cpu", weights_only=True)
     assert source["config"]["dropout"] == 0.3

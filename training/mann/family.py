@@ -8,10 +8,11 @@ step, so a resumed run picks up the schedule where it stopped). Gradients are no
 reference.
 
     python -m training labels --data ../shared/mocap/dog-mann.zip --out runs/labels
-    python -m training mann --data ../shared/mocap/dog-mann.zip --out runs/mann --steps 739500   # 150 epochs
+    python -m training mann --data ../shared/mocap/dog-mann.zip --out runs/mann --steps 739472   # 150 epochs at batch 32
     python -m training export runs/mann/checkpoint.pt -o mann-dog.onnx --weights int8
 """
 
+import itertools
 import json
 import math
 import os
@@ -64,8 +65,11 @@ class MANNFamily(Family):
         frames, batch = len(train.frames.samples), args.batch * world
         epoch = math.ceil(frames / batch)
         if int(os.environ.get("RANK", "0")) == 0:   # the schedule's epochs are frames seen, not whole epochs' steps
+            cycles = [args.restart_epochs * args.restart_mult ** i for i in range(6)] if args.restart_epochs > 0 else []
+            floors = ", ".join(f"{e:g}: {math.ceil(e * frames / batch)}" for e in itertools.accumulate(cycles))
             print(f"mann: {frames} training frames, {len(validation.frames.samples)} held-out: an epoch is {epoch} "
-                  f"steps of {batch} (150 epochs: {math.ceil(150 * frames / batch)} steps)", file=sys.stderr)
+                  f"steps of {batch}" + (f"; the rate's cycles end (epochs: --steps) at {floors}" if floors else ""),
+                  file=sys.stderr)
         sk = data.skeleton
         counts = np.bincount(train.frames.actions, minlength=len(labelling.ACTIONS))   # mirror images too
         meta = {"data": [data.source], "data_files": train.files, "subjects": chosen.subjects,
