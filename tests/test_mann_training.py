@@ -228,3 +228,44 @@ def test_a_run_from_another_runs_weights_takes_its_dropout_unless_given(run, dog
     assert made["kept"]["config"] == source["config"] and made["kept"]["step"] == 5
     assert made["given"]["config"] == {**source["config"], "dropout": 0.1}
     assert made["kept"]["meta"]["data"] == made["given"]["meta"]["data"] == [str(dog_zip)]
+
+
+def test_a_run_starts_from_a_mann_model_file(run, dog_zip, cache, tmp_path):
+    """A technical animator with the shipped mann-dog.onnx and their own dog's capture fine-tunes the
+    file itself: --init rebuilds the network it ships (int8 matrices as the runtime multiplies by them),
+    which computes what the file does, and trains on from its step at the dropout the command gives."""
+    from training.checkpoint import arrays, of_model_file
+    from training.export import loaded
+    from training.family import family
+
+    model = tmp_path / "mann-int8.onnx"
+    subprocess.run([sys.executable, "-m", "training", "export", str(run["checkpoint"]), "-o", str(model),
+                    "--weights", "int8"], cwd=ROOT, check=True, capture_output=True, text=True)
+    mann = family("mann")
+    state = of_model_file(model, mann)
+    source = torch.load(run["checkpoint"], map_location="cpu", weights_only=True)
+    assert state["step"] == source["step"] == 4
+    assert state["meta"]["layout"] == json.loads(json.dumps(source["meta"]["layout"]))
+    rebuilt = mann.network(state["config"], arrays(state["stats"]))
+    rebuilt.load_state_dict(state["model"])
+    assert mann.check_export(rebuilt.eval(), model) <= 1.1 * mann.check_export(loaded(source)[1], model) + 1e-5
+
+    out = tmp_path / "tuned"
+    result = subprocess.run([sys.executable, "-m", "training", "mann", "--data", str(dog_zip), "--out", str(out),
+                             "--init", str(model), "--dropout", "0", "--steps", "6", "--batch", "8",
+                             "--validate-every", "100", "--cache", str(cache), "--threads", "1"],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert f"starting from the weights of {model} at step 4" in result.stderr
+    tuned = torch.load(out / "checkpoint.pt", map_location="cpu", weights_only=True)
+    assert tuned["step"] == 6 and tuned["config"] == {**source["config"], "dropout": 0.0}
+    moved = (tuned["model"]["layers.0.weight"] - state["model"]["layers.0.weight"]).abs().max()
+    assert 0 < moved < 1e-2
+
+    rtn = tmp_path / "not-a-dog.onnx"
+    rtn.write_bytes((ROOT / "inference" / "models" / "rtn-human.onnx").read_bytes())
+    result = subprocess.run([sys.executable, "-m", "training", "mann", "--data", str(dog_zip), "--out",
+                             str(tmp_path / "refused"), "--init", str(rtn), "--steps", "6", "--cache", str(cache)],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 2 and f"{rtn}: a rtn model; --init needs a mann model" in result.stderr
+    assert not (tmp_path / "refused").exists()

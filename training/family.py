@@ -49,13 +49,18 @@ class Family:
         normalisation, and the family's own (``--init`` from a model file; the loop measures the rest)."""
         return dict(file.normalisation)
 
+    def meta_of(self, file):
+        """What ``check_init`` reads of a run's record (its checkpoint's ``meta``) that a model file
+        (an ``inference.modelfile.ModelFile``) carries too (``--init`` from a model file)."""
+        return {}
+
     def weights_of(self, model, stored):
         """``model``'s state dict from the weights of one of its model files (``stored``:
         :func:`.onnx_tools.stored_weights`), for ``--init`` from a model file."""
         from inference.errors import DataError
 
-        raise DataError(f"--init from a model file works for RTN models; for a {self.name} model give the "
-                        "checkpoint.pt of the run that made it")
+        raise DataError(f"--init from a model file works for RTN and MANN models (a {self.name} file lacks "
+                        "what training needs); give the checkpoint.pt of the run that made it")
 
     def optimiser(self, model, args):
         """The optimiser of ``model``'s weights at rate ``args.lr``."""

@@ -58,8 +58,8 @@ def add_arguments(parser, family):
                              "several times faster on GPUs and on CPUs with AMX")
     parser.add_argument("--init", type=Path, default=None,
                         help="start a new run from this checkpoint's weights and statistics (same skeleton), "
-                             "e.g. to fine-tune a model on other data; an RTN may also start from a model "
-                             "file (.onnx), such as a shipped one")
+                             "e.g. to fine-tune a model on other data; an RTN or a MANN may also start from a "
+                             "model file (.onnx), such as a shipped one")
     parser.add_argument("--minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
     parser.add_argument("--checkpoint-minutes", type=float, default=5.0)
     parser.add_argument("--validate-every", type=int, default=1000)

@@ -116,11 +116,22 @@ class MANNFamily(Family):
         return MANN(MANNConfig(**config), stats["x_mean"], stats["x_std"], stats["y_mean"], stats["y_std"])
 
     def check_init(self, source, train, path):
-        config, lay = source["config"], train.layout
-        if (config["input"], config["output"]) != (lay["input"]["size"], lay["output"]["size"]) \
-                or source["meta"]["layout"]["bones"] != lay["bones"]:
-            raise DataError(f"{path}: made for the bones {source['meta']['layout']['bones']}, the data has "
-                            f"{lay['bones']}; start from a checkpoint of this skeleton or without --init")
+        config, lay, bones = source["config"], train.layout, source["meta"]["layout"]["bones"]
+        if (config["input"], config["output"]) != (lay["input"]["size"], lay["output"]["size"]) or bones != lay["bones"]:
+            raise DataError(f"{path}: made for the bones {bones}, the data has {lay['bones']}; start from a "
+                            "model or checkpoint of this skeleton, or without --init")
+
+    def meta_of(self, file):
+        return {"layout": file.json("betwixt.layout")}
+
+    def weights_of(self, model, stored):
+        """Export keeps the network's own names (under ``model.``); the gating network's input indices
+        are the configuration's."""
+        try:
+            return {name: value if name == "gates" else torch.from_numpy(stored[f"model.{name}"])
+                    for name, value in model.state_dict().items()}
+        except KeyError as e:
+            raise DataError(f"not a MANN model file of this configuration (no weights {e}); export it again") from None
 
     def optimiser(self, model, args):
         return torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
