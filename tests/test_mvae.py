@@ -46,7 +46,7 @@ def run(lafan1_zip, tmp_path_factory):
                                       "--supervised", "2", "--ramp", "2", "--validate-every", "3", "--skate", "0.1",
                                       "--cache", str(tmp_path_factory.mktemp("cache")), "--threads", "1"],
                              out, "mvae.onnx")
-    return {"out": out, "model": model}
+    return {"out": out, "model": model, "data": data}
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +105,7 @@ def test_training_logs_the_latent_and_exports_one_file(run):
     assert [s for s, _ in history["train"]] == [6] and {"recon", "kl", "student", "skate"} <= set(history["train"][0][1])
     state = torch.load(run["out"] / "checkpoint.pt", weights_only=True)
     assert state["step"] == 6 and state["optimiser"]["param_groups"][0]["lr"] == pytest.approx(1e-4 / 6)
+    assert state["meta"]["data"] == [str(run["data"])]
     args = type("Args", (), {"steps": 6, "supervised": 2, "ramp": 2})
     assert [sampling(s, args) for s in range(6)] == [0.0, 0.0, 0.5, 1.0, 1.0, 1.0]
 

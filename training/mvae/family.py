@@ -68,7 +68,7 @@ class MVAEFamily(Family):
         train, validation = parts(data, chosen, not args.no_mirror, speeds_of(args), args.rollout)
         sk = data.skeleton
         self.feet = Feet.of(train, sk.names, data.fps)
-        meta = {"data": [str(d) for d in args.data], "data_files": train.files, "subjects": chosen.subjects,
+        meta = {"data": [data.source], "data_files": train.files, "subjects": chosen.subjects,
                 "held_out": list(chosen.held_out),
                 "fps": float(data.fps), "layout": train.layout,
                 "skeleton": {"names": list(sk.names), "parents": [int(p) for p in sk.parents],
