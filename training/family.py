@@ -59,8 +59,8 @@ class Family:
         :func:`.onnx_tools.stored_weights`), for ``--init`` from a model file."""
         from inference.errors import DataError
 
-        raise DataError(f"--init from a model file works for RTN and MANN models (a {self.name} file lacks "
-                        "what training needs); give the checkpoint.pt of the run that made it")
+        raise DataError(f"--init from a model file works for RTN and MANN models; for a {self.name} model give "
+                        "the checkpoint.pt of the run that made it")
 
     def optimiser(self, model, args):
         """The optimiser of ``model``'s weights at rate ``args.lr``."""
