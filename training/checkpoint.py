@@ -63,7 +63,8 @@ def of_model_file(path, family):
     runs = training.get("runs") or [{"from_step": 0, "argv": argv_of(training["args"]),
                                      "commit": training.get("commit")}]
     return {"format": FORMAT, "family": family.name, "step": int(training["steps"]), "config": config,
-            "stats": tensors(stats), "file": str(path), "meta": {"held_out": file.data.get("held_out", []), **family.meta_of(file)},
+            "stats": tensors(stats), "file": str(path),
+            "meta": {"held_out": file.data.get("held_out", []), **family.meta_of(file)},
             "history": {"train": [], "validation": [], "runs": runs},
             "model": family.weights_of(model, stored_weights(path))}
 

@@ -117,7 +117,8 @@ class MANNFamily(Family):
 
     def check_init(self, source, train, path):
         config, lay, bones = source["config"], train.layout, source["meta"]["layout"]["bones"]
-        if (config["input"], config["output"]) != (lay["input"]["size"], lay["output"]["size"]) or bones != lay["bones"]:
+        sizes = (lay["input"]["size"], lay["output"]["size"])
+        if (config["input"], config["output"]) != sizes or bones != lay["bones"]:
             raise DataError(f"{path}: made for the bones {bones}, the data has {lay['bones']}; start from a "
                             "model or checkpoint of this skeleton, or without --init")
 
