@@ -233,7 +233,8 @@ def test_a_run_from_another_runs_weights_takes_its_dropout_unless_given(run, dog
 def test_a_run_starts_from_a_mann_model_file(run, dog_zip, cache, tmp_path):
     """A technical animator with the shipped mann-dog.onnx and their own dog's capture fine-tunes the
     file itself: --init rebuilds the network it ships (int8 matrices as the runtime multiplies by them),
-    which computes what the file does, and trains on from its step at the dropout the command gives."""
+    which computes what the file does, and trains on from its step at the dropout the command gives; a
+    --steps that does not reach past that step is refused rather than training nothing."""
     from training.checkpoint import arrays, of_model_file
     from training.export import loaded
     from training.family import family
@@ -261,6 +262,12 @@ def test_a_run_starts_from_a_mann_model_file(run, dog_zip, cache, tmp_path):
     assert tuned["step"] == 6 and tuned["config"] == {**source["config"], "dropout": 0.0}
     moved = (tuned["model"]["layers.0.weight"] - state["model"]["layers.0.weight"]).abs().max()
     assert 0 < moved < 1e-2
+
+    result = subprocess.run([sys.executable, "-m", "training", "mann", "--data", str(dog_zip), "--out",
+                             str(tmp_path / "short"), "--init", str(model), "--steps", "4", "--cache", str(cache)],
+                            cwd=ROOT, capture_output=True, text=True)   # a fine-tune of N steps is --steps 4 + N
+    assert result.returncode == 2 and "its weights are at step 4 and --steps counts the whole run" in result.stderr
+    assert not (tmp_path / "short").exists()
 
     rtn = tmp_path / "not-a-dog.onnx"
     rtn.write_bytes((ROOT / "inference" / "models" / "rtn-human.onnx").read_bytes())

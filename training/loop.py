@@ -126,6 +126,9 @@ def train(family, args, argv):
     ckpt_path = out / "checkpoint.pt"
     state = checkpoint.load(ckpt_path) if ckpt_path.exists() else None
     source = None if state or not args.init else _initial(family, args.init)
+    if source and args.steps <= source["step"]:
+        raise DataError(f"{args.init}: its weights are at step {source['step']} and --steps counts the whole run; "
+                        f"give --steps {source['step']} plus the steps to train")
     kept_out(args, state or source, say)
     train_set, val_set, meta = family.data(args)
     meta = {**meta, "licence": args.licence or licence_of(args.data), "args": plain(args)}
