@@ -57,6 +57,30 @@ def test_a_body_lying_down_is_lifted_by_whichever_joint_is_under_the_floor(model
     np.testing.assert_array_equal(np.delete(lying, heights, axis=1), np.delete(before, heights, axis=1))
 
 
+def test_no_joint_goes_lower_than_the_training_data_put_it(model, clip):  # noqa: F811
+    """The hips, inside the body, never touched the floor in the capture, so a walk lying down should not
+    rest on them: each joint is held at the least height the training data gave it (``model.least``), a
+    pose with one joint under its own raised by that joint's depth, every joint alike; and no joint of a
+    walk's generated poses is lower than its least."""
+    least = model.least
+    assert least.shape == (len(model.skeleton),) and (least >= model.floor).all()
+    assert least[0] > model.floor + 1.0      # the hips (LaFAN1's training subjects: 2.8 cm)
+    start = poses(read_bvh(clip).frames(99, 101), model.pair)[0].astype(np.float32)
+    heights = model.legs.heights
+    model.legs.lift(start, model.floor, least)                 # standing on the floor
+    head = model.skeleton.index("Head")
+    higher = least.copy()
+    higher[head] = start[0, heights][head] + 5.0               # a head that may not be lower than 5 cm above it
+    raised = start.copy()
+    model.legs.lift(raised, model.floor, higher)
+    np.testing.assert_allclose(raised[:, heights] - start[:, heights], 5.0, atol=1e-3)
+    np.testing.assert_array_equal(np.delete(raised, heights, axis=1), np.delete(start, heights, axis=1))
+    rng = np.random.default_rng(0)
+    raw = model._rollout(np.repeat(start, 4, axis=0), 60, lambda t: rng.standard_normal((4, model.latent),
+                                                                                        dtype=np.float32))
+    assert (raw[..., heights] >= least - 1e-3).all()
+
+
 def test_a_walk_stands_on_the_floor_under_the_start(model, clip):  # noqa: F811
     motion = read_bvh(clip)
     positions = motion.positions.copy()

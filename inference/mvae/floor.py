@@ -14,7 +14,10 @@ the positions alone the walks blew up more often (docs/experiments.md, "Bones ai
 positions"). The feet are the legs' foot and toe joints as :func:`..contacts.legs` finds them.
 
 The other joints count by the network's positions: a walk that lies down (LaFAN1's falls and crawls) rests
-on its hips, hands and head, and with the feet alone watched they sank through the floor.
+on its hips, hands and head, and with the feet alone watched they sank through the floor. Each of them
+is held at the least height the training data gave it, where that is above the floor: a joint inside
+the body (the hips, the spine, the head) never touches the floor, and a body lying down rests on its back
+or front, as the capture's did, rather than on its sunk hips.
 """
 
 from dataclasses import dataclass
@@ -62,11 +65,13 @@ class Legs:
         heights = pose[:, self.heights]
         return np.minimum(heights[:, 0] + (rise @ self.sums.T).min(axis=1), heights[:, self.feet].min(axis=1))
 
-    def lift(self, pose, floor):
-        """``pose`` (B, D) raised, in place, wherever a foot (:meth:`lowest`) or another joint is under
-        ``floor``: every joint's height by the lowest one's depth."""
-        lift = np.maximum(floor - np.minimum(self.lowest(pose), pose[:, self.heights].min(axis=1)), 0.0)
-        pose[:, self.heights] += lift[:, None].astype(pose.dtype)
+    def lift(self, pose, floor, least=None):
+        """``pose`` (B, D) raised, in place, wherever a foot (:meth:`lowest`) is under ``floor`` or another
+        joint under its ``least`` height (J,) (default ``floor``): every joint's height by the deepest
+        one's depth."""
+        least = floor if least is None else least
+        depth = np.maximum(floor - self.lowest(pose), (least - pose[:, self.heights]).max(axis=1))
+        pose[:, self.heights] += np.maximum(depth, 0.0)[:, None].astype(pose.dtype)
 
 
 def _chain(parents, joint):

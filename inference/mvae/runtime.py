@@ -63,6 +63,8 @@ class MVAEModel(Model):
         low, high = stats[2:]
         self.bounds = low - RANGE_MARGIN * (high - low), high + RANGE_MARGIN * (high - low)
         self.legs = Legs.of(self.skeleton)
+        first, last = fields(len(self.skeleton))["positions"]
+        self.least = np.maximum(low[first + 1:last:3], self.floor)   # each joint's lowest in the data, for the floor
         self.past = int(round(PAST * self.fps))
         self.max_gap = int(round(MAX_GAP * self.fps))
         self.layout = Placement(trajectory=0, up=1, height=_height(self.skeleton), fps=self.fps)
@@ -266,7 +268,7 @@ class MVAEModel(Model):
         for t in range(steps):
             pose = np.clip(self.session.run(["pose"], {"previous": pose, "z": draw(t)})[0], *self.bounds)
             if grounded and self.legs is not None:
-                self.legs.lift(pose, self.floor)
+                self.legs.lift(pose, self.floor, self.least)
             out[:, t] = pose
             if steer is not None and (t + 1) % STEER == 0 and t + 1 < steps:
                 index = steer(out[:, :t + 1], steps - t - 1)
