@@ -13,6 +13,12 @@ that gait. ``w`` is read from the capture: the facing's change over half-second 
 root travels at the gait's speed (within a fifth), its 99th percentile and its largest. The shapes are
 bench-mann's (``inference/mann/bench.shapes``); a corner split over vertices closer than CORNER is one
 turn. A gait slowed through its corners turns faster, but no longer keeps the gait or the timing.
+
+Off the corners the root's facing is not the path's either: a biped's is its hips', which swing with
+each stride. The capture's own straight lines say by how much: over every STRAIGHT_WINDOW in which the
+root travels at the gait's speed and keeps within LINE of the straight chord from its start to its end,
+the facing's mean angle to that chord, the median (and quartile, tenth) over the windows, a floor on
+straight lines that the corners' adds to.
 """
 
 import argparse
@@ -35,6 +41,8 @@ BAND = 0.2             # the speed band of a gait: its speed within this share
 STRAIGHT = np.radians(5)   # a vertex turning less than this is no corner (a circle's polyline)
 CORNER = 0.2           # m: vertices closer than this along the path make one corner
 UNITS = 100.0          # to the metre: both captures are in centimetres
+STRAIGHT_WINDOW = 1.0  # s of a capture's straight line
+LINE = 0.05            # the farthest the root may stray from a straight line's chord, a share of its length
 
 
 def biped_track(clip):
@@ -54,6 +62,27 @@ def turning_rates(data, track, speed, units_per_metre):
         at_gait = np.abs(travelled - speed) < BAND * speed
         rates.append(np.abs(theta[span:] - theta[:-span])[at_gait] / WINDOW)
     return np.concatenate(rates)
+
+
+def straight_offsets(data, track, speed, units_per_metre):
+    """The facing's mean angle (radians) to the chord of every STRAIGHT_WINDOW of the clips of ``data``
+    (windows a quarter apart) in which the root travels at ``speed`` m/s, within BAND, and keeps within
+    LINE of the chord."""
+    span = int(round(STRAIGHT_WINDOW * data.fps))
+    offsets = []
+    for i in range(len(data.subjects)):
+        ground, theta = track(data.clip(i))
+        for s in range(0, len(ground) - span, max(span // 4, 1)):
+            chord = ground[s + span] - ground[s]
+            length = np.linalg.norm(chord)
+            if abs(length / STRAIGHT_WINDOW / units_per_metre - speed) > BAND * speed:
+                continue
+            along = ground[s:s + span + 1] - ground[s]
+            if np.abs(along[:, 0] * chord[1] - along[:, 1] * chord[0]).max() > LINE * length ** 2:
+                continue
+            off = theta[s:s + span + 1] - np.arctan2(chord[0], chord[1])
+            offsets.append(np.abs(np.angle(np.exp(1j * off))).mean())
+    return np.array(offsets)
 
 
 def corners(points):
@@ -107,6 +136,9 @@ def main(argv=None):
             means = "; ".join(f"{np.mean(list(f.values())):.1f}" for f in floors)
             print(f"  {title} {gait} {speed:g} m/s ({len(rates):,} windows; turning {turning}): {per_shape}; "
                   f"mean {means} (the paper's MANN {paper:g})")
+            line = np.degrees(np.percentile(straight_offsets(data, track, speed, UNITS), [50, 25, 10]))
+            print(f"    on the capture's straight lines of {STRAIGHT_WINDOW:g} s at that gait, the facing's mean angle "
+                  f"to the line: median {line[0]:.1f} (quartile {line[1]:.1f}, tenth {line[2]:.1f})")
 
 if __name__ == "__main__":
     main()
