@@ -4,8 +4,9 @@ A batch is 64 roll-outs of 8 steps. Each step encodes (condition, true next pose
 z from it, and decodes (condition, z) to a prediction; the loss is the mean squared error of the
 z-scored prediction plus ``--beta`` times the KL divergence of the posterior from N(0, I), both per
 value (per pose value and per latent dimension), averaged over the steps; with ``--skate``, plus that
-weight times the feet's skating from the condition to the prediction (:func:`skating`). The next step's
-condition is
+weight times the feet's skating from the condition to the prediction (:func:`skating`); with
+``--skate-root`` only the predicted root's step learns from it (a term that the feet learn too stills them
+by sending the walks down to a crouch or the floor: docs/experiments.md). The next step's condition is
 the true pose or, for each roll-out with the probability of scheduled sampling, the prediction
 (detached): 0 for the first ``--supervised`` steps, rising linearly over ``--ramp`` steps, 1 after (the
 reference's 20 + 20 + 100 epochs, as fractions of ``--steps`` by default). The roll-outs' steps are
@@ -28,7 +29,7 @@ from inference.dataset import load_motion_set
 from inference.errors import DataError
 from inference.mann.metrics import SKATE_HEIGHT
 from inference.mvae.bench import FEET
-from inference.mvae.features import fields
+from inference.mvae.features import ROOT, fields
 from ..clips import selection_of, speeds_of
 from ..family import Family, one_data_set
 from ..onnx_tools import agreement, metadata_of
@@ -61,6 +62,9 @@ class MVAEFamily(Family):
         parser.add_argument("--skate", type=float, default=0.0,
                             help="weight of the feet's skating (cm a frame, as bench-mvae measures it) from each "
                                  "step's condition to its prediction (0: the paper's loss)")
+        parser.add_argument("--skate-root", action="store_true",
+                            help="with --skate, only the predicted root's step learns from the skating term: the "
+                                 "root is moved as the feet on the floor carry it, the feet are not stilled")
 
     def data(self, args):
         data = load_motion_set(one_data_set(args, self.name), args.cache)
@@ -123,8 +127,10 @@ class MVAEFamily(Family):
             recon = recon + (out.float() - seq[:, k]).square().mean()
             kl = kl + divergence(mean.float(), logvar.float()).mean()
             if args.skate:
-                skate = skate + self.feet.skating(condition * norm.pose_std + norm.pose_mean,
-                                                  out.float() * norm.pose_std + norm.pose_mean).mean()
+                pose = out.float() * norm.pose_std + norm.pose_mean
+                if args.skate_root:
+                    pose = torch.cat([pose[:, :ROOT], pose[:, ROOT:].detach()], dim=1)
+                skate = skate + self.feet.skating(condition * norm.pose_std + norm.pose_mean, pose).mean()
             condition = torch.where(student[:, k - 1, None], out.detach().float(), seq[:, k])
         steps = seq.shape[1] - 1
         recon, kl, skate = recon / steps, kl / steps, skate / steps
