@@ -92,6 +92,47 @@ def test_the_skating_term_is_the_benchmarks_skating_of_the_feet(clip):
     np.testing.assert_allclose(term.mean(0).numpy(), measured, rtol=1e-3)
 
 
+def test_with_skate_root_only_the_roots_step_learns_from_the_skating_term(clip):
+    """A skating term that the feet learn from stills them by sending the walks down (docs/experiments.md);
+    with ``--skate-root`` its gradient reaches the predicted root's step alone, every other pose value's
+    only from the reconstruction, the same with the term as without it."""
+    from argparse import Namespace
+
+    import torch
+
+    from inference.mvae.features import ROOT, poses
+    from training.loop import Normaliser
+    from training.mvae.family import Feet, MVAEFamily
+    from training.mvae.network import MVAE, MVAEConfig
+
+    motion = read_bvh(clip)
+    pose = poses(motion)[0].astype(np.float32)
+    family = MVAEFamily()
+    stats = family.statistics(type("Part", (), {"poses": pose}), None, None)
+    feet = Feet.of(type("Part", (), {"poses": pose}), motion.skeleton.names, motion.fps)
+    # every foot counted: an untrained network's feet float at the data's mean height, above the term's reach
+    family.feet = Feet(feet.columns, feet.ground + 1000.0, feet.fps)
+    torch.manual_seed(0)
+    net, norm = MVAE(MVAEConfig(pose=pose.shape[1]), stats["pose_mean"], stats["pose_std"]), Normaliser(stats)
+    starts = np.arange(100, 1100, 100)
+    batch = (torch.as_tensor(pose[starts[:, None] + np.arange(4)]), torch.zeros((len(starts), 3), dtype=torch.bool))
+
+    def output_gradient(skate, root):
+        """The loss's gradient at the decoder's last layer's output, every step's (steps x B, D)."""
+        outputs = []
+        hook = net.layers[-1].register_forward_hook(lambda module, inputs, output: outputs.append(output))
+        torch.manual_seed(1)   # the same z drawn from the posterior every time
+        loss, _ = family.loss(net, norm, batch, Namespace(skate=skate, skate_root=root, beta=0.05))
+        hook.remove()
+        return torch.cat(torch.autograd.grad(loss, outputs))
+
+    without = output_gradient(0.0, False)
+    for root in (False, True):
+        term = (output_gradient(1.0, root) - without).abs()
+        assert term[:, :ROOT].max() > 1e-4, root                 # the root's step learns from the term
+        assert (term[:, ROOT:].max() > 1e-4) != root, root       # the feet only without --skate-root
+
+
 def test_training_logs_the_latent_and_exports_one_file(run):
     import torch
 
