@@ -63,8 +63,8 @@ class MVAEModel(Model):
         low, high = stats[2:]
         self.bounds = low - RANGE_MARGIN * (high - low), high + RANGE_MARGIN * (high - low)
         self.legs = Legs.of(self.skeleton)
-        first, last = fields(len(self.skeleton))["positions"]
-        self.least = np.maximum(low[first + 1:last:3], self.floor)   # each joint's lowest in the data, for the floor
+        # each joint's lowest height in the training data, which the floor step holds it at
+        self.least = None if self.legs is None else np.maximum(low[self.legs.heights], self.floor)
         self.past = int(round(PAST * self.fps))
         self.max_gap = int(round(MAX_GAP * self.fps))
         self.layout = Placement(trajectory=0, up=1, height=_height(self.skeleton), fps=self.fps)
