@@ -11,6 +11,7 @@ def main(argv=None):
     from . import export, loop
     from .family import FAMILIES, family
     from .mann import labels
+    from .carl import train as carl
     from .rtn import speed
 
     argv = sys.argv[1:] if argv is None else argv
@@ -21,6 +22,8 @@ def main(argv=None):
         sub = commands.add_parser(name, help=f"train a {name} model ({chosen.title.split(' (')[0]})")
         loop.add_arguments(sub, chosen)
         sub.set_defaults(run=lambda args, chosen=chosen: loop.train(chosen, args, argv))
+
+    carl.register(commands, argv)
 
     exp = commands.add_parser("export", help="write a checkpoint as one ONNX model file and its model card")
     export.add_arguments(exp)

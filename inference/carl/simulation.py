@@ -1,0 +1,84 @@
+"""One simulated body in MuJoCo: set its state, drive its joints toward target rotations, read it back.
+
+The policy runs at ``POLICY_RATE``; each of its steps holds the PD targets for the physics steps
+between (480 Hz / 30 Hz = 16). A target is a ball joint's rotation from its natural pose as a rotation
+vector (the three position actuators' controls).
+"""
+
+import numpy as np
+
+from .body import TERMINAL, mujoco
+from ..mann.features import PAWS
+
+POLICY_RATE = 30.0   # Hz
+
+
+def rotation_vectors(q):
+    """(..., 3) axis times angle of unit quaternions ``q`` (..., 4), the angle in [0, pi]."""
+    q = np.where(q[..., :1] < 0, -q, q)
+    v = q[..., 1:]
+    s = np.linalg.norm(v, axis=-1, keepdims=True)
+    angle = 2.0 * np.arctan2(s, q[..., :1])
+    return np.where(s > 1e-12, v * (angle / np.maximum(s, 1e-12)), 2.0 * v)
+
+
+class Simulation:
+    """The body's model and one state of it; ``substeps`` physics steps per policy step."""
+
+    def __init__(self, body, model=None):
+        self.mj = mujoco()
+        self.body = body
+        self.model = model if model is not None else body.model()
+        self.data = self.mj.MjData(self.model)
+        m, names = self.model, body.skeleton.names
+        self.bodies = np.array([m.body(n).id for n in names])
+        joints = [m.joint(n).id for n in names[1:]]
+        self.ball = np.array([m.jnt_qposadr[j] for j in joints])     # (J-1,) each ball joint's 4 in qpos
+        self.paw_sites = np.array([m.site(p + "Site").id for p in PAWS])
+        terminal = {m.body(n).id for n in TERMINAL}
+        self.terminal = np.array([m.geom_bodyid[g] in terminal for g in range(m.ngeom)])
+        self.floor = m.geom("floor").id
+        self.substeps = int(round(1.0 / (POLICY_RATE * m.opt.timestep)))
+
+    def set_state(self, qpos, qvel):
+        """Put the body at ``qpos`` (nq,) moving at ``qvel`` (nv,) and bring everything derived up to date."""
+        d = self.data
+        d.qpos[:], d.qvel[:] = qpos, qvel
+        d.qacc_warmstart[:] = 0.0
+        self.mj.mj_forward(self.model, d)
+
+    def targets(self, qpos):
+        """(J-1, 3) the PD targets that hold the ball joints of ``qpos`` (..., nq)."""
+        return rotation_vectors(qpos[..., self.ball[:, None] + np.arange(4)])
+
+    def step(self, targets):
+        """One policy step: the ball joints driven toward ``targets`` (J-1, 3) for ``substeps`` physics steps."""
+        self.data.ctrl[:] = np.ravel(targets)
+        for _ in range(self.substeps):
+            self.mj.mj_step(self.model, self.data)
+
+    def fallen(self):
+        """Whether the torso, head or a thigh (``body.TERMINAL``) touches the floor."""
+        d = self.data
+        n = d.ncon
+        if n == 0:
+            return False
+        geoms = d.contact.geom[:n]
+        floor = geoms == self.floor
+        other = np.where(floor[:, 0], geoms[:, 1], geoms[:, 0])
+        return bool(np.any(self.terminal[other[floor.any(axis=1)]]))
+
+    def paws(self):
+        """(4, 3) the paws' End Sites, world, in PAWS order."""
+        return self.data.site_xpos[self.paw_sites].copy()
+
+    def pose(self):
+        """World positions (J, 3), rotations (J, 4), linear and angular velocities (J, 3) of the joints."""
+        d, b = self.data, self.bodies
+        ang, lin = d.cvel[b, :3], d.cvel[b, 3:]
+        arm = d.xpos[b] - d.subtree_com[self.model.body_rootid[b]]
+        return d.xpos[b].copy(), d.xquat[b].copy(), lin + np.cross(ang, arm), ang.copy()
+
+    def com(self):
+        """(3,) the whole body's centre of mass."""
+        return self.data.subtree_com[self.bodies[0]].copy()

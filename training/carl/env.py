@@ -1,0 +1,124 @@
+"""The imitation task: one simulated dog tracking reference clips, an episode at a time.
+
+An episode starts on a random frame of a random clip, the body put in the reference's state there
+(reference state initialisation; the gait drawn first, then a clip by its length, so that the few
+trots and canters are not drowned by the walks). Each policy step the policy's action moves the PD
+targets off the reference's next pose (a residual of at most a few tenths of a radian), the body is
+simulated to that frame and rewarded for matching it (:mod:`.reward`). The episode ends when the
+torso, head or a thigh touches the floor (early termination, no further reward), and is cut (not
+ended: its value goes on) at the clip's end or after ``MAX_SECONDS``. The dog is pushed every 2-4 s
+by a change of its root's horizontal speed, and each episode's body masses and floor friction are
+drawn anew (``MASS``, ``FRICTION``), so that the policy does not lean on one body or one floor.
+"""
+
+import numpy as np
+
+from inference.carl.observation import AHEAD, observe, size
+from inference.carl.reference import contacts, paw_radius, states
+from inference.carl.simulation import POLICY_RATE, Simulation
+from . import reward as rewards
+
+ACTION_SCALE = 0.3         # rad: the PD targets' offset from the reference per unit of action
+MAX_SECONDS = 10.0
+PUSH_EVERY = (2.0, 4.0)    # s between pushes
+PUSH_SPEED = (0.1, 0.5)    # m/s: the change of the root's horizontal speed
+MASS = 0.15                # each body's mass (and inertia) scaled within 1 +- this
+FRICTION = (0.6, 1.2)      # the floor's sliding friction
+
+
+class Tracking:
+    """The task over ``clips``, [(Motion, gait)] at any frame rate, for ``body`` (inference.carl.body.Body)."""
+
+    def __init__(self, body, clips, rng, pushes=True, randomise=True):
+        self.sim = Simulation(body)
+        self.rng, self.pushes, self.randomise = rng, pushes, randomise
+        model = self.sim.model
+        self.references, self.gaits = [], []
+        for motion, gait in clips:
+            ref = states(body, model, motion.resample(POLICY_RATE))
+            if len(ref) > max(AHEAD) + 2:     # long enough to look ahead from its first frame
+                self.references.append(ref)
+                self.gaits.append(gait)
+        self.scratch = self.sim.mj.MjData(model)   # the reference posed on this episode's body, for its centre of mass
+        self.radius = paw_radius(body)
+        self.base = (model.body_mass.copy(), model.body_inertia.copy(), model.geom_friction.copy())
+        self.observation_size = size(len(body.skeleton))
+        self.action_size = 3 * (len(body.skeleton) - 1)
+
+    def _com(self, qpos):
+        """(3,) the centre of mass of the body posed at ``qpos`` (nq,), with this episode's masses."""
+        mj, d = self.sim.mj, self.scratch
+        d.qpos[:] = qpos
+        mj.mj_kinematics(self.sim.model, d)
+        mj.mj_comPos(self.sim.model, d)
+        return d.subtree_com[self.sim.bodies[0]].copy()
+
+    def reset(self, clip=None, frame=None):
+        """Start an episode (on a random clip and frame, unless given); the first observation."""
+        rng = self.rng
+        if clip is None:
+            gait = rng.choice(sorted(set(self.gaits)))
+            mine = [i for i, g in enumerate(self.gaits) if g == gait]
+            lengths = np.array([len(self.references[i]) for i in mine], dtype=np.float64)
+            clip = mine[rng.choice(len(mine), p=lengths / lengths.sum())]
+        ref = self.references[clip]
+        self.clip = clip
+        self.t = int(rng.integers(0, len(ref) - max(AHEAD) - 1)) if frame is None else frame
+        self.steps = 0
+        self.next_push = self._push_delay()
+        self._randomise()
+        self.sim.set_state(ref.qpos[self.t], ref.qvel[self.t])
+        return self.observe()
+
+    def _push_delay(self):
+        return int(self.rng.uniform(*PUSH_EVERY) * POLICY_RATE)
+
+    def _randomise(self):
+        mass, inertia, friction = self.base
+        model = self.sim.model
+        if not self.randomise:
+            model.body_mass[:], model.body_inertia[:], model.geom_friction[:] = mass, inertia, friction
+            return
+        scale = self.rng.uniform(1.0 - MASS, 1.0 + MASS, len(mass))
+        model.body_mass[:] = mass * scale
+        model.body_inertia[:] = inertia * scale[:, None]
+        model.geom_friction[:] = friction
+        model.geom_friction[:, 0] = self.rng.uniform(*FRICTION)
+
+    def observe(self):
+        ref = self.references[self.clip]
+        at = [self.t + a for a in AHEAD]
+        return observe(self.sim.pose(), (ref.positions[at], ref.rotations[at]))
+
+    def step(self, action):
+        """Simulate one policy step under ``action`` (3 (J-1),); (observation, reward, fell, cut, terms)."""
+        ref = self.references[self.clip]
+        sim = self.sim
+        if self.pushes:
+            self.next_push -= 1
+            if self.next_push <= 0:
+                self.push()
+                self.next_push = self._push_delay()
+        targets = sim.targets(ref.qpos[self.t + 1]) + ACTION_SCALE * np.reshape(action, (-1, 3))
+        sim.step(targets)
+        self.t += 1
+        self.steps += 1
+        fell = sim.fallen()
+        value, terms = rewards.reward(self.errors())
+        cut = self.t + max(AHEAD) >= len(ref) - 1 or self.steps >= MAX_SECONDS * POLICY_RATE
+        return self.observe(), (0.0 if fell else value), fell, cut and not fell, terms
+
+    def errors(self):
+        """The reward terms' errors of the body against the reference frame it is at."""
+        ref, sim = self.references[self.clip], self.sim
+        t = self.t
+        mine = {"qpos": sim.data.qpos, "qvel": sim.data.qvel, "com": sim.com(),
+                "contacts": contacts(sim.paws(), self.radius)}
+        theirs = {"qpos": ref.qpos[t], "qvel": ref.qvel[t], "com": self._com(ref.qpos[t]), "contacts": ref.contacts[t]}
+        return rewards.errors(mine, theirs, sim.ball)
+
+    def push(self):
+        """Change the root's horizontal speed by a random amount in a random direction."""
+        angle = self.rng.uniform(0.0, 2.0 * np.pi)
+        self.sim.data.qvel[:2] += self.rng.uniform(*PUSH_SPEED) * np.array([np.cos(angle), np.sin(angle)])
+

@@ -1,0 +1,175 @@
+"""``python -m training carl``: CARL's imitation controller, trained by PPO on the dog's walks, trots
+and canters, in MuJoCo on the CPU:
+
+    OMP_NUM_THREADS=1 python -m training carl --data ../shared/mocap/dog-mann.zip --out RUN --minutes 60
+
+Reinforcement learning does not fit the shared supervised loop (``training/loop.py``: batches of data,
+one loss), so this loop is its own but keeps its promises: ``RUN/checkpoint.pt`` written atomically
+every few minutes and at the end, the same command resuming it, ``--minutes``, ``RUN/history.json``
+and ``RUN/reward.png``, a tqdm bar, and each start's argv, commit and hardware in the history. A step
+of the run is one roll-out and its PPO update. The test split's clips are never read.
+"""
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from inference.carl.body import build, measure
+from inference.dataset import load_motion_set
+from inference.errors import DataError
+from inference.motion import Skeleton
+from .. import card, checkpoint
+from ..loop import licence_of, source_commit
+from .env import Tracking
+from .gaits import GAITS, stretches
+from .policy import Policy, Value
+from .ppo import Roller, Settings, update
+
+FAMILY = "carl"
+
+
+def register(commands, argv):
+    """The ``carl`` command among ``python -m training``'s."""
+    sub = commands.add_parser(FAMILY, help="train CARL's imitation controller (PPO in MuJoCo) on the dog data")
+    add_arguments(sub)
+    sub.set_defaults(run=lambda args: train(args, argv))
+
+
+def add_arguments(parser):
+    parser.add_argument("--data", required=True, help="the dog's BVH archive or folder (or its cache)")
+    parser.add_argument("--out", required=True, type=Path, help="run folder: checkpoint, history, curves")
+    parser.add_argument("--minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
+    parser.add_argument("--iterations", type=int, default=10**9, help="roll-outs and updates in all")
+    parser.add_argument("--samples", type=int, default=Settings.samples, help="policy steps per roll-out")
+    parser.add_argument("--epochs", type=int, default=Settings.epochs)
+    parser.add_argument("--minibatch", type=int, default=Settings.minibatch)
+    parser.add_argument("--lr", type=float, default=1e-4, help="the policy's learning rate")
+    parser.add_argument("--value-lr", type=float, default=1e-3)
+    parser.add_argument("--hidden", default="512,256", help="hidden layer widths (a new run only)")
+    parser.add_argument("--gaits", default="walk,trot,canter", help=f"of {', '.join(GAITS)} (a new run only)")
+    parser.add_argument("--no-pushes", action="store_true")
+    parser.add_argument("--no-randomise", action="store_true", help="keep the nominal masses and friction")
+    parser.add_argument("--checkpoint-minutes", type=float, default=5.0)
+    parser.add_argument("--cache", default=None, help="data set cache folder")
+    parser.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def skeleton_state(skeleton):
+    """A skeleton as plain values, for the checkpoint."""
+    return {"names": list(skeleton.names), "parents": skeleton.parents.tolist(), "offsets": skeleton.offsets.tolist(),
+            "end_sites": [[int(j), np.asarray(o).tolist()] for j, o in skeleton.end_sites]}
+
+
+def skeleton_of(state):
+    return Skeleton(state["names"], state["parents"], state["offsets"],
+                    end_sites=tuple((j, np.array(o)) for j, o in state["end_sites"]))
+
+
+def train(args, argv):
+    """Train as ``args`` say; ``argv``, the command line as typed, goes into the run's record."""
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    path = out / "checkpoint.pt"
+    state = checkpoint.load(path) if path.exists() else None
+    if state and state["family"] != FAMILY:
+        raise DataError(f"{path}: a checkpoint of a {state['family']} run, not of carl")
+    data = load_motion_set(args.data, args.cache)
+    config = state["config"] if state else {"gaits": args.gaits.split(","), "hidden": [int(h) for h in args.hidden.split(",")]}
+    unknown = sorted(set(config["gaits"]) - set(GAITS))
+    if unknown:
+        raise DataError(f"--gaits: no gait {unknown[0]!r}; the gaits are {', '.join(GAITS)}")
+    clips = stretches(data, config["gaits"])
+    if not clips:
+        raise DataError(f"{args.data}: no stretch of {', '.join(config['gaits'])} outside the test split")
+    if state:
+        body = build(skeleton_of(state["body"]["skeleton"]), state["body"]["natural"].numpy(),
+                     state["body"]["limits"].numpy(), state["body"]["scale"])
+    else:
+        body = build(data.skeleton, *measure(np.concatenate([m.rotations for m, _ in clips])), 0.01)
+    step = state["step"] if state else 0
+    rng = np.random.default_rng([args.seed, step])
+    env = Tracking(body, clips, rng, pushes=not args.no_pushes, randomise=not args.no_randomise)
+    torch.manual_seed(int(rng.integers(2**62)))
+    policy = Policy(env.observation_size, env.action_size, config["hidden"])
+    value = Value(env.observation_size, config["hidden"], policy.norm)
+    optimiser = torch.optim.Adam([{"params": policy.parameters(), "lr": args.lr},
+                                  {"params": value.net.parameters(), "lr": args.value_lr}])
+    history = {"train": [], "runs": [], "samples": 0}
+    if state:
+        policy.load_state_dict(state["policy"])
+        value.load_state_dict(state["value"])
+        optimiser.load_state_dict(state["optimiser"])
+        for group, lr in zip(optimiser.param_groups, (args.lr, args.value_lr)):
+            group["lr"] = lr
+        history = state["history"]
+        tqdm.write(f"resuming {path} at step {step}", file=sys.stderr)
+    history["runs"].append({"from_step": step, "argv": list(argv), "commit": source_commit(),
+                            "hardware": card.hardware("cpu")})
+    meta = {"data": str(args.data), "licence": licence_of([args.data]), "clips": [m.name for m, _ in clips],
+            "gaits": {g: sum(1 for _, k in clips if k == g) for g in config["gaits"]}}
+    out.mkdir(parents=True, exist_ok=True)
+    settings = Settings(args.samples, args.epochs, args.minibatch)
+    roller = Roller(env)
+
+    def save():
+        checkpoint.save({"format": checkpoint.FORMAT, "family": FAMILY, "step": step, "config": config,
+                         "meta": meta, "history": history, "policy": policy.state_dict(),
+                         "value": value.state_dict(), "optimiser": optimiser.state_dict(),
+                         "body": {"skeleton": skeleton_state(body.skeleton), "natural": torch.as_tensor(body.natural),
+                                  "limits": torch.as_tensor(body.limits), "scale": body.scale}}, path)
+        (out / "history.json").write_text(json.dumps(history) + "\n")
+        plot_history(history, out / "reward.png")
+
+    tqdm.write(f"carl: {sum(p.numel() for p in policy.parameters()) / 1e6:.2f}M policy parameters, "
+               f"{len(env.references)} stretches ({meta['gaits']}), {body.masses.sum():.1f} kg", file=sys.stderr)
+    bar = tqdm(total=args.iterations, initial=step, desc=FAMILY, unit="roll-out", dynamic_ncols=True)
+    started = last_save = time.monotonic()
+    while step < args.iterations:
+        tick = time.monotonic()
+        batch, stats = roller.collect(policy, value, settings.samples)
+        collected = time.monotonic() - tick
+        stats.update(update(policy, value, optimiser, batch, settings, rng))
+        policy.norm.update(batch["obs"])
+        step += 1
+        history["samples"] += settings.samples
+        stats.update(samples=history["samples"], samples_per_s=settings.samples / collected)
+        history["train"].append([step, stats])
+        bar.update(1)
+        bar.set_postfix({k: round(stats[k], 3) for k in ("reward", "episode_steps", "samples_per_s") if k in stats},
+                        refresh=False)
+        if args.minutes and time.monotonic() - started > args.minutes * 60:
+            tqdm.write(f"time budget of {args.minutes} min reached at step {step}", file=sys.stderr)
+            break
+        if time.monotonic() - last_save > args.checkpoint_minutes * 60:
+            save()
+            last_save = time.monotonic()
+    bar.close()
+    save()
+    tqdm.write(f"checkpoint {path} at step {step}", file=sys.stderr)
+    return path
+
+
+def plot_history(history, path):
+    """The mean reward per policy step, each term's, and the episodes' length against samples, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [v for _, v in history["train"]]
+    x = [v["samples"] for v in rows]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
+    for key in ("reward", "r_pose", "r_velocity", "r_com", "r_contact"):
+        axes[0].plot(x, [v.get(key, np.nan) for v in rows], label=key)
+    axes[0].set(title="reward per policy step", xlabel="policy samples", ylim=(0, 1))
+    axes[0].legend(fontsize="small")
+    axes[1].plot(x, [v.get("episode_steps", np.nan) for v in rows])
+    axes[1].set(title="episode length (policy steps, 30 per s)", xlabel="policy samples")
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
