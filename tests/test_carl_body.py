@@ -1,0 +1,103 @@
+"""CARL's simulated dog in real MuJoCo: the model built from the dog's skeleton agrees with our forward
+kinematics, carries CARL's PD gains, and holds a captured pose; its parts refuse what they cannot use."""
+
+import zipfile
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mujoco")
+
+from conftest import _need
+from inference import quat
+from inference.bvh import parse_bvh
+from inference.carl.body import DAMPING, TERMINAL, dog_body
+from inference.carl.reference import states
+from inference.carl.simulation import Simulation
+from inference.errors import BetwixtError
+from inference.motion import Skeleton
+
+WALK = "D1_001_KAN01_001"
+
+
+@pytest.fixture(scope="module")
+def walk(mocap):
+    with zipfile.ZipFile(_need(mocap / "dog-mann.zip")) as z:
+        member = next(n for n in z.namelist() if n.endswith(WALK + ".bvh"))
+        return parse_bvh(z.read(member), member).frames(0, 900).resample(30)
+
+
+@pytest.fixture(scope="module")
+def sim(walk):
+    return Simulation(dog_body(walk.skeleton, walk.rotations))
+
+
+@pytest.fixture(scope="module")
+def reference(sim, walk):
+    return states(sim.body, sim.model, walk)
+
+
+def test_the_model_puts_every_joint_and_paw_where_our_forward_kinematics_does(sim, reference):
+    mj, model, d = sim.mj, sim.model, sim.data
+    worst_position, worst_angle = 0.0, 0.0
+    for t in range(0, len(reference), 7):
+        d.qpos[:] = reference.qpos[t]
+        mj.mj_kinematics(model, d)
+        worst_position = max(worst_position, np.abs(d.xpos[sim.bodies] - reference.positions[t]).max(),
+                             np.abs(d.site_xpos[sim.paw_sites] - reference.paws[t]).max())
+        dot = np.abs(np.sum(d.xquat[sim.bodies] * reference.rotations[t], axis=-1))
+        worst_angle = max(worst_angle, float(2 * np.arccos(np.clip(dot, 0, 1)).max()))
+    assert worst_position < 1e-3, worst_position    # metres
+    assert worst_angle < 1e-3, worst_angle          # radians
+
+
+def test_the_dog_has_66_degrees_of_freedom_ball_joints_within_limits_and_kd_a_tenth_of_kp(sim, reference):
+    model = sim.model
+    assert model.nv == 66 and model.nu == 60
+    kp, kd = model.actuator_gainprm[:, 0], -model.actuator_biasprm[:, 2]
+    assert np.all(kp > 0) and np.allclose(kd, DAMPING * kp)
+    assert np.allclose(-model.actuator_biasprm[:, 1], kp)
+    angles = 2 * np.arccos(np.clip(np.abs(reference.qpos[:, sim.ball]), 0, 1))   # each ball joint's turn, w first
+    assert np.all(angles <= model.jnt_range[1:, 1] + 1e-9)
+    mass = model.body_subtreemass[sim.bodies[0]]
+    assert 20 < mass < 80, mass                     # kg: a dog's, from the capsules' volumes
+    assert np.isclose(mass, sim.body.masses.sum())
+
+
+def test_the_reference_stands_on_the_floor_and_velocities_are_differences(sim, reference):
+    paws = reference.paws[..., 2]
+    assert np.percentile(paws, 2) == pytest.approx(0.02, abs=1e-6)   # the paws' radius: resting on the floor
+    assert reference.contacts.mean() > 0.5                           # a walk stands on most paws most of the time
+    root = reference.qpos[:, :3]
+    central = (root[2:] - root[:-2]) * reference.fps / 2
+    assert np.allclose(reference.qvel[1:-1, :3], central, atol=1e-9)
+
+
+def test_pd_targets_of_a_standing_frame_hold_the_joints_there(sim, reference):
+    t = int(np.argmax(reference.contacts.all(axis=1)))      # a frame on all four paws
+    sim.set_state(reference.qpos[t], np.zeros(sim.model.nv))
+    targets = sim.targets(reference.qpos[t])
+    for _ in range(10):
+        sim.step(targets)
+    turned = quat.mul(quat.inv(reference.qpos[t, sim.ball[:, None] + np.arange(4)]),
+                      sim.data.qpos[sim.ball[:, None] + np.arange(4)])
+    error = 2 * np.arccos(np.clip(np.abs(turned[:, 0]), 0, 1))
+    assert np.degrees(error).max() < 5, np.degrees(error).round(1)
+    assert sim.data.qpos[2] > 0.8 * reference.qpos[t, 2]   # a third of a second later it still stands
+    assert not sim.fallen()
+
+
+def test_the_torso_on_the_floor_is_a_fall(sim, reference):
+    qpos = reference.qpos[0].copy()
+    sim.set_state(qpos, np.zeros(sim.model.nv))
+    assert not sim.fallen()
+    qpos[2] = 0.03                                           # the hips down on the floor
+    sim.set_state(qpos, np.zeros(sim.model.nv))
+    touching = {sim.model.geom_bodyid[g] for pair in sim.data.contact.geom[:sim.data.ncon] for g in pair}
+    assert sim.fallen() and touching & {sim.model.body(n).id for n in TERMINAL}
+
+
+def test_a_skeleton_without_the_dogs_joints_is_refused():
+    human = Skeleton(("Hips", "Spine"), [-1, 0], np.zeros((2, 3)))
+    with pytest.raises(BetwixtError, match="dog's 21 joints"):
+        dog_body(human, np.tile([1.0, 0, 0, 0], (3, 2, 1)))

@@ -1,0 +1,141 @@
+"""CARL's imitation task and trainer on real dog clips in real MuJoCo: the reward, early termination,
+pushes and randomisation measured on the simulated body, and a few PPO roll-outs that save and resume."""
+
+import argparse
+import json
+import zipfile
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("mujoco")
+
+from conftest import _need
+from inference.dataset import load_motion_set
+from training.carl import reward as rewards
+from training.carl.env import MASS, Tracking
+from training.carl.gaits import GAITS, stretches
+from training.carl.train import register
+
+CLIPS = ("D1_047z_KAN01_002", "D1_010_KAN01_002")   # walks and a trot; a canter
+TEST_CLIP = "D1_008_KAN01_002"                                          # of the test split
+
+
+@pytest.fixture(scope="module")
+def small_zip(mocap, tmp_path_factory):
+    """Three training clips and one of the test split, in an archive of their own (read-only data stays
+    out of the repository: this lives in a temporary folder)."""
+    path = tmp_path_factory.mktemp("dog") / "dog-small.zip"
+    with zipfile.ZipFile(_need(mocap / "dog-mann.zip")) as z, zipfile.ZipFile(path, "w") as out:
+        for name in z.namelist():
+            if any(name.endswith(c + ".bvh") for c in CLIPS + (TEST_CLIP,)):
+                out.writestr(name, z.read(name))
+    return path
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def clips(small_zip, cache):
+    return stretches(load_motion_set(small_zip, cache), tuple(GAITS))
+
+
+@pytest.fixture(scope="module")
+def env(clips):
+    from inference.carl.body import dog_body
+
+    body = dog_body(clips[0][0].skeleton, np.concatenate([m.rotations for m, _ in clips]))
+    return Tracking(body, clips, np.random.default_rng(0), pushes=False, randomise=False)
+
+
+def test_every_gait_is_found_and_the_test_split_is_never_read(clips):
+    assert {g for _, g in clips} == set(GAITS)
+    assert not any(m.name.startswith(TEST_CLIP) for m, _ in clips)
+
+
+def test_the_reference_itself_earns_the_whole_reward_and_a_turned_joint_less(env):
+    env.reset(clip=1, frame=10)
+    value, terms = rewards.reward(env.errors())
+    assert value == pytest.approx(1.0, abs=1e-9) and all(t == pytest.approx(1.0) for t in terms.values())
+    qpos, qvel = env.sim.data.qpos.copy(), env.sim.data.qvel.copy()
+    earned = []
+    for angle in (0.2, 0.5):
+        turned = qpos.copy()
+        a = env.sim.ball[13]                                   # a back leg's knee
+        turned[a:a + 4] = [np.cos(angle / 2), 0.0, 0.0, np.sin(angle / 2)]
+        env.sim.set_state(turned, qvel)
+        earned.append(rewards.reward(env.errors()))
+    (small, small_terms), (large, _) = earned
+    assert 1.0 > small > large
+    assert small_terms["pose"] < 1.0 and small_terms["velocity"] == pytest.approx(1.0)
+
+
+def test_a_dog_whose_torso_meets_the_floor_ends_its_episode_unrewarded(env):
+    env.reset(clip=0, frame=5)
+    assert not env.sim.fallen()
+    qpos = env.sim.data.qpos.copy()
+    qpos[2] = 0.04
+    env.sim.set_state(qpos, np.zeros(env.sim.model.nv))
+    _, value, fell, cut, _ = env.step(np.zeros(env.action_size))
+    assert fell and not cut and value == 0.0
+
+
+def test_an_episode_is_cut_not_ended_at_its_clips_end(env):
+    ref = env.references[-1]
+    env.reset(clip=len(env.references) - 1, frame=len(ref) - 5)
+    ends = [env.step(np.zeros(env.action_size))[2:4] for _ in range(2)]   # (fell, cut) each
+    assert ends == [(False, False), (False, True)]                        # the last frame the policy can look ahead from
+
+
+def test_a_push_changes_the_roots_horizontal_speed_and_bodies_are_randomised(env):
+    env.reset(clip=0, frame=5)
+    before = env.sim.data.qvel[:3].copy()
+    env.push()
+    change = env.sim.data.qvel[:3] - before
+    assert change[2] == 0.0 and 0.1 <= np.linalg.norm(change[:2]) <= 0.5
+    env.randomise = True
+    try:
+        masses = []
+        for _ in range(3):
+            env.reset()
+            masses.append(env.sim.model.body_mass.copy())
+        ratio = masses[0][1:] / env.base[0][1:]
+        assert np.all(np.abs(ratio - 1) <= MASS) and not np.allclose(masses[0], masses[1])
+        assert 0.6 <= env.sim.model.geom_friction[0, 0] <= 1.2
+    finally:
+        env.randomise = False
+        env.reset()
+
+
+def train(argv):
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers(dest="command", required=True), argv)
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+def test_a_few_ppo_roll_outs_save_and_resume_where_they_stopped(small_zip, cache, tmp_path):
+    from training import checkpoint
+
+    out = tmp_path / "carl"
+    argv = ["carl", "--data", str(small_zip), "--cache", str(cache), "--out", str(out), "--samples", "48",
+            "--epochs", "1", "--minibatch", "16", "--hidden", "32,32"]
+    path = train(argv + ["--iterations", "2"])
+    first = checkpoint.load(path)
+    assert first["step"] == 2 and first["history"]["samples"] == 96
+    assert (out / "reward.png").stat().st_size > 0
+    rows = json.loads((out / "history.json").read_text())["train"]
+    assert [s for s, _ in rows] == [1, 2] and all(0.0 <= r["reward"] <= 1.0 for _, r in rows)
+    assert not any(TEST_CLIP in c for c in first["meta"]["clips"])
+
+    again = checkpoint.load(train(argv + ["--iterations", "2"]))          # nothing left to do: the same step
+    assert again["step"] == 2 and len(again["history"]["runs"]) == 2
+    assert all(torch.equal(first["policy"][k], again["policy"][k]) for k in first["policy"])
+
+    on = checkpoint.load(train(argv + ["--iterations", "3"]))
+    assert on["step"] == 3 and on["history"]["samples"] == 144
+    assert not all(torch.equal(first["policy"][k], on["policy"][k]) for k in first["policy"])
