@@ -1,7 +1,8 @@
 """Blender side of Betwixt: operators, panels, preferences, bone mapping and key I/O.
 
 Imports ``bpy`` and ``..inference``; never torch. Modules: :mod:`.preferences` (which model),
-:mod:`.mapping` (joints ↔ bones), :mod:`.rig` and :mod:`.retarget` (pose maths, numpy only),
+:mod:`.mapping` (joints ↔ bones), :mod:`.rigify` and :mod:`.controls` (the controls that drive them),
+:mod:`.evaluated` (the pose Blender evaluates), :mod:`.rig` and :mod:`.retarget` (pose maths, numpy only),
 :mod:`.pose_io` (F-curves in, keys out), :mod:`.transitions` (the model over a scene's gaps),
 :mod:`.jobs` (worker thread, progress, Esc), :mod:`.operators`, :mod:`.locomotion` (Follow Path),
 :mod:`.continuation` (Continue) and :mod:`.panels` (the user interface).
@@ -9,11 +10,12 @@ Imports ``bpy`` and ``..inference``; never torch. Modules: :mod:`.preferences` (
 
 import bpy
 
-from . import continuation, locomotion, mapping, operators, panels, preferences
+from . import continuation, controls, locomotion, mapping, operators, panels, preferences
 
 CLASSES = (
     preferences.BetwixtPreferences,
     mapping.BETWIXT_PG_joint,
+    controls.BETWIXT_PG_control,
     operators.BETWIXT_PG_action_choice,
     panels.BETWIXT_PG_settings,
     operators.BETWIXT_OT_fill_gaps,
@@ -39,6 +41,8 @@ def register():
         bpy.utils.register_class(cls)
     bpy.types.Armature.betwixt_joints = bpy.props.CollectionProperty(type=mapping.BETWIXT_PG_joint)
     bpy.types.Armature.betwixt_joint_index = bpy.props.IntProperty()
+    bpy.types.Armature.betwixt_controls = bpy.props.CollectionProperty(type=controls.BETWIXT_PG_control)
+    bpy.types.Armature.betwixt_control_index = bpy.props.IntProperty()
     bpy.types.Scene.betwixt = bpy.props.PointerProperty(type=panels.BETWIXT_PG_settings)
     for name in panels.MENUS:
         getattr(bpy.types, name).append(panels.draw_key_menu)
@@ -50,6 +54,8 @@ def unregister():
         if menu is not None:
             menu.remove(panels.draw_key_menu)
     del bpy.types.Scene.betwixt
+    del bpy.types.Armature.betwixt_control_index
+    del bpy.types.Armature.betwixt_controls
     del bpy.types.Armature.betwixt_joint_index
     del bpy.types.Armature.betwixt_joints
     for cls in reversed(CLASSES):

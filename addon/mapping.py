@@ -8,6 +8,7 @@ import bpy
 
 from ..inference.contacts import HANDS, is_quadruped
 from ..inference.mapping import detect
+from . import rigify
 
 ON_ALL_FOURS = 0.5   # of the hips' height above the floor: hands at rest below this stand on it
 
@@ -42,7 +43,7 @@ def mapping_for(obj, skeleton, rig):
     bones = {n: i for i, n in enumerate(rig.names)}
     if have and set(skeleton.names) <= set(have):
         return {j: bones[have[n]] for j, n in enumerate(skeleton.names) if have[n] in bones}, None
-    found = detect(skeleton.names, skeleton.parents, rig.names, rig.parents)
+    found = detected(obj, skeleton)
     return {skeleton.names.index(j): bones[b] for j, b in found.items()}, found
 
 
@@ -89,7 +90,10 @@ def status(obj, skeleton):
 
 def detected(obj, skeleton):
     """{model joint: bone} that detection (:func:`..inference.mapping.detect`) finds for ``skeleton`` among
-    the armature ``obj``'s bones, from their names and hierarchy."""
+    the armature ``obj``'s bones, from their names and hierarchy; on a rig Rigify generated from the human
+    metarig, its deform bones (:mod:`.rigify`)."""
+    if rigify.is_rigify(obj) and not is_quadruped(skeleton):
+        return rigify.deform_mapping(skeleton.names)
     bones = [b.name for b in obj.data.bones]
     parents = [bones.index(b.parent.name) if b.parent else -1 for b in obj.data.bones]
     return detect(skeleton.names, skeleton.parents, bones, parents)

@@ -19,7 +19,7 @@ from ..inference.bvh import read_bvh, write_bvh
 from ..inference.errors import BetwixtError
 from ..inference.modelfile import KINDS, ModelError, runtime_class
 from ..inference.motion import AXES, Motion, Skeleton
-from . import mapping, transitions
+from . import controls, evaluated, mapping, transitions
 from .jobs import JobOperator
 from .pose_io import (Channels, KeyStyle, Snapshot, active_armature, key_frames, read_points, read_rig, sample,
                       world_matrix, write_bone_keys, write_points)
@@ -56,6 +56,7 @@ class Plan:
     count: int = 1             # transitions per gap (variants)
     plant: bool = True         # feet planted after the model (inference/contacts.py)
     momentum: list = None      # per gap: the velocity at both its keys is keyed (transitions.keyed_momentum)
+    drive: object = None       # a control rig's controls that the keys go onto (controls.Drive)
 
 
 STANCE_FRAMES = 60   # frames of an action read for the rig's natural stance (read_retarget)
@@ -73,7 +74,7 @@ def read_plan(context, keys_from, serves="fill", kind=None):
     model = model_for(context, obj, serves, kind)
     rig, retarget, detected = read_retarget(obj, model)
     fps = scene_fps(context.scene)
-    bones = [rig.names[b] for b in retarget.bones]
+    bones = keyed_bones(obj, rig, retarget)
     gaps = keys_from(channels, bones)
     if gaps and not transitions.reaches(model, gaps, fps):
         model = model_for(context, obj, serves, kind, fits=lambda m: transitions.reaches(m, gaps, fps))
@@ -87,15 +88,42 @@ def read_plan(context, keys_from, serves="fill", kind=None):
     return plan
 
 
+def keyed_bones(obj, rig, retarget):
+    """The bones whose keys make the gaps: the mapped ones; on a control rig, any bone (its deform bones
+    are keyed through whichever controls the animator uses)."""
+    if rig.source is not None:
+        return [b.name for b in obj.pose.bones]
+    return [rig.names[b] for b in retarget.bones]
+
+
 def plan_over(channels, model, rig, retarget, detected, gaps, fps, frames):
     """The :class:`Plan` of the ``gaps`` with the armature's channels read on the scene ``frames`` (whole,
-    consecutive) and in model space."""
+    consecutive) and in model space: a plain rig's from its F-curves, a control rig's deform bones as
+    Blender evaluates them (:mod:`.evaluated`), with the controls that drive them."""
     obj = channels.obj
-    location, rotation, scale, raw = sample(obj, channels, rig, frames, retarget.bones)
-    rotations, positions = retarget.to_model(rig.pose(location, rotation, scale))
+    drive = None
+    if rig.source is None:
+        location, rotation, scale, raw = sample(obj, channels, rig, frames, retarget.bones)
+        pose = rig.pose(location, rotation, scale)
+    else:
+        real, bones = rig.source
+        entries = controls.active(obj, channels, controls.entries_for(obj), gaps[0][0])
+        index = {n: i for i, n in enumerate(real.names)}
+        driving = [index[e.control] for e in entries if e.control in index]
+        both = evaluated.pose_matrices(obj, frames, np.concatenate([bones, driving]).astype(np.int64))
+        pose = both[:, :len(bones)]
+        location, rotation, scale = evaluated.channels_of(rig, pose)
+        raw = {}
+        drive = controls.drive(real, [e for e in entries if e.control in index], rig, retarget.mapping,
+                               list(model.skeleton.names), both[:, len(bones):], pose, int(frames[0]))
+        if not len(drive.bones):
+            raise MappingError(f"armature {obj.name!r}: its deform bones ({', '.join(rig.names[:3])}, ...) are "
+                               "moved by constraints, and no control of its control map drives them; keys on "
+                               "them would change nothing. Map the controls in the Betwixt panel (Control Map)")
+    rotations, positions = retarget.to_model(pose)
     motion = Motion(model.skeleton, rotations, positions, model.layout.fps, name=channels.action.name)
     return Plan(obj.name, channels.action.name, channels.slot_identifier, model, rig, retarget, int(frames[0]),
-                gaps, fps, motion, location, rotation, scale, raw, detected)
+                gaps, fps, motion, location, rotation, scale, raw, detected, drive=drive)
 
 
 def read_retarget(obj, model):
@@ -107,9 +135,16 @@ def read_retarget(obj, model):
     joints, detected = mapping.mapping_for(obj, model.skeleton, rig)
     place = model.layout
     try:
+        moving = lambda: in_motion(obj, rig, sorted(joints.values()))   # noqa: E731
+        if evaluated.driven(obj, rig, joints.values()):
+            rig = evaluated.deform_rig(rig, joints, model.skeleton.parents)
+            if rig is None:
+                raise MappingError("a mapped bone comes before the bone of its joint's parent in the rig's bone "
+                                   "order; re-enter Edit Mode once, or map the bones again")
+            joints = {j: int(np.searchsorted(rig.source[1], b)) for j, b in joints.items()}
+            moving = lambda: evaluated_motion(obj, rig)   # noqa: E731
         retarget = Retarget.build(model.skeleton, rig, joints, world_matrix(obj), up=place.up,
-                                  trajectory=place.trajectory, reference=reference_pose(model),
-                                  moving=lambda: in_motion(obj, rig, sorted(joints.values())))
+                                  trajectory=place.trajectory, reference=reference_pose(model), moving=moving)
     except MappingError as e:
         raise MappingError(f"armature {obj.name!r} for model {model.name}: {e}") from None
     return rig, retarget, detected
@@ -127,6 +162,18 @@ def in_motion(obj, rig, bones):
     frames = np.unique(np.round(np.linspace(keys[0], keys[-1], STANCE_FRAMES)))
     location, rotation, scale, _ = sample(obj, channels, rig, frames, bones)
     return rig.pose(location, rotation, scale)
+
+
+def evaluated_motion(obj, rig):
+    """:func:`in_motion` of a control rig's deform skeleton ``rig``, as Blender evaluates it, over the keys of
+    its controls."""
+    if obj.animation_data is None or obj.animation_data.action is None:
+        return None
+    keys = key_frames(Channels(obj), [e.control for e in controls.entries_for(obj)])
+    if len(keys) < 2:
+        return None
+    frames = np.unique(np.round(np.linspace(keys[0], keys[-1], STANCE_FRAMES)))
+    return evaluated.pose_matrices(obj, frames, rig.source[1])
 
 
 def reference_pose(model):
@@ -166,6 +213,18 @@ def resolve(plan):
     return obj, Channels(obj)
 
 
+def key_edits(plan, channels, motion, gaps, step):
+    """``(rig, edits)``: the keys to write, (bone, channel, frames, values, ends) for
+    :func:`~.pose_io.write_bone_keys`, on the mapped bones of a plain rig, or on a control rig's controls."""
+    if plan.drive is None:
+        return plan.rig, bone_edits(plan, motion, gaps, step)
+    frames = np.concatenate([np.arange(a + step, b, step) for a, b in gaps] + [np.zeros(0, np.int64)])
+    rows = frames - plan.first
+    *_, pose = plan.retarget.to_rig(motion.rotations[rows], motion.positions[rows], plan.location[rows],
+                                    plan.rotation[rows], plan.scale[rows])
+    return plan.drive.rig, controls.edits(channels.obj, channels, plan.drive, frames, gaps, pose[:, plan.drive.follows])
+
+
 def bone_edits(plan, motion, gaps, step):
     """(bone, channel, frames, values, ends) for :func:`~.pose_io.write_bone_keys`."""
     frames = [np.arange(a + step, b, step) for a, b in gaps]
@@ -173,8 +232,8 @@ def bone_edits(plan, motion, gaps, step):
     frames = np.concatenate(frames + [np.zeros(0, np.int64)])
     ends = np.unique([f for gap in gaps for f in gap])
     rows, end_rows = frames - plan.first, ends - plan.first
-    location, rotation = plan.retarget.to_rig(motion.rotations[rows], motion.positions[rows], plan.location[rows],
-                                              plan.rotation[rows], plan.scale[rows])
+    location, rotation, _ = plan.retarget.to_rig(motion.rotations[rows], motion.positions[rows],
+                                                 plan.location[rows], plan.rotation[rows], plan.scale[rows])
     bones = plan.retarget.bones.tolist()
     values = rotation_channels(plan, rotation, bones, [a for a, _ in gaps], counts)
     edits = []
@@ -219,8 +278,8 @@ def planted(plan, motion):
 
 def write_plan(plan, channels, motion, gaps, step, breakdown):
     """Key the generated frames; the number of frames keyed."""
-    edits = bone_edits(plan, motion, gaps, step)
-    write_bone_keys(channels, plan.rig, edits, gaps, KeyStyle(breakdown=breakdown))
+    rig, edits = key_edits(plan, channels, motion, gaps, step)
+    write_bone_keys(channels, rig, edits, gaps, KeyStyle(breakdown=breakdown), pin=plan.drive is not None)
     if plan.detected is not None:
         mapping.store(channels.obj.data, plan.model.skeleton.names, plan.detected)
     return len(edits[0][2]) if edits else 0
@@ -342,8 +401,8 @@ def keep_variants(plan, motions, step=1, breakdown=False, label="variant"):
             copy[VARIANT_INDEX] = i + 1
             copy[VARIANT_SLOT] = plan.slot or ""
             target = Channels(obj, action=copy, slot=channels.slot_in(copy))
-            edits = bone_edits(plan, motion, plan.gaps, step)
-            write_bone_keys(target, plan.rig, edits, plan.gaps, KeyStyle(breakdown=breakdown))
+            rig, edits = key_edits(plan, channels, motion, plan.gaps, step)
+            write_bone_keys(target, rig, edits, plan.gaps, KeyStyle(breakdown=breakdown), pin=plan.drive is not None)
     except BaseException:
         for copy in made:
             bpy.data.actions.remove(copy)
@@ -693,3 +752,19 @@ def export_action(context, obj, name, folder, root_only):
         context.view_layer.objects.active = active
     write_bvh(y_up(read_bvh(path)), path)
     return path
+
+
+def key_motion(obj, model, motion, first):
+    """Key ``motion`` (``model``'s skeleton, one frame per scene frame) onto the armature ``obj`` from scene
+    frame ``first`` on, through its bone mapping and, on a control rig, its controls: a capture put onto a
+    rig as the operators write their fills (the rig suite's and the tests' clips). The action must hold a
+    key on the frames just before and after."""
+    channels = Channels(obj)
+    rig, retarget, detected = read_retarget(obj, model)
+    gaps = [(first - 1, first + motion.n_frames)]
+    plan = plan_over(channels, model, rig, retarget, detected, gaps, scene_fps(bpy.context.scene),
+                     np.arange(first - 1, first + motion.n_frames + 1))
+    pad = np.r_[0, np.arange(motion.n_frames), motion.n_frames - 1]
+    padded = replace(motion, rotations=motion.rotations[pad], positions=motion.positions[pad])
+    rig, edits = key_edits(plan, channels, padded, gaps, 1)
+    write_bone_keys(channels, rig, edits, gaps, KeyStyle(), pin=plan.drive is not None)

@@ -352,12 +352,14 @@ def replace_keys(fc, gaps, frames, values, style, old=None):
     write_points(fc, merged)
 
 
-def write_bone_keys(channels, rig, edits, gaps, style):
+def write_bone_keys(channels, rig, edits, gaps, style, pin=False):
     """Write generated channels as keys, all or nothing.
 
-    ``edits``: (bone index, channel name ('rotation' or 'location'), frames (n,), values (n, c)) with
+    ``edits``: (bone index, channel name ('rotation' or 'location'), frames (n,), values (n, c), ends) with
     values already in the bone's rotation mode; ``gaps``: the (a, b) key pairs whose inside is replaced.
-    New curves also get keys on the gaps' ends, so that the pose outside the gaps stays as it was.
+    New curves also get keys on the gaps' ends, ``ends`` (frames, values), so that the pose outside the
+    gaps stays as it was; with ``pin``, so do curves that lack a key there (a control rig's controls,
+    which the animator may have keyed elsewhere than on the gap's keys).
     """
     snapshot = Snapshot(channels)
     try:
@@ -371,8 +373,12 @@ def write_bone_keys(channels, rig, edits, gaps, style):
                 if fc is None:
                     fc = channels.new(path, i, name)
                     snapshot.created_curve(path, i)
-                    f = np.concatenate([frames, ends[0]])
-                    v = np.concatenate([values[:, i], ends[1][:, i]])
+                    lacking = np.ones(len(ends[0]), dtype=bool)
+                else:
+                    lacking = ~np.isin(ends[0], np.round(old["co"][0::2])) if pin else np.zeros(len(ends[0]), bool)
+                if lacking.any():
+                    f = np.concatenate([frames, ends[0][lacking]])
+                    v = np.concatenate([values[:, i], ends[1][lacking, i]])
                     order = np.argsort(f)
                     f, v = f[order], v[order]
                 replace_keys(fc, gaps, f, v, style, old)

@@ -257,4 +257,4 @@ class Retarget:
                     location[:, b] = (affine_inverse(above) @ head[..., None])[:, :3, 0]
             loc = np.zeros_like(location[:, b]) if self.rig.connected[b] else location[:, b]
             pose[:, b] = above @ compose(loc, rotation[:, b], scale[:, b])
-        return location, rotation
+        return location, rotation, pose

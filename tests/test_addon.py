@@ -199,7 +199,7 @@ def test_reading_an_imported_clip_gives_the_clip_back(addon, clip):
     assert np.minimum(np.abs(rotations - motion.rotations), np.abs(rotations + motion.rotations)).max() < 1e-5
     assert np.abs(positions - motion.positions).max() < 1e-3
     # and back: the same channels
-    new_location, new_rotation = retarget.to_rig(rotations, positions, location, rotation, scale)
+    new_location, new_rotation, _ = retarget.to_rig(rotations, positions, location, rotation, scale)
     assert np.abs(new_location - location).max() < 1e-6
     assert np.minimum(np.abs(new_rotation - rotation), np.abs(new_rotation + rotation)).max() < 1e-6
 
@@ -486,7 +486,7 @@ def key_rig(obj, names, motion):
     root = rig.names.index("Root")
     location[:, root] = np.stack([0.1 * np.sin(t), 0.05 * t, 0 * t], -1)
     rotation[:, root] = quat.from_angle_axis(0.3 * np.sin(0.7 * t), np.array([0.0, 0.0, 1.0]))
-    location, rotation = retarget.to_rig(motion.rotations, motion.positions, location, rotation, np.ones_like(location))
+    location, rotation, _ = retarget.to_rig(motion.rotations, motion.positions, location, rotation, np.ones_like(location))
     prop = rig.names.index("Prop")
     rotation[:, prop] = quat.from_angle_axis(np.sin(t), np.array([1.0, 0.0, 0.0]))
     anim = obj.animation_data_create()

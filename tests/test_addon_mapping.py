@@ -328,7 +328,7 @@ def test_rest_pose_alignment_and_its_twist(betwixt_addon, lafan):
     frames = np.stack([pose, quat.normalize(pose + 0.1 * rng.standard_normal(pose.shape))])
     positions = np.repeat(sk.offsets[None], 2, 0)
     n = (2, len(sk))
-    loc, rot = exact.to_rig(frames, positions, np.zeros(n + (3,)), np.tile([1.0, 0, 0, 0], n + (1,)), np.ones(n + (3,)))
+    loc, rot, _ = exact.to_rig(frames, positions, np.zeros(n + (3,)), np.tile([1.0, 0, 0, 0], n + (1,)), np.ones(n + (3,)))
     r, p = exact.to_model(rig.pose(loc, rot, np.ones(n + (3,))))
     assert np.minimum(np.abs(r - frames), np.abs(r + frames)).max() < 1e-9
     np.testing.assert_allclose(p, positions, atol=1e-9)

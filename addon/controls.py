@@ -1,0 +1,311 @@
+"""The control map: which controls an animator keys drive which of the model's joints, and keys written
+onto them so that the deform bones Blender evaluates follow the generated motion.
+
+A control rig's deform bones follow controls through constraints, FK chains and IK. Betwixt never keys a
+deform bone there (a constraint overrides it); it keys the controls. Each control follows one model joint:
+on every frame it keeps the place it has relative to that joint's deform bone under the animator's
+current keys (an FK control lies on its bone; an IK foot, a pole or a torso keeps its offset), so its
+target is the generated deform pose times that offset. Blender's own machinery turns the targets into
+keys: a Copy Transforms constraint per control onto an Empty carrying its target, each frame evaluated,
+and the control's visual transform read back in its own local space (``Object.convert_space``), as
+visual keying does; the constraints and Empties are removed again before anything is keyed.
+
+Which controls a limb uses follows the rig's IK/FK switch at the gap (Rigify's ``IK_FK`` on the limb's
+parent control, 0 for IK; ``pole_vector`` for a pole target instead of the IK control's twist).
+"""
+
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+from mathutils import Matrix
+
+from ..inference import quat
+from ..inference.errors import BetwixtError
+from . import rigify
+from .pose_io import bone_path, sample
+from .rig import affine_inverse, matrix_to_quat, quat_to_channels, rotation_part
+
+CHANNELS = [("BOTH", "Location and Rotation", "A root, torso or IK control: where it is and how it turns"),
+            ("ROTATION", "Rotation", "An FK control: how it turns"),
+            ("LOCATION", "Location", "A pole target: where it is")]
+WHEN = [("ALWAYS", "Always", "Whatever the limb's IK/FK switch says"),
+        ("FK", "FK", "While the limb is in FK"), ("IK", "IK", "While the limb is in IK"),
+        ("POLE", "IK with Pole", "While the limb is in IK with a pole target")]
+BAKE = "Betwixt bake"   # the temporary constraints' name
+
+
+class BETWIXT_PG_control(bpy.types.PropertyGroup):
+    """One control and the model joint it follows (stored on the armature data, ``betwixt_controls``)."""
+
+    control: bpy.props.StringProperty(name="Control", description="A bone the animator keys")
+    joint: bpy.props.StringProperty(name="Joint", description="The model joint whose deform bone the control "
+                                    "drives")
+    channels: bpy.props.EnumProperty(name="Channels", items=CHANNELS, default="ROTATION")
+    when: bpy.props.EnumProperty(name="When", items=WHEN, default="ALWAYS")
+    switch: bpy.props.StringProperty(name="Switch", description="The bone holding the limb's IK_FK (and "
+                                     "pole_vector) property")
+
+
+@dataclass(frozen=True)
+class Entry:
+    control: str
+    joint: str
+    channels: str      # "both", "rotation" or "location"
+    when: str          # "", "FK", "IK" or "POLE"
+    switch: str        # the limb's switch bone, or ""
+
+
+def stored(armature):
+    return [Entry(i.control, i.joint, i.channels.lower(), "" if i.when == "ALWAYS" else i.when, i.switch)
+            for i in armature.betwixt_controls]
+
+
+def store(armature, entries):
+    items = armature.betwixt_controls
+    items.clear()
+    for e in entries:
+        item = items.add()
+        item.control, item.joint, item.switch = e.control, e.joint, e.switch
+        item.channels, item.when = e.channels.upper(), e.when or "ALWAYS"
+
+
+def detect(obj):
+    """The control map found for the armature ``obj``: a Rigify human rig's (:mod:`.rigify`), else none."""
+    if not rigify.is_rigify(obj):
+        return []
+    return [Entry(*e) for e in rigify.control_entries(obj.pose.bones)]
+
+
+def entries_for(obj):
+    """The stored control map, else the detected one."""
+    return stored(obj.data) or detect(obj)
+
+
+def _state(obj, channels, switch, prop, frame, default):
+    """A switch bone's custom property on ``frame``: its F-curve's value where it is animated."""
+    pb = obj.pose.bones.get(switch)
+    if pb is None or prop not in pb.keys():
+        return default
+    fc = channels.find(bone_path(switch, f'["{prop}"]'), 0) if channels is not None else None
+    return float(fc.evaluate(frame)) if fc is not None else float(pb[prop])
+
+
+def active(obj, channels, entries, frame):
+    """The entries that drive their joint on ``frame``, as each limb's IK/FK switch says then."""
+    out = []
+    for e in entries:
+        fk = _state(obj, channels, e.switch, "IK_FK", frame, 1.0) >= 0.5 if e.switch else True
+        pole = _state(obj, channels, e.switch, "pole_vector", frame, 0.0) >= 0.5 if e.switch else False
+        if e.when == "" or (e.when == "FK" and fk) or (e.when == "IK" and not fk) or \
+                (e.when == "POLE" and not fk and pole):
+            out.append(e)
+    return out
+
+
+@dataclass
+class Drive:
+    """The controls a plan writes: ``bones`` (indices in ``rig``, the armature's own bones), the deform bone
+    each follows (``follows``: indices in the plan's deform skeleton) and, on every frame the plan read,
+    its offset from that bone as Blender evaluated them (``offsets`` (frames, controls, 4, 4))."""
+
+    rig: object
+    entries: list
+    bones: np.ndarray
+    follows: np.ndarray
+    offsets: np.ndarray
+    deform: np.ndarray      # (controls,) the followed deform bones' indices in ``rig``
+    first: int              # the scene frame of ``offsets``' first row
+
+    def chain_ends(self):
+        """(n, 2) control indices: each IK chain's root control (an IK entry keying rotation alone) and the
+        control at the chain's end (the limb's IK entry keying both)."""
+        ends = {e.switch: c for c, e in enumerate(self.entries) if e.when == "IK" and e.channels == "both"}
+        return np.array([(c, ends[e.switch]) for c, e in enumerate(self.entries)
+                         if e.when == "IK" and e.channels == "rotation" and e.switch in ends
+                         and self.follows[c] != self.follows[ends[e.switch]]], dtype=np.int64).reshape(-1, 2)
+
+    def offsets_at(self, frames):
+        return self.offsets[np.asarray(frames, dtype=np.int64) - self.first]
+
+
+def drive(rig, entries, deform, mapped, joint_names, control_pose, deform_pose, first):
+    """The :class:`Drive` of ``entries`` whose joint is mapped (``mapped`` {joint index: deform index},
+    ``deform``: the deform skeleton's :class:`..rig.Rig`), from the evaluated armature-space matrices of
+    the controls ``control_pose`` (frames, entries, 4, 4) and of the deform skeleton ``deform_pose``, the
+    first of them on scene frame ``first``."""
+    index = {n: i for i, n in enumerate(rig.names)}
+    keep = [k for k, e in enumerate(entries) if e.control in index and e.joint in joint_names
+            and joint_names.index(e.joint) in mapped]
+    follows = np.array([mapped[joint_names.index(entries[k].joint)] for k in keep], dtype=np.int64)
+    bones = np.array([index[entries[k].control] for k in keep], dtype=np.int64)
+    rigid = deform_pose[:, follows].copy()
+    rigid[..., :3, :3] = rotation_part(rigid)
+    offsets = affine_inverse(rigid) @ control_pose[:, keep]
+    return Drive(rig, [entries[k] for k in keep], bones, follows, offsets, deform.source[1][follows], first)
+
+
+def check_keys(entries, rig, keyed):
+    """Refuse keys that sit on bones the control map neither reads nor writes while none is on a control:
+    ``keyed`` the bone names that hold keys."""
+    names = {e.control for e in entries}
+    if keyed and not names & set(keyed):
+        shown = ", ".join(sorted(keyed)[:4])
+        raise BetwixtError(f"the action's keys are on bones no control of Betwixt's control map drives ({shown}); "
+                           "key the rig's controls (torso, FK or IK limbs) or edit the control map")
+
+
+KINDS = {"both": "COPY_TRANSFORMS", "rotation": "COPY_ROTATION", "location": "COPY_LOCATION"}
+PASSES = 4          # at most: each pass moves every control by what its deform bone still misses
+CLOSE = 0.002       # armature units: deform heads this near their targets end the passes, as does a pass
+                    # that brings them no nearer than 0.9 of the last
+REACH = 0.1         # armature units along a deform bone where its direction is judged
+
+
+def bake(obj, drive, frames, targets, wanted):
+    """The controls' local channels that put the deform bones on ``wanted`` (frames, controls, 4, 4: each
+    control's deform bone), armature space, on scene ``frames``, starting from the controls' ``targets``
+    (frames, controls, 4, 4): location (frames, controls, 3) and rotation quaternions (frames, controls, 4).
+
+    Each pass evaluates every frame with the controls constrained onto their targets, Blender solving every
+    constraint and IK on the way, then moves each control's target by the rigid turn and shift that would
+    carry its deform bone from where it went onto where it was wanted: exact for an FK bone on its control,
+    and a few passes for a bone that IK or a spine's interpolation places. Nothing of the rig is changed
+    when this returns."""
+    scene = bpy.context.scene
+    current, sub = scene.frame_current, scene.frame_subframe
+    world = np.array(obj.matrix_world)
+    deform = np.asarray(drive.deform, dtype=np.int64)
+    empties, constraints = [], []
+    location = np.empty(targets.shape[:2] + (3,))
+    rotation = np.empty(targets.shape[:2] + (4,))
+    flat = np.empty(len(obj.pose.bones) * 16, dtype=np.float32)
+    try:
+        for c, (bone, entry) in enumerate(zip(drive.bones, drive.entries)):
+            empties.append(_keyed_empty(scene, frames, world @ targets[:, c]))
+            pb = obj.pose.bones[drive.rig.names[bone]]
+            con = pb.constraints.new(KINDS[entry.channels])
+            con.name, con.target = BAKE, empties[-1]
+            constraints.append((pb, con))
+        pose = [obj.pose.bones[drive.rig.names[b]] for b in drive.bones]
+        last = np.inf
+        for _ in range(PASSES):
+            got = np.empty(targets.shape)
+            placed = np.empty(targets.shape)
+            for i, frame in enumerate(frames):
+                scene.frame_set(int(frame))
+                obj.pose.bones.foreach_get("matrix", flat)
+                matrices = np.swapaxes(flat.reshape(-1, 4, 4), -1, -2)
+                got[i], placed[i] = matrices[deform], matrices[drive.bones]
+                for c, pb in enumerate(pose):
+                    local = np.array(obj.convert_space(pose_bone=pb, matrix=pb.matrix, from_space="POSE",
+                                                       to_space="LOCAL"))
+                    location[i, c] = local[:3, 3]
+                    rotation[i, c] = matrix_to_quat(rotation_part(local))
+            got[..., :3, :3] = rotation_part(got)
+            apart = got - wanted   # heads, and the bones' directions over a REACH of their length
+            miss = np.max(np.linalg.norm(apart[..., :3, 3], axis=-1) + REACH * np.linalg.norm(apart[..., :3, 1], axis=-1)) \
+                if len(frames) else 0.0
+            if miss < CLOSE or miss > 0.9 * last:
+                break
+            last = miss
+            targets = wanted @ affine_inverse(got) @ placed
+            chain = drive.chain_ends()
+            if len(chain):
+                roots, ends = chain.T
+                targets[:, roots] = _twisted(placed[:, roots], got[:, roots], wanted[:, roots], wanted[:, ends])
+            for c, empty in enumerate(empties):
+                _rekey(empty, world @ targets[:, c])
+    finally:
+        for pb, con in constraints:
+            pb.constraints.remove(con)
+        for empty in empties:
+            action = empty.animation_data.action if empty.animation_data else None
+            bpy.data.objects.remove(empty)
+            if action is not None:
+                bpy.data.actions.remove(action)
+        scene.frame_set(current, subframe=sub)
+    return location, rotation
+
+
+def _twisted(placed, got, wanted, end):
+    """IK chains' root controls (frames, chains, 4, 4) ``placed`` turned about the line from their deform
+    bone's head to the chain's end (``end``'s head) by as much as the bone's direction ``got`` is off
+    ``wanted`` about it: an IK solver keeps that line where its target is and only the twist about it, the
+    plane the knee or elbow bends in, follows the control."""
+    axis = end[..., :3, 3] - wanted[..., :3, 3]
+    axis /= np.maximum(np.linalg.norm(axis, axis=-1, keepdims=True), 1e-9)
+
+    def across(m):   # the bone's direction, less its part along the axis
+        y = m[..., :3, 1]
+        return y - np.sum(y * axis, -1, keepdims=True) * axis
+    a, b = across(got), across(wanted)
+    angle = np.arctan2(np.sum(np.cross(a, b) * axis, -1), np.sum(a * b, -1))
+    turn = quat.to_matrix(quat.from_angle_axis(angle, axis))
+    out = placed.copy()
+    pivot = wanted[..., :3, 3]
+    out[..., :3, :3] = turn @ placed[..., :3, :3]
+    out[..., :3, 3] = (turn @ (placed[..., :3, 3] - pivot)[..., None])[..., 0] + pivot
+    return out
+
+
+def _values(matrices):
+    """An Empty's channels (location, quaternion, scale) for world ``matrices`` (frames, 4, 4)."""
+    return {"location": matrices[:, :3, 3], "rotation_quaternion": matrix_to_quat(rotation_part(matrices)),
+            "scale": np.linalg.norm(matrices[:, :3, :3], axis=-2)}
+
+
+def _rekey(empty, matrices):
+    """The Empty's keys (see :func:`_keyed_empty`) moved onto ``matrices``."""
+    values = _values(matrices)
+    for fc in empty.animation_data.action.layers[0].strips[0].channelbags[0].fcurves:
+        co = np.empty(2 * len(fc.keyframe_points))
+        fc.keyframe_points.foreach_get("co", co)
+        co[1::2] = values[fc.data_path][:, fc.array_index]
+        fc.keyframe_points.foreach_set("co", co)
+        fc.update()
+
+
+def _keyed_empty(scene, frames, matrices):
+    """An Empty in ``scene`` keyed on ``frames`` to the world ``matrices`` (frames, 4, 4), linear between."""
+    empty = bpy.data.objects.new(BAKE, None)
+    scene.collection.objects.link(empty)
+    empty.rotation_mode = "QUATERNION"
+    action = bpy.data.actions.new(BAKE)
+    empty.animation_data_create().action = action
+    values = _values(matrices)
+    linear = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["LINEAR"].value
+    at = np.asarray(frames, dtype=np.float64)
+    for path, array in values.items():
+        for i in range(array.shape[1]):
+            fc = action.fcurve_ensure_for_datablock(empty, path, index=i)
+            fc.keyframe_points.add(len(at))
+            fc.keyframe_points.foreach_set("co", np.stack([at, array[:, i]], -1).reshape(-1))
+            fc.keyframe_points.foreach_set("interpolation", np.full(len(at), linear, np.int32))
+            fc.update()
+    return empty
+
+
+def edits(obj, channels, drive, frames, gaps, wanted):
+    """(bone, channel, frames, values, ends) for :func:`.pose_io.write_bone_keys`: the controls' keys on
+    ``frames`` (inside ``gaps``) that put their deform bones on ``wanted`` (frames, controls, 4, 4); a
+    control's new curve gets keys on the gaps' ends with its values there, so nothing outside the gaps
+    moves."""
+    location, rotation = bake(obj, drive, frames, wanted @ drive.offsets_at(frames), wanted)
+    ends = np.unique([f for gap in gaps for f in gap])
+    starts = np.array([a for a, _ in gaps])
+    need = np.unique(np.concatenate([ends, starts]))
+    loc_at, _, _, raw = sample(obj, channels, drive.rig, need, drive.bones)
+    row = {int(f): i for i, f in enumerate(need)}
+    gap_of = np.searchsorted(starts, frames, side="right") - 1
+    out = []
+    for c, (bone, entry) in enumerate(zip(drive.bones.tolist(), drive.entries)):
+        mode = drive.rig.rotation_modes[bone]
+        if entry.channels in ("both", "rotation"):
+            values = np.concatenate([
+                quat_to_channels(rotation[gap_of == g, c][:, None], mode, raw[bone][[row[int(a)]]])[:, 0]
+                for g, a in enumerate(starts)]) if len(frames) else np.zeros((0, raw[bone].shape[1]))
+            out.append((bone, "rotation", frames, values, (ends, raw[bone][[row[int(f)] for f in ends]])))
+        if entry.channels in ("both", "location"):
+            out.append((bone, "location", frames, location[:, c], (ends, loc_at[[row[int(f)] for f in ends], bone])))
+    return out

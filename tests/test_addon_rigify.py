@@ -1,0 +1,166 @@
+"""A control rig as animators key it: Blender's bundled Rigify generates a rig from its human metarig,
+LaFAN1's test subject is keyed onto its controls, and Fill Gaps must move the deform bones Blender
+evaluates (``DEF-``, driven by constraints, FK and IK chains) through keys on the controls alone.
+
+The shipped ``rtn-human`` fills, so that the deform bones' error against the capture can be held against
+Blender's own Bézier on the same control keys.
+"""
+
+import os
+import sys
+import zipfile
+from pathlib import Path
+
+import bpy
+import numpy as np
+import pytest
+
+from inference.bvh import parse_bvh
+
+ROOT = Path(__file__).resolve().parents[1]
+FRAMES = 120                 # clip frames keyed onto the rig, scene frames 1..120
+GAP = (40, 70)               # the keys around the 1 s hole
+LIMBS = ("thigh_parent", "upper_arm_parent")
+
+
+@pytest.fixture(scope="module")
+def betwixt(tmp_path_factory, lafan1_zip):
+    import addon_utils   # Blender's own module, importable once bpy is
+    folder = tmp_path_factory.mktemp("addons")
+    os.symlink(ROOT, folder / "betwixt")
+    sys.path.insert(0, str(folder))
+    assert addon_utils.enable("betwixt", default_set=True) is not None
+    assert addon_utils.enable("rigify", default_set=True) is not None
+    from betwixt.addon import controls, evaluated, operators, pose_io
+    yield {"controls": controls, "evaluated": evaluated, "operators": operators, "pose_io": pose_io}
+    addon_utils.disable("betwixt", default_set=True)
+    addon_utils.disable("rigify", default_set=True)
+    sys.path.remove(str(folder))
+
+
+@pytest.fixture(scope="module", params=[0.0, 1.0], ids=["IK limbs", "FK limbs"])
+def keyed_rig(betwixt, lafan1_zip, tmp_path_factory, request):
+    """A .blend of a generated Rigify rig with 120 frames of capture keyed on its controls, its limbs in
+    IK (as Rigify generates them) or in FK."""
+    with zipfile.ZipFile(lafan1_zip) as z:
+        motion = parse_bvh(z.read("obstacles1_subject5.bvh"), "obstacles1_subject5").frames(1000, 1000 + FRAMES)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.context.scene.render.fps = 30
+    bpy.ops.object.armature_human_metarig_add()
+    bpy.ops.pose.rigify_generate()
+    rig = bpy.context.active_object
+    bpy.data.objects.remove(bpy.data.objects["metarig"])
+    for limb in LIMBS:
+        for side in "LR":
+            rig.pose.bones[f"{limb}.{side}"]["IK_FK"] = request.param
+    for entry in betwixt["controls"].detect(rig):
+        pb = rig.pose.bones[entry.control]
+        for frame in (0, FRAMES + 1):
+            pb.keyframe_insert("location", frame=frame)
+            pb.keyframe_insert(betwixt["pose_io"].channel_path(pb.rotation_mode), frame=frame)
+    from betwixt.addon.preferences import model_for
+    betwixt["operators"].key_motion(rig, model_for(bpy.context, rig, "fill"), motion, 1)
+    path = tmp_path_factory.mktemp("rigify") / "rigify.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    return path
+
+
+def load(path):
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    rig = bpy.data.objects["rig"]
+    bpy.context.view_layer.objects.active = rig
+    return rig
+
+
+def deform_heads(betwixt, rig, frames):
+    bones = [rig.data.bones.find(n) for n in betwixt["operators"].mapping.rigify.DEFORM.values()]
+    return betwixt["evaluated"].pose_matrices(rig, frames, bones)[..., :3, 3]
+
+
+def cut(betwixt, rig, a, b):
+    """Delete every key strictly between frames a and b and select the keys on a and b."""
+    for fc in betwixt["pose_io"].Channels(rig).curves().values():
+        points = fc.keyframe_points
+        co = np.empty(2 * len(points))
+        points.foreach_get("co", co)
+        kept = co.reshape(-1, 2)[(co[0::2] <= a) | (co[0::2] >= b)]
+        points.clear()
+        points.add(len(kept))
+        points.foreach_set("co", kept.reshape(-1))
+        points.foreach_set("select_control_point", np.isin(kept[:, 0], (a, b)))
+        fc.update()
+
+
+def keyed_bones(betwixt, rig, a, b):
+    """The bones holding keys strictly inside (a, b)."""
+    out = set()
+    for (path, _), fc in betwixt["pose_io"].Channels(rig).curves().items():
+        co = np.empty(2 * len(fc.keyframe_points))
+        fc.keyframe_points.foreach_get("co", co)
+        if np.any((co[0::2] > a) & (co[0::2] < b)):
+            out.add(path.split('"')[1])
+    return out
+
+
+def test_detect_reads_the_deform_bones_and_finds_the_controls(betwixt, keyed_rig):
+    rig = load(keyed_rig)
+    assert bpy.ops.betwixt.detect_mapping() == {"FINISHED"}
+    mapped = {item.joint: item.bone for item in rig.data.betwixt_joints}
+    assert len(mapped) == 22 and all(bone.startswith("DEF-") for bone in mapped.values())
+    entries = {e.control: e for e in betwixt["controls"].detect(rig)}
+    assert entries["torso"].joint == "Hips" and entries["foot_ik.L"].when == "IK"
+    assert entries["thigh_fk.R"].joint == "RightUpLeg" and entries["thigh_fk.R"].when == "FK"
+
+
+def test_the_capture_keyed_on_the_controls_puts_the_deform_bones_on_it(betwixt, keyed_rig):
+    rig = load(keyed_rig)
+    keyed = keyed_bones(betwixt, rig, 0, FRAMES + 1)
+    assert keyed and not any(b.startswith(("DEF-", "ORG-", "MCH-")) for b in keyed)
+    heads = deform_heads(betwixt, rig, np.arange(1, FRAMES + 1))
+    hips = heads[:, 0]
+    assert np.ptp(hips[:, 1]) > 0.5                                  # the capture's walk carries the hips
+    feet = heads[:, [list(betwixt["operators"].mapping.rigify.DEFORM).index(f"{s}Foot") for s in ("Left", "Right")]]
+    assert 0.0 < np.min(feet[..., 2]) < 0.12                        # ankles on the floor, not under it
+
+
+def test_fill_gaps_keys_the_controls_and_beats_bezier_on_the_deform_bones(betwixt, keyed_rig):
+    rig = load(keyed_rig)
+    ik_fk = rig.pose.bones["thigh_parent.L"]["IK_FK"]
+    truth = deform_heads(betwixt, rig, np.arange(GAP[0] + 1, GAP[1]))
+    outside = deform_heads(betwixt, rig, np.arange(1, GAP[0] + 1))
+    cut(betwixt, rig, *GAP)
+    bezier = deform_heads(betwixt, rig, np.arange(GAP[0] + 1, GAP[1]))
+    before = betwixt["pose_io"].Channels(rig).curves()
+    before_keys = {k: np.array([p.co[:] for p in fc.keyframe_points]) for k, fc in before.items()}
+    assert bpy.ops.betwixt.fill_gaps() == {"FINISHED"}
+    filled = deform_heads(betwixt, rig, np.arange(GAP[0] + 1, GAP[1]))
+    keyed = keyed_bones(betwixt, rig, *GAP)
+    assert not any(b.startswith(("DEF-", "ORG-", "MCH-")) for b in keyed)
+    if ik_fk == 0.0:
+        assert {"torso", "foot_ik.L", "hand_ik.R"} <= keyed and not keyed & {"thigh_fk.L", "forearm_fk.R"}
+    else:
+        assert {"torso", "thigh_fk.L", "forearm_fk.R"} <= keyed and not keyed & {"foot_ik.L", "hand_ik.R"}
+    ours = np.linalg.norm(filled - truth, axis=-1).mean()
+    theirs = np.linalg.norm(bezier - truth, axis=-1).mean()
+    assert ours < 0.9 * theirs, (ours, theirs)
+    for key, fc in betwixt["pose_io"].Channels(rig).curves().items():   # keys outside the gap as they were
+        co = np.array([p.co[:] for p in fc.keyframe_points])
+        if key in before_keys:
+            old = before_keys[key]
+            keep = (old[:, 0] <= GAP[0]) | (old[:, 0] >= GAP[1])
+            assert np.array_equal(co[(co[:, 0] <= GAP[0]) | (co[:, 0] >= GAP[1])], old[keep])
+    assert np.abs(deform_heads(betwixt, rig, np.arange(1, GAP[0] + 1)) - outside).max() < 1e-4
+
+
+def test_a_rig_whose_deform_bones_no_control_drives_is_refused_and_left_alone(betwixt, keyed_rig):
+    rig = load(keyed_rig)
+    cut(betwixt, rig, *GAP)
+    item = rig.data.betwixt_controls.add()   # a control map of one control that the rig does not have
+    item.control, item.joint = "no such control", "Hips"
+    before = {k: np.array([p.co[:] for p in fc.keyframe_points]) for k, fc in
+              betwixt["pose_io"].Channels(rig).curves().items()}
+    with pytest.raises(RuntimeError, match="no control of its control map drives them"):
+        bpy.ops.betwixt.fill_gaps()
+    after = {k: np.array([p.co[:] for p in fc.keyframe_points]) for k, fc in
+             betwixt["pose_io"].Channels(rig).curves().items()}
+    assert before.keys() == after.keys() and all(np.array_equal(before[k], after[k]) for k in before)
