@@ -139,3 +139,28 @@ def test_a_few_ppo_roll_outs_save_and_resume_where_they_stopped(small_zip, cache
     on = checkpoint.load(train(argv + ["--iterations", "3"]))
     assert on["step"] == 3 and on["history"]["samples"] == 144
     assert not all(torch.equal(first["policy"][k], on["policy"][k]) for k in first["policy"])
+
+
+def test_the_mcp_policy_multiplies_its_primitives_by_the_gates_weights():
+    from training.carl.policy import LOG_STD, Policy
+
+    torch.manual_seed(0)
+    policy = Policy(obs=10, state=4, act=3, hidden=[8], primitives=2)
+    with torch.no_grad():
+        policy.heads.weight.normal_()
+        obs = torch.randn(5, 10)
+        mean, std = policy(obs)
+        heads = policy.heads(policy.body(policy.norm(obs)[:, :4])).view(5, 2, 2, 3)
+        mu, sigma = heads[:, :, 0], heads[:, :, 1].clamp(*LOG_STD).exp()
+        w = policy.weights(obs)[..., None]
+        precision = (w / sigma ** 2).sum(1)
+    assert torch.allclose(std, precision.rsqrt(), rtol=1e-5)
+    assert torch.allclose(mean, (w * mu / sigma ** 2).sum(1) / precision, rtol=1e-4, atol=1e-6)
+
+
+def test_advantages_start_afresh_after_an_episodes_end_and_go_on_in_a_cut_ones_value():
+    from training.carl.ppo import advantages
+
+    batch = {"rew": np.ones(4, np.float32), "val": np.zeros(4, np.float32),
+             "next_val": np.array([0.0, 0.0, 5.0, 0.0], np.float32), "end": np.array([False, True, False, True])}
+    assert np.allclose(advantages(batch, gamma=0.5, lam=1.0), [1.5, 1.0, 4.0, 1.0])

@@ -14,9 +14,14 @@ from .. import quat
 AHEAD = (1, 2)   # the reference frames (policy steps ahead) the policy sees
 
 
+def state_size(joints):
+    """The length of the body's own part of the observation (it comes first), ``joints`` joints."""
+    return 1 + 15 * joints
+
+
 def size(joints):
-    """The observation's length for a body of ``joints`` joints."""
-    return 1 + 15 * joints + 9 * joints * len(AHEAD)
+    """The observation's length for a body of ``joints`` joints: the body's, then the reference's."""
+    return state_size(joints) + 9 * joints * len(AHEAD)
 
 
 def heading(rotation):

@@ -13,7 +13,7 @@ drawn anew (``MASS``, ``FRICTION``), so that the policy does not lean on one bod
 
 import numpy as np
 
-from inference.carl.observation import AHEAD, observe, size
+from inference.carl.observation import AHEAD, observe, size, state_size
 from inference.carl.reference import contacts, paw_radius, states
 from inference.carl.simulation import POLICY_RATE, Simulation
 from . import reward as rewards
@@ -43,6 +43,7 @@ class Tracking:
         self.radius = paw_radius(body)
         self.base = (model.body_mass.copy(), model.body_inertia.copy(), model.geom_friction.copy())
         self.observation_size = size(len(body.skeleton))
+        self.state_size = state_size(len(body.skeleton))
         self.action_size = 3 * (len(body.skeleton) - 1)
 
     def _com(self, qpos):

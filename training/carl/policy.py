@@ -1,13 +1,22 @@
-"""The tracking policy and its critic: plain MLPs, a Gaussian policy with a learned, state-independent
-standard deviation per action. (CARL's policy is a mixture of multiplicative primitives with a gating
-network; this plain one comes first.) Both read observations normalised by running statistics.
+"""The tracking policy, CARL's multiplicative compositional policy (MCP, Peng et al. 2019), and its critic.
+
+K primitives, each a Gaussian over the action read from the body's own state alone, are multiplied,
+each raised to a weight that a gating network reads from the state and the goal (the reference frames
+ahead): the product is a Gaussian whose precision is the weighted sum of the primitives' precisions,
+
+    sigma = (sum_i w_i / sigma_i^2)^(-1/2),   mu = sigma^2 sum_i w_i mu_i / sigma_i^2,
+
+so that the primitives learn reusable motor skills and the gate composes them (CARL reuses them under
+its speed and heading control). Both networks, and the critic, read observations normalised by running
+statistics.
 """
 
 import numpy as np
 import torch
 from torch import nn
 
-CLIP = 5.0   # normalised observations are clipped to +- this many standard deviations
+CLIP = 5.0        # normalised observations are clipped to +- this many standard deviations
+LOG_STD = (-5.0, 1.0)
 
 
 def mlp(sizes):
@@ -43,22 +52,36 @@ class Normaliser(nn.Module):
 
 
 class Policy(nn.Module):
-    """Observation (N, obs) -> the mean action (N, act); ``log_std`` (act,) is the Gaussian's spread."""
+    """Observation (N, obs), its first ``state`` values the body's, the rest the goal -> the composite
+    Gaussian's mean and standard deviation (N, act) over ``primitives`` primitives."""
 
-    def __init__(self, obs, act, hidden, log_std=-1.0):
+    def __init__(self, obs, state, act, hidden, primitives=8, log_std=-0.3):
         super().__init__()
+        self.state, self.act, self.primitives = state, act, primitives
         self.norm = Normaliser(obs)
-        self.net = mlp([obs, *hidden, act])
-        self.log_std = nn.Parameter(torch.full((act,), float(log_std)))
-        with torch.no_grad():   # small first actions: the body starts by following the reference
-            self.net[-1].weight.mul_(0.01)
-            self.net[-1].bias.zero_()
+        self.body = nn.Sequential(mlp([state, *hidden]), nn.ReLU())
+        self.heads = nn.Linear(hidden[-1], primitives * 2 * act)
+        self.gate = nn.Sequential(mlp([obs, *hidden, primitives]), nn.Sigmoid())
+        with torch.no_grad():   # small first actions, a moderate spread: the body starts by following the reference
+            self.heads.weight.mul_(0.01)
+            self.heads.bias.view(primitives, 2, act)[:, 0].zero_()
+            self.heads.bias.view(primitives, 2, act)[:, 1].fill_(log_std)
 
     def forward(self, obs):
-        return self.net(self.norm(obs))
+        x = self.norm(obs)
+        heads = self.heads(self.body(x[:, :self.state])).view(-1, self.primitives, 2, self.act)
+        mu, log_std = heads[:, :, 0], heads[:, :, 1].clamp(*LOG_STD)
+        w = self.gate(x)[..., None]                          # (N, K, 1)
+        precision = w / torch.exp(2.0 * log_std)              # (N, K, act)
+        total = precision.sum(1).clamp_min(1e-6)
+        return (precision * mu).sum(1) / total, total.rsqrt()
 
     def distribution(self, obs):
-        return torch.distributions.Normal(self(obs), self.log_std.exp())
+        return torch.distributions.Normal(*self(obs))
+
+    def weights(self, obs):
+        """(N, K) the gate's weight on each primitive."""
+        return self.gate(self.norm(obs))
 
 
 class Value(nn.Module):

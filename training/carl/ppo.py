@@ -26,43 +26,47 @@ class Settings:
 class Roller:
     """Keeps one environment's episode going across roll-outs."""
 
-    def __init__(self, env):
-        self.env = env
+    def __init__(self, env, rng):
+        self.env, self.rng = env, rng
         self.obs = env.reset()
         self.episode = [0.0, 0]   # this episode's return and length so far
 
     def collect(self, policy, value, n):
         """``n`` steps of ``policy``: a dict of arrays (obs (n, O), act (n, A), logp, val, rew, next_val,
-        end (n,)) and the finished episodes' returns and lengths, the reward terms' means."""
+        end (n,)) and the roll-out's statistics (mean reward and terms, falls, finished episodes' mean
+        return and length). Values are read in one batch at the end: the policy alone runs per step."""
         env = self.env
         obs = np.empty((n, env.observation_size), np.float32)
         act = np.empty((n, env.action_size), np.float32)
-        logp, val, rew, next_val = (np.empty(n, np.float32) for _ in range(4))
-        end = np.zeros(n, bool)
-        returns, lengths, falls, terms = [], [], 0, []
+        logp, rew = np.empty(n, np.float32), np.empty(n, np.float32)
+        fell, end = np.zeros(n, bool), np.zeros(n, bool)
+        after = {}                  # step -> the observation an episode was cut on
+        returns, lengths, terms = [], [], []
         with torch.no_grad():
-            v = float(value(torch.as_tensor(self.obs)[None]))
             for t in range(n):
-                x = torch.as_tensor(self.obs)[None]
-                dist = policy.distribution(x)
-                a = dist.sample()
-                obs[t], act[t], logp[t], val[t] = self.obs, a[0].numpy(), float(dist.log_prob(a).sum()), v
-                self.obs, r, fell, cut, term = env.step(act[t])
-                rew[t] = r
+                mean, std = (y[0].numpy() for y in policy(torch.as_tensor(self.obs)[None]))
+                noise = self.rng.standard_normal(mean.shape).astype(np.float32)
+                obs[t], act[t] = self.obs, mean + std * noise
+                logp[t] = -0.5 * np.sum(noise ** 2) - np.sum(np.log(std)) - 0.5 * len(std) * np.log(2 * np.pi)
+                self.obs, rew[t], fell[t], cut, term = env.step(act[t])
                 terms.append(term)
-                self.episode[0] += r
+                self.episode[0] += rew[t]
                 self.episode[1] += 1
-                v = 0.0 if fell else float(value(torch.as_tensor(self.obs)[None]))
-                next_val[t] = v
-                if fell or cut:
+                if fell[t] or cut:
                     end[t] = True
-                    falls += fell
+                    if cut:
+                        after[t] = self.obs
                     returns.append(self.episode[0])
                     lengths.append(self.episode[1])
                     self.episode = [0.0, 0]
                     self.obs = env.reset()
-                    v = float(value(torch.as_tensor(self.obs)[None]))
-        stats = {"reward": float(rew.mean()), "falls": falls,
+            val = value(torch.as_tensor(obs)).numpy()
+            last = [self.obs] + list(after.values())
+            tail = value(torch.as_tensor(np.stack(last))).numpy()
+        next_val = np.append(val[1:], tail[0])
+        next_val[list(after)] = tail[1:]
+        next_val[fell] = 0.0
+        stats = {"reward": float(rew.mean()), "falls": int(fell.sum()),
                  **{f"r_{k}": float(np.mean([t[k] for t in terms])) for k in terms[0]}}
         if lengths:
             stats.update(episode_return=float(np.mean(returns)), episode_steps=float(np.mean(lengths)))
@@ -92,7 +96,8 @@ def update(policy, value, optimiser, batch, settings, rng):
         order = rng.permutation(len(obs))
         for s in range(0, len(obs), settings.minibatch):
             i = torch.as_tensor(order[s:s + settings.minibatch])
-            ratio = torch.exp(policy.distribution(obs[i]).log_prob(act[i]).sum(-1) - old[i])
+            dist = policy.distribution(obs[i])
+            ratio = torch.exp(dist.log_prob(act[i]).sum(-1) - old[i])
             surrogate = torch.min(ratio * adv[i], ratio.clamp(1 - settings.clip, 1 + settings.clip) * adv[i])
             policy_loss = -surrogate.mean()
             value_loss = ((value(obs[i]) - ret[i]) ** 2).mean()
@@ -100,7 +105,7 @@ def update(policy, value, optimiser, batch, settings, rng):
             (policy_loss + 0.5 * value_loss).backward()
             torch.nn.utils.clip_grad_norm_([p for g in optimiser.param_groups for p in g["params"]], settings.max_grad)
             optimiser.step()
-            seen.append((policy_loss.item(), value_loss.item(), float(((ratio - 1).abs() > settings.clip).float().mean())))
-    policy_loss, value_loss, clipped = np.mean(seen, axis=0)
-    return {"policy_loss": float(policy_loss), "value_loss": float(value_loss), "clipped": float(clipped),
-            "std": float(policy.log_std.detach().exp().mean())}
+            seen.append((policy_loss.item(), value_loss.item(), float(((ratio - 1).abs() > settings.clip).float().mean()),
+                         float(dist.scale.detach().mean())))
+    policy_loss, value_loss, clipped, std = np.mean(seen, axis=0)
+    return {"policy_loss": float(policy_loss), "value_loss": float(value_loss), "clipped": float(clipped), "std": float(std)}

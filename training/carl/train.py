@@ -51,6 +51,7 @@ def add_arguments(parser):
     parser.add_argument("--lr", type=float, default=1e-4, help="the policy's learning rate")
     parser.add_argument("--value-lr", type=float, default=1e-3)
     parser.add_argument("--hidden", default="512,256", help="hidden layer widths (a new run only)")
+    parser.add_argument("--primitives", type=int, default=8, help="the policy's primitives (a new run only)")
     parser.add_argument("--gaits", default="walk,trot,canter", help=f"of {', '.join(GAITS)} (a new run only)")
     parser.add_argument("--no-pushes", action="store_true")
     parser.add_argument("--no-randomise", action="store_true", help="keep the nominal masses and friction")
@@ -80,7 +81,8 @@ def train(args, argv):
     if state and state["family"] != FAMILY:
         raise DataError(f"{path}: a checkpoint of a {state['family']} run, not of carl")
     data = load_motion_set(args.data, args.cache)
-    config = state["config"] if state else {"gaits": args.gaits.split(","), "hidden": [int(h) for h in args.hidden.split(",")]}
+    config = state["config"] if state else {"gaits": args.gaits.split(","), "hidden": [int(h) for h in args.hidden.split(",")],
+                                                 "primitives": args.primitives}
     unknown = sorted(set(config["gaits"]) - set(GAITS))
     if unknown:
         raise DataError(f"--gaits: no gait {unknown[0]!r}; the gaits are {', '.join(GAITS)}")
@@ -96,14 +98,14 @@ def train(args, argv):
     rng = np.random.default_rng([args.seed, step])
     env = Tracking(body, clips, rng, pushes=not args.no_pushes, randomise=not args.no_randomise)
     torch.manual_seed(int(rng.integers(2**62)))
-    policy = Policy(env.observation_size, env.action_size, config["hidden"])
+    policy = Policy(env.observation_size, env.state_size, env.action_size, config["hidden"], config["primitives"])
     value = Value(env.observation_size, config["hidden"], policy.norm)
     optimiser = torch.optim.Adam([{"params": policy.parameters(), "lr": args.lr},
                                   {"params": value.net.parameters(), "lr": args.value_lr}])
     history = {"train": [], "runs": [], "samples": 0}
     if state:
         policy.load_state_dict(state["policy"])
-        value.load_state_dict(state["value"])
+        value.net.load_state_dict(state["value"])
         optimiser.load_state_dict(state["optimiser"])
         for group, lr in zip(optimiser.param_groups, (args.lr, args.value_lr)):
             group["lr"] = lr
@@ -115,12 +117,12 @@ def train(args, argv):
             "gaits": {g: sum(1 for _, k in clips if k == g) for g in config["gaits"]}}
     out.mkdir(parents=True, exist_ok=True)
     settings = Settings(args.samples, args.epochs, args.minibatch)
-    roller = Roller(env)
+    roller = Roller(env, rng)
 
     def save():
         checkpoint.save({"format": checkpoint.FORMAT, "family": FAMILY, "step": step, "config": config,
                          "meta": meta, "history": history, "policy": policy.state_dict(),
-                         "value": value.state_dict(), "optimiser": optimiser.state_dict(),
+                         "value": value.net.state_dict(), "optimiser": optimiser.state_dict(),
                          "body": {"skeleton": skeleton_state(body.skeleton), "natural": torch.as_tensor(body.natural),
                                   "limits": torch.as_tensor(body.limits), "scale": body.scale}}, path)
         (out / "history.json").write_text(json.dumps(history) + "\n")
