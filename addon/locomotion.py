@@ -144,6 +144,10 @@ def read_route(context, start, end, gait="RANGE"):
     anim = obj.animation_data
     channels = Channels(obj) if anim is not None and anim.action is not None else None   # None: keyed afresh
     rig, retarget, detected = read_retarget(obj, model)
+    if rig.source is not None:
+        raise BetwixtError(f"armature {obj.name!r} is a control rig (its deform bones follow constraints), and "
+                           "Follow Path does not key controls yet: keys on its deform bones would change nothing. "
+                           "Follow Path on a plain copy of the skeleton, or fill between your keys with Fill Gaps")
     points = curve_points(context, curve)
     if len(points) < 2 or np.linalg.norm(np.diff(points[:, :2], axis=0), axis=-1).sum() < 1e-6:
         raise PathError(f"curve {curve.name!r} has no length on the ground (seen from above, its points are "

@@ -624,9 +624,13 @@ class BETWIXT_OT_detect_mapping(bpy.types.Operator):
         mapping.store(obj.data, skeleton.names, found)
         missing = [j for j in skeleton.names if j not in found]
         level = {"INFO"} if not missing else {"WARNING"}
+        driving = [e.control for e in controls.entries_for(obj)]
         self.report(level, f"Betwixt: mapped {len(found)} of {len(skeleton)} joints of model {model.name}" +
                     (f"; not found: {', '.join(missing[:6])}{' …' if len(missing) > 6 else ''} "
-                     "(pick their bones in the list or leave them unmapped)" if missing else ""))
+                     "(pick their bones in the list or leave them unmapped)" if missing else "") +
+                    (f"; reads the deform bones ({next(iter(found.values()), '')}, …) as Blender evaluates them and "
+                     f"keys {len(driving)} controls ({', '.join(driving[:4])}, …) as each limb's IK/FK switch says"
+                     if driving else ""))
         return {"FINISHED"}
 
 
