@@ -23,6 +23,7 @@ from mathutils import Matrix
 from ..inference import quat
 from ..inference.errors import BetwixtError
 from . import rigify
+from .evaluated import interpolated
 from .pose_io import bone_path, sample
 from .rig import affine_inverse, matrix_to_quat, quat_to_channels, rotation_part
 
@@ -160,6 +161,7 @@ PASSES = 4          # at most: each pass moves every control by what its deform 
 CLOSE = 0.002       # armature units: deform heads this near their targets end the passes, as does a pass
                     # that brings them no nearer than 0.9 of the last
 REACH = 0.1         # armature units along a deform bone where its direction is judged
+SPARSE = 4          # the passes evaluate every SPARSE-th frame; corrections are smooth in time
 
 
 def bake(obj, drive, frames, targets, wanted):
@@ -167,19 +169,16 @@ def bake(obj, drive, frames, targets, wanted):
     control's deform bone), armature space, on scene ``frames``, starting from the controls' ``targets``
     (frames, controls, 4, 4): location (frames, controls, 3) and rotation quaternions (frames, controls, 4).
 
-    Each pass evaluates every frame with the controls constrained onto their targets, Blender solving every
-    constraint and IK on the way, then moves each control's target by the rigid turn and shift that would
-    carry its deform bone from where it went onto where it was wanted: exact for an FK bone on its control,
-    and a few passes for a bone that IK or a spine's interpolation places. Nothing of the rig is changed
-    when this returns."""
+    Each pass evaluates every SPARSE-th frame with the controls constrained onto their targets, Blender
+    solving every constraint and IK on the way, then moves each control's target by the rigid turn and
+    shift that would carry its deform bone from where it went onto where it was wanted (exact for an FK
+    bone on its control; a few passes for a bone that IK or a spine's interpolation places), the moves
+    interpolated over the frames between. A last evaluation of every frame reads the channels. Nothing of
+    the rig is changed when this returns."""
     scene = bpy.context.scene
     current, sub = scene.frame_current, scene.frame_subframe
     world = np.array(obj.matrix_world)
-    deform = np.asarray(drive.deform, dtype=np.int64)
     empties, constraints = [], []
-    location = np.empty(targets.shape[:2] + (3,))
-    rotation = np.empty(targets.shape[:2] + (4,))
-    flat = np.empty(len(obj.pose.bones) * 16, dtype=np.float32)
     try:
         for c, (bone, entry) in enumerate(zip(drive.bones, drive.entries)):
             empties.append(_keyed_empty(scene, frames, world @ targets[:, c]))
@@ -187,35 +186,26 @@ def bake(obj, drive, frames, targets, wanted):
             con = pb.constraints.new(KINDS[entry.channels])
             con.name, con.target = BAKE, empties[-1]
             constraints.append((pb, con))
-        pose = [obj.pose.bones[drive.rig.names[b]] for b in drive.bones]
+        rows = np.unique(np.r_[np.arange(0, len(frames), SPARSE), len(frames) - 1]) if len(frames) else []
         last = np.inf
         for _ in range(PASSES):
-            got = np.empty(targets.shape)
-            placed = np.empty(targets.shape)
-            for i, frame in enumerate(frames):
-                scene.frame_set(int(frame))
-                obj.pose.bones.foreach_get("matrix", flat)
-                matrices = np.swapaxes(flat.reshape(-1, 4, 4), -1, -2)
-                got[i], placed[i] = matrices[deform], matrices[drive.bones]
-                for c, pb in enumerate(pose):
-                    local = np.array(obj.convert_space(pose_bone=pb, matrix=pb.matrix, from_space="POSE",
-                                                       to_space="LOCAL"))
-                    location[i, c] = local[:3, 3]
-                    rotation[i, c] = matrix_to_quat(rotation_part(local))
-            got[..., :3, :3] = rotation_part(got)
-            apart = got - wanted   # heads, and the bones' directions over a REACH of their length
-            miss = np.max(np.linalg.norm(apart[..., :3, 3], axis=-1) + REACH * np.linalg.norm(apart[..., :3, 1], axis=-1)) \
-                if len(frames) else 0.0
+            got, placed, _ = _evaluated(obj, drive, np.asarray(frames)[rows])
+            apart = got - wanted[rows]   # heads, and the bones' directions over a REACH of their length
+            miss = np.max(np.linalg.norm(apart[..., :3, 3], axis=-1) + REACH * np.linalg.norm(apart[..., :3, 1], axis=-1),
+                          initial=0.0)
             if miss < CLOSE or miss > 0.9 * last:
                 break
             last = miss
-            targets = wanted @ affine_inverse(got) @ placed
+            moved = wanted[rows] @ affine_inverse(got) @ placed
             chain = drive.chain_ends()
             if len(chain):
                 roots, ends = chain.T
-                targets[:, roots] = _twisted(placed[:, roots], got[:, roots], wanted[:, roots], wanted[:, ends])
+                moved[:, roots] = _twisted(placed[:, roots], got[:, roots], wanted[rows][:, roots],
+                                           wanted[rows][:, ends])
+            targets = interpolated(moved @ affine_inverse(targets[rows]), rows, len(frames)) @ targets
             for c, empty in enumerate(empties):
                 _rekey(empty, world @ targets[:, c])
+        return _evaluated(obj, drive, frames, local=True)[2]
     finally:
         for pb, con in constraints:
             pb.constraints.remove(con)
@@ -225,7 +215,26 @@ def bake(obj, drive, frames, targets, wanted):
             if action is not None:
                 bpy.data.actions.remove(action)
         scene.frame_set(current, subframe=sub)
-    return location, rotation
+
+
+def _evaluated(obj, drive, frames, local=False):
+    """On each of ``frames``, evaluated: the followed deform bones (rigid) and the controls, armature-space
+    (frames, controls, 4, 4), and with ``local`` the controls' local channels ``(location, quaternion)``."""
+    scene = bpy.context.scene
+    flat = np.empty(len(obj.pose.bones) * 16, dtype=np.float32)
+    pose = [obj.pose.bones[drive.rig.names[b]] for b in drive.bones]
+    shape = (len(frames), len(pose))
+    got, placed, basis = np.empty(shape + (4, 4)), np.empty(shape + (4, 4)), np.empty(shape + (4, 4))
+    for i, frame in enumerate(frames):
+        scene.frame_set(int(frame))
+        obj.pose.bones.foreach_get("matrix", flat)
+        matrices = np.swapaxes(flat.reshape(-1, 4, 4), -1, -2)
+        got[i], placed[i] = matrices[drive.deform], matrices[drive.bones]
+        if local:
+            for c, pb in enumerate(pose):
+                basis[i, c] = obj.convert_space(pose_bone=pb, matrix=pb.matrix, from_space="POSE", to_space="LOCAL")
+    got[..., :3, :3] = rotation_part(got)
+    return got, placed, (basis[..., :3, 3], matrix_to_quat(rotation_part(basis))) if local else None
 
 
 def _twisted(placed, got, wanted, end):

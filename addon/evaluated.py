@@ -11,6 +11,7 @@ keep being read that way (``pose_io.sample``).
 import bpy
 import numpy as np
 
+from ..inference import quat
 from .rig import Rig, affine_inverse, matrix_to_quat, rotation_part
 
 
@@ -48,6 +49,36 @@ def pose_matrices(obj, frames, bones, progress=None):
                 progress(i + 1, len(frames))
     finally:
         scene.frame_set(current, subframe=sub)
+    return out
+
+
+def pose_around(obj, frames, bones, gaps):
+    """:func:`pose_matrices` on the whole, consecutive ``frames``, evaluated outside the ``gaps`` ((a, b)
+    key pairs) only: inside a gap the pose is its two keys' blended (:func:`interpolated`), since the
+    model replaces it and only a control's place beside its bone is read there, which keys rarely change."""
+    frames = np.asarray(frames)
+    inside = np.zeros(len(frames), dtype=bool)
+    for a, b in gaps:
+        inside |= (frames > a) & (frames < b)
+    rows = np.flatnonzero(~inside)
+    return interpolated(pose_matrices(obj, frames[rows], bones), rows, len(frames))
+
+
+def interpolated(matrices, rows, n):
+    """Affine matrices ``matrices`` (len(rows), …, 4, 4) on ``rows`` of ``n`` frames, interpolated onto every
+    frame: translations and column scales linearly, rotations by normalised linear blends of
+    sign-continuous quaternions (near slerp between close poses)."""
+    at = np.arange(n)
+
+    def blend(values):
+        flat = values.reshape(len(rows), -1)
+        return np.stack([np.interp(at, rows, col) for col in flat.T], -1).reshape((n,) + values.shape[1:])
+    scale = np.linalg.norm(matrices[..., :3, :3], axis=-2)
+    q = quat.unroll(matrix_to_quat(rotation_part(matrices)))
+    out = np.zeros((n,) + matrices.shape[1:])
+    out[..., :3, :3] = quat.to_matrix(quat.normalize(blend(q))) * blend(scale)[..., None, :]
+    out[..., :3, 3] = blend(matrices[..., :3, 3])
+    out[..., 3, 3] = 1.0
     return out
 
 

@@ -110,7 +110,7 @@ def plan_over(channels, model, rig, retarget, detected, gaps, fps, frames):
         entries = controls.active(obj, channels, controls.entries_for(obj), gaps[0][0])
         index = {n: i for i, n in enumerate(real.names)}
         driving = [index[e.control] for e in entries if e.control in index]
-        both = evaluated.pose_matrices(obj, frames, np.concatenate([bones, driving]).astype(np.int64))
+        both = evaluated.pose_around(obj, frames, np.concatenate([bones, driving]).astype(np.int64), gaps)
         pose = both[:, :len(bones)]
         location, rotation, scale = evaluated.channels_of(rig, pose)
         raw = {}
