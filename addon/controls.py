@@ -34,6 +34,7 @@ WHEN = [("ALWAYS", "Always", "Whatever the limb's IK/FK switch says"),
         ("FK", "FK", "While the limb is in FK"), ("IK", "IK", "While the limb is in IK"),
         ("POLE", "IK with Pole", "While the limb is in IK with a pole target")]
 BAKE = "Betwixt bake"   # the temporary constraints' name
+MISSED = 0.02           # of the rig's height: a deform bone further from its generated pose is reported
 
 
 class BETWIXT_PG_control(bpy.types.PropertyGroup):
@@ -46,6 +47,54 @@ class BETWIXT_PG_control(bpy.types.PropertyGroup):
     when: bpy.props.EnumProperty(name="When", items=WHEN, default="ALWAYS")
     switch: bpy.props.StringProperty(name="Switch", description="The bone holding the limb's IK_FK (and "
                                      "pole_vector) property")
+
+
+class BETWIXT_UL_controls(bpy.types.UIList):
+    def draw_item(self, context, layout, data, item, icon, active_data, active_property, index=0, flt_flag=0):
+        row = layout.row(align=True)
+        row.prop_search(item, "control", context.active_object.pose, "bones", text="")
+        row.prop(item, "joint", text="")
+        row.prop(item, "channels", text="")
+        row.prop(item, "when", text="")
+
+
+class BETWIXT_OT_control_add(bpy.types.Operator):
+    """Add a control to the armature's control map (then pick the control and the joint it follows)"""
+
+    bl_idname = "betwixt.control_add"
+    bl_label = "Add Control"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        obj = context.active_object
+        if obj is None or obj.type != "ARMATURE":
+            self.report({"ERROR"}, "no armature is active")
+            return {"CANCELLED"}
+        if not len(obj.data.betwixt_controls):
+            store(obj.data, detect(obj))
+        item = obj.data.betwixt_controls.add()
+        bone = context.active_pose_bone
+        item.control = bone.name if bone is not None else ""
+        obj.data.betwixt_control_index = len(obj.data.betwixt_controls) - 1
+        return {"FINISHED"}
+
+
+class BETWIXT_OT_control_remove(bpy.types.Operator):
+    """Remove the chosen control from the armature's control map"""
+
+    bl_idname = "betwixt.control_remove"
+    bl_label = "Remove Control"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        obj = context.active_object
+        items = obj.data.betwixt_controls if obj is not None and obj.type == "ARMATURE" else None
+        if not items:
+            self.report({"ERROR"}, "the armature has no stored control map")
+            return {"CANCELLED"}
+        items.remove(min(obj.data.betwixt_control_index, len(items) - 1))
+        obj.data.betwixt_control_index = max(0, obj.data.betwixt_control_index - 1)
+        return {"FINISHED"}
 
 
 @dataclass(frozen=True)
@@ -117,6 +166,15 @@ class Drive:
     offsets: np.ndarray
     deform: np.ndarray      # (controls,) the followed deform bones' indices in ``rig``
     first: int              # the scene frame of ``offsets``' first row
+    missed: list = None     # after :func:`edits`: (deform bone, scene frame, distance) where one stays off
+
+    def missing(self, share=MISSED):
+        """The :attr:`missed` deform bones that end further than ``share`` of the rig's height from the
+        generated motion: what no keys on these controls could reach (keys on other bones in the way, a
+        control map that misses a limb)."""
+        heads = self.rig.rest[self.deform, :3, 3]
+        height = np.ptp(heads[:, 2]) if len(heads) else 0.0
+        return [m for m in self.missed or () if m[2] > share * height]
 
     def chain_ends(self):
         """(n, 2) control indices: each IK chain's root control (an IK entry keying rotation alone) and the
@@ -167,7 +225,8 @@ SPARSE = 4          # the passes evaluate every SPARSE-th frame; corrections are
 def bake(obj, drive, frames, targets, wanted):
     """The controls' local channels that put the deform bones on ``wanted`` (frames, controls, 4, 4: each
     control's deform bone), armature space, on scene ``frames``, starting from the controls' ``targets``
-    (frames, controls, 4, 4): location (frames, controls, 3) and rotation quaternions (frames, controls, 4).
+    (frames, controls, 4, 4): location (frames, controls, 3), rotation quaternions (frames, controls, 4) and
+    how far each deform bone's head ends from where it was wanted (frames, controls).
 
     Each pass evaluates every SPARSE-th frame with the controls constrained onto their targets, Blender
     solving every constraint and IK on the way, then moves each control's target by the rigid turn and
@@ -205,7 +264,8 @@ def bake(obj, drive, frames, targets, wanted):
             targets = interpolated(moved @ affine_inverse(targets[rows]), rows, len(frames)) @ targets
             for c, empty in enumerate(empties):
                 _rekey(empty, world @ targets[:, c])
-        return _evaluated(obj, drive, frames, local=True)[2]
+        got, _, channels = _evaluated(obj, drive, frames, local=True)
+        return channels + (np.linalg.norm(got[..., :3, 3] - wanted[..., :3, 3], axis=-1),)
     finally:
         for pb, con in constraints:
             pb.constraints.remove(con)
@@ -299,8 +359,11 @@ def edits(obj, channels, drive, frames, gaps, wanted):
     """(bone, channel, frames, values, ends) for :func:`.pose_io.write_bone_keys`: the controls' keys on
     ``frames`` (inside ``gaps``) that put their deform bones on ``wanted`` (frames, controls, 4, 4); a
     control's new curve gets keys on the gaps' ends with its values there, so nothing outside the gaps
-    moves."""
-    location, rotation = bake(obj, drive, frames, wanted @ drive.offsets_at(frames), wanted)
+    moves. Sets ``drive.missed``."""
+    location, rotation, apart = bake(obj, drive, frames, wanted @ drive.offsets_at(frames), wanted)
+    worst = np.argmax(apart, axis=0) if len(frames) else []
+    drive.missed = [(drive.rig.names[d], int(frames[w]), float(apart[w, c]))
+                    for c, (d, w) in enumerate(zip(drive.deform, worst))]
     ends = np.unique([f for gap in gaps for f in gap])
     starts = np.array([a for a, _ in gaps])
     need = np.unique(np.concatenate([ends, starts]))

@@ -17,6 +17,7 @@ import numpy as np
 from ..inference import contacts, guard, quat
 from ..inference.bvh import read_bvh, write_bvh
 from ..inference.errors import BetwixtError
+from ..inference.mapping import describe
 from ..inference.modelfile import KINDS, ModelError, runtime_class
 from ..inference.motion import AXES, Motion, Skeleton
 from . import controls, evaluated, mapping, transitions
@@ -225,6 +226,16 @@ def key_edits(plan, channels, motion, gaps, step):
     return plan.drive.rig, controls.edits(channels.obj, channels, plan.drive, frames, gaps, pose[:, plan.drive.follows])
 
 
+def unfollowed_limbs(plan):
+    """The deform bones of a control rig's hands and feet that no active control of its map follows."""
+    if plan.drive is None:
+        return []
+    followed = set(plan.drive.follows.tolist())
+    ends = {plan.retarget.mapping[j]: plan.model.skeleton.names[j] for j in plan.retarget.mapping
+            if describe(plan.model.skeleton.names[j])[1] in ("hand", "foot")}
+    return [f"{joint} ({plan.rig.names[b]})" for b, joint in ends.items() if b not in followed]
+
+
 def bone_edits(plan, motion, gaps, step):
     """(bone, channel, frames, values, ends) for :func:`~.pose_io.write_bone_keys`."""
     frames = [np.arange(a + step, b, step) for a, b in gaps]
@@ -324,6 +335,17 @@ class _Generate(JobOperator):
                                AXES[place.up])
         if findings:
             self.report({"WARNING"}, "Betwixt: " + guard.summary(findings, height, lambda f: f + plan.first))
+        limbs = unfollowed_limbs(plan)
+        if limbs:
+            self.report({"WARNING"}, f"Betwixt: no control of the control map moves {', '.join(limbs)}, which keep "
+                        "their keys' motion; add the limb's controls to the Control Map in the Betwixt panel")
+        missing = plan.drive.missing() if plan.drive is not None else []
+        if missing:
+            shown = ", ".join(f"{bone} by {100 * cm:.0f} cm on frame {f}" for bone, f, cm in
+                              sorted(set(missing), key=lambda m: -m[2])[:3])
+            self.report({"WARNING"}, f"Betwixt: the rig's deform bones end off the generated motion ({shown}): "
+                        "keys on bones the control map does not key (tweaks, foot roll) move them, or the map "
+                        "misses a control; check the Control Map in the Betwixt panel")
         unplanted = plan.plant and not contacts.legs(plan.model.skeleton)
         return (f"Betwixt: filled {len(plan.gaps)} gap{'s' * (len(plan.gaps) != 1)} ({keyed} frames keyed) "
                 f"with model {plan.model.name}" + ("; feet not planted: the model's joints have no legs" * unplanted))
@@ -622,6 +644,7 @@ class BETWIXT_OT_detect_mapping(bpy.types.Operator):
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}
         mapping.store(obj.data, skeleton.names, found)
+        controls.store(obj.data, controls.detect(obj))
         missing = [j for j in skeleton.names if j not in found]
         level = {"INFO"} if not missing else {"WARNING"}
         driving = [e.control for e in controls.entries_for(obj)]
@@ -635,7 +658,7 @@ class BETWIXT_OT_detect_mapping(bpy.types.Operator):
 
 
 class BETWIXT_OT_clear_mapping(bpy.types.Operator):
-    """Forget the bone mapping stored on the active armature"""
+    """Forget the bone mapping and the control map stored on the active armature"""
 
     bl_idname = "betwixt.clear_mapping"
     bl_label = "Clear Bone Mapping"
@@ -648,6 +671,7 @@ class BETWIXT_OT_clear_mapping(bpy.types.Operator):
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}
         obj.data.betwixt_joints.clear()
+        obj.data.betwixt_controls.clear()
         return {"FINISHED"}
 
 

@@ -3,7 +3,7 @@
 import bpy
 
 from ..inference.modelfile import ModelError
-from . import mapping
+from . import controls, mapping
 from .locomotion import SPEEDS
 from .operators import SOURCES, original_of, variants_of
 from .preferences import draw_error, draw_model, model_for
@@ -104,6 +104,18 @@ class _BetwixtPanel:
         if settings.show_mapping and len(obj.data.betwixt_joints):
             box.template_list("BETWIXT_UL_joints", "", obj.data, "betwixt_joints", obj.data, "betwixt_joint_index",
                               rows=6)
+        entries = controls.entries_for(obj)
+        if entries or settings.show_mapping:
+            stored = len(obj.data.betwixt_controls) > 0
+            box.label(text=f"Control Map: {len(entries)} controls{'' if stored else ' (detected)'}"
+                      if entries else "Control Map: none (keys go on the mapped bones)", icon="CON_ARMATURE")
+        if settings.show_mapping:
+            row = box.row()
+            row.template_list("BETWIXT_UL_controls", "", obj.data, "betwixt_controls", obj.data,
+                              "betwixt_control_index", rows=4)
+            col = row.column(align=True)
+            col.operator("betwixt.control_add", text="", icon="ADD")
+            col.operator("betwixt.control_remove", text="", icon="REMOVE")
 
         col = layout.column(align=True)
         col.prop(settings, "step")

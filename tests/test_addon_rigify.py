@@ -107,6 +107,7 @@ def test_detect_reads_the_deform_bones_and_finds_the_controls(betwixt, keyed_rig
     assert bpy.ops.betwixt.detect_mapping() == {"FINISHED"}
     mapped = {item.joint: item.bone for item in rig.data.betwixt_joints}
     assert len(mapped) == 22 and all(bone.startswith("DEF-") for bone in mapped.values())
+    assert len(rig.data.betwixt_controls) == len(betwixt["controls"].detect(rig)) > 20   # stored, editable
     entries = {e.control: e for e in betwixt["controls"].detect(rig)}
     assert entries["torso"].joint == "Hips" and entries["foot_ik.L"].when == "IK"
     assert entries["thigh_fk.R"].joint == "RightUpLeg" and entries["thigh_fk.R"].when == "FK"
@@ -164,3 +165,17 @@ def test_a_rig_whose_deform_bones_no_control_drives_is_refused_and_left_alone(be
     after = {k: np.array([p.co[:] for p in fc.keyframe_points]) for k, fc in
              betwixt["pose_io"].Channels(rig).curves().items()}
     assert before.keys() == after.keys() and all(np.array_equal(before[k], after[k]) for k in before)
+
+
+def test_a_control_map_missing_a_limb_is_named_and_the_rest_is_filled(betwixt, keyed_rig, capfd):
+    rig = load(keyed_rig)
+    controls = betwixt["controls"]
+    controls.store(rig.data, [e for e in controls.detect(rig) if not e.control.endswith("arm_fk.L")
+                              and e.control not in ("hand_fk.L", "hand_ik.L", "upper_arm_ik.L")])
+    cut(betwixt, rig, *GAP)
+    capfd.readouterr()
+    assert bpy.ops.betwixt.fill_gaps() == {"FINISHED"}
+    warned = [line for line in capfd.readouterr().out.splitlines() if line.startswith("Warning")]
+    assert any("LeftHand (DEF-hand.L)" in line for line in warned), warned
+    assert not any("RightHand" in line for line in warned)
+    assert "torso" in keyed_bones(betwixt, rig, *GAP)
