@@ -11,6 +11,7 @@ import numpy as np
 
 from . import quat
 from .guard import feet, ground
+from .inplace import treadmill
 from .modelfile import ModelError
 from .motion import AXES, forward_kinematics
 from .transition import Gap, held, key_rates, toward_spline
@@ -85,10 +86,15 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, rates
 
     The model reads the motion standing on the floor it learned on (``model.floor``): the floor of
     ``motion`` is found from its feet (:func:`floor`), so a rig standing higher or lower (an armature
-    object raised, a capture whose floor is elsewhere) gets the same fill, moved with it.
+    object raised, a capture whose floor is elsewhere) gets the same fill, moved with it. In-place
+    motion (a game's walk cycle: the legs step, the root stays) is carried along the ground as its feet
+    slide back while the model fills it, and put back in place (:func:`.inplace.treadmill`).
     """
     up = AXES.index(motion.up)
     out, level = on_model_floor(model, motion, gaps)
+    shift = treadmill(motion, gaps, model.layout.height)
+    if shift is not None:
+        out.positions[:, 0] += shift
     out = replace(out, rotations=motion.rotations.copy())
     order = fill_order(gaps, model.past, passes)
     generated = np.zeros(motion.n_frames + 1, dtype=bool)
@@ -107,6 +113,8 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, rates
     for start, end in gaps:
         positions[start + 1:end] = out.positions[start + 1:end]
         positions[start + 1:end, 0, up] += level
+        if shift is not None:
+            positions[start + 1:end, 0] -= shift[start + 1:end]
     return replace(out, rotations=quat.unroll(out.rotations), positions=positions)
 
 

@@ -161,6 +161,14 @@ def held(at, frames):
     return edit
 
 
+def in_place(motion):
+    """A motion edit: the root held over its first frame's place on the ground, as games export cycles (the
+    legs step, the engine moves the character)."""
+    positions = motion.positions.copy()
+    positions[:, 0, [0, 2]] = positions[0, 0, [0, 2]]
+    return replace(motion, positions=positions)
+
+
 SIDES = {"Left": "L", "Right": "R"}
 MIXAMO = {n: "mixamorig:" + n for n in ("Hips", "Spine", "Spine1", "Spine2", "Neck", "Head")} | {
     f"{s}{p}": f"mixamorig:{s}{p}" for s in SIDES for p in ("Shoulder", "Arm", "ForeArm", "Hand", "UpLeg", "Leg",
@@ -238,6 +246,8 @@ CASES = [
          "the motion runs into the first key", CLIP, 1000, 1300, shape=held(100, 60), gap_at=100),
     Case("still-context", "the LaFAN1 clip with a 3.3 s hold at clip frame 100, the gaps inside it: keys and "
          "context one still pose", CLIP, 1000, 1300, shape=held(100, 100), gap_at=112),
+    Case("in-place", "the LaFAN1 clip in place: its root held over one spot on the ground, the legs stepping",
+         CLIP, 1000, 1300, shape=in_place),
     Case("blocking", "the LaFAN1 clip keyed every 5 frames (blocking) around the gap", CLIP, 1000, 1300, every=5),
     Case("dog-walk", "dog D1_008_KAN01_002 (test split, a walk), frames 0-600, on its own rig",
          DOG.format("D1_008_KAN01_002"), 0, 600),
