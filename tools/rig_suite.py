@@ -105,6 +105,14 @@ def renamed(names):
     return edit
 
 
+def edits(*steps):
+    """Rig edits made one after another."""
+    def edit(obj):
+        for step in steps:
+            step(obj)
+    return edit
+
+
 def numbered(obj):
     """A rig edit: every bone renamed Bone, Bone.001, ...: names that tell Detect nothing."""
     for i, bone in enumerate(list(obj.data.bones)):
@@ -209,6 +217,9 @@ def rigify(ik_fk, meta=False):
     return make
 
 
+BIOVISION = {f"{s}{old}": f"{s}{new}" for s in SIDES for old, new in (
+    ("Shoulder", "Collar"), ("Arm", "Shoulder"), ("ForeArm", "Elbow"), ("Hand", "Wrist"), ("UpLeg", "Hip"),
+    ("Leg", "Knee"), ("Foot", "Ankle"))} | {"LowerBack": "Chest", "Spine": "Chest2", "Spine1": "Chest3"}
 BANDAI = "bandai1.zip:dataset-1_{}_001.bvh"
 DOG = "dog-mann.zip:{}.bvh"     # MANN's test split (training/mann/data.py TEST_CLIPS): 60 fps, cm
 
@@ -221,6 +232,9 @@ CASES = [
          units=CMU_UNIT),
     Case("cmu-30", "CMU 01_01, the same 10 s resampled to 30 fps before import", "cmu-01_01.bvh", 240, 1440,
          units=CMU_UNIT, fps=30),
+    Case("biovision", "CMU 01_01 at 30 fps as another studio's Biovision layout: LeftHip, LeftKnee, LeftAnkle, "
+         "LeftCollar, LeftShoulder, LeftElbow, Chest2..., no toes", "cmu-01_01.bvh", 240, 1440, units=CMU_UNIT,
+         fps=30, rig=edits(deleted(["LeftToeBase", "RightToeBase"]), renamed(BIOVISION))),
     Case("lafan1", "LaFAN1 obstacles1_subject5, frames 1000-1300, as imported", CLIP, 1000, 1300),
     Case("mixamo", "the LaFAN1 clip, bones renamed mixamorig:Hips, mixamorig:LeftToeBase, ...", CLIP, 1000, 1300,
          rig=renamed(MIXAMO)),
