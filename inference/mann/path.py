@@ -11,7 +11,7 @@ follows, with its timing and facing.
 
 import csv
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path as FilePath
 
 import numpy as np
@@ -23,6 +23,8 @@ from .features import SPEED_HORIZON, bones_of, one_hot, root, speed_ahead, world
 GAITS = {"walk": 1.0, "trot": 1.8, "canter": 3.0}   # m/s: the dog capture's walk, trot and canter
 
 STILL = 1e-6   # units a frame: slower than this the path has no direction of its own
+LONGEST = 1200.0   # s: the longest path followed in one request (20 minutes: MANN's 72,000 steps take a minute)
+MOST_ROWS = 100_000   # points of a CSV path: one every 12 ms of the longest
 
 
 class PathError(BetwixtError):
@@ -63,6 +65,9 @@ def check(path, actions):
     if len(back):
         raise PathError(f"{where}: the time of point {back[0] + 2} ({path.times[back[0] + 1]:g} s) does not come "
                         f"after the one before ({path.times[back[0]]:g} s); times must increase")
+    if path.duration > LONGEST:
+        raise PathError(f"{where}: the path lasts {path.duration:,.0f} s, longer than the {LONGEST:,.0f} s one request "
+                        "follows (its time and memory grow with it); follow it in parts")
     for i, a in enumerate(path.actions or ()):
         if a is not None and a not in actions:
             raise PathError(f"{where}: point {i + 1} asks for the action {a!r}; the model knows "
@@ -82,10 +87,17 @@ def read_path(file, skeleton, units_per_metre, actions):
 
 def csv_path(file, units_per_metre, actions):
     """A CSV path; a row that cannot be read is an error naming its line."""
+    too_many = f"more than the {MOST_ROWS:,} points a path may have (one every few centimetres is plenty); thin it"
     try:
+        size = FilePath(file).stat().st_size
+        if size > 100 * MOST_ROWS:   # a hundred bytes a row: refused before it is read
+            raise PathError(f"{file}: {size / 2**20:,.0f} MiB, {too_many}")
         text = FilePath(file).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise PathError(f"{file}: cannot read the path ({getattr(e, 'strerror', None) or e})") from None
+    count = text.count("\n")
+    if count > MOST_ROWS:
+        raise PathError(f"{file}: {count:,} lines, {too_many}")
     rows = list(csv.reader(io.StringIO(text)))
     lines = [(n, r) for n, r in enumerate(rows, 1) if any(c.strip() for c in r)]
     header = [c.strip().lower() for c in lines[0][1]] if lines else []
@@ -131,6 +143,24 @@ def bvh_path(file, skeleton):
     bones = bones_of(motion.skeleton)
     ground, theta, _ = root(world(motion, bones)[0], bones, motion.fps)
     return Path(np.arange(motion.n_frames) / motion.fps, ground, None, theta, str(file))
+
+
+def paced(path, fastest):
+    """``path`` with its times stretched wherever it goes faster than ``fastest`` (units a second, what a
+    model can do): a network asked for a speed its data never had diverges (MANN, 30 m/s: the root
+    kilometres away) or lags far behind. Unchanged (the same object) where no part is faster; a path
+    that paced takes longer than LONGEST is refused."""
+    step = np.linalg.norm(np.diff(path.points, axis=0), axis=-1)
+    given = np.diff(path.times)
+    if not (step > fastest * given * (1 + 1e-9)).any():
+        return path
+    times = path.times[0] + np.concatenate([[0.0], np.cumsum(np.maximum(given, step / fastest))])
+    slowed = replace(path, times=times)
+    if slowed.duration > LONGEST:
+        raise PathError(f"{path.source}: at the model's fastest ({fastest:g} units a second) the path takes "
+                        f"{slowed.duration:,.0f} s, longer than the {LONGEST:,.0f} s one request follows; "
+                        "shorten it or follow it in parts")
+    return slowed
 
 
 @dataclass(frozen=True, eq=False)

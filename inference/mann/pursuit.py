@@ -30,6 +30,11 @@ distance to one side of a curve even where it keeps pace. So, per path:
    the clock's does up to a lead behind the end, and the reference's runtime then holds its root there.
    The clock waits for the character there, so that the future it is shown ends at the path's end.
 
+An arrival's desired speed is at most ``approach`` (a trot), and every desired speed at most
+``fastest``: a path slower than a walk all along comes to its last stop at its first frame, and its
+distance to go over the speed's horizon asked the network for speeds its data never had (9.5 m in 95 s:
+9.5 m/s at the start), on which it diverged; at a trot it keeps to such a path by walks and stops.
+
 A curve is where the path turns on a radius under ``straight`` at ``walking`` speed or faster; slower,
 a dog sidesteps and turns on the spot.
 """
@@ -46,6 +51,7 @@ STRAIGHT = 5.0       # m: nor has a path turning on a wider radius than this
 SPAN = 0.25          # s: chords either side of a frame that measure a path's curvature, and a character's pace
 FADE = 2.0           # 1/s: how fast the drift correction fades outside curves
 ARRIVE = 0.1         # m: how close to its path's end a character's move fades into idle
+APPROACH = 1.8       # m/s: the fastest an arrival asks for (the dog capture's trot)
 STEER = 0.15        # m: in a curve, the desired directions turn toward the path by the character's
                     # sideways distance from it over this
 NEAR = 60            # frames either side of a path's frame searched for the one nearest its character
@@ -62,11 +68,13 @@ class Pursuit:
     from its end (along it, or straight where that is shorter: a standing capture's sway is no way to
     go); ``side`` (B,), the character's sideways distance from a curve (to the left). ``lead``, ``idle``,
     ``walking`` (units, a second), ``straight``, ``arrive`` and ``steer`` (units), ``slowest`` and
-    ``gain`` (1/s) as in the module's docstring; the defaults keep to the path's timing and correct
+    ``gain`` (1/s) as in the module's docstring, ``approach`` and ``fastest`` (units a second) the most
+    an arrival's and any desired speed may be; the defaults keep to the path's timing and correct
     nothing."""
 
     def __init__(self, wants, frames, fps, lead=np.inf, idle=0.0, slowest=1.0, gain=0.0, walking=np.inf,
-                 straight=np.inf, arrive=None, names=("idle", "move"), steer=np.inf):
+                 straight=np.inf, arrive=None, names=("idle", "move"), steer=np.inf, approach=np.inf,
+                 fastest=np.inf):
         def held(a):
             return np.concatenate([a, np.repeat(a[-1:], max(frames - len(a), 0), axis=0)])[:frames]
 
@@ -80,6 +88,7 @@ class Pursuit:
         self.normal = _curve_normals(self.track[..., :2], self.span, fps, walking, straight)
         self.fps, self.lead, self.idle, self.slowest, self.gain, self.steer = fps, lead, idle, slowest, gain, steer
         self.arrive, self.still, self.move = arrive, names.index("idle"), names.index("move")
+        self.approach, self.fastest = approach, fastest
         moving = self.speed >= idle
         self.rest = np.where(moving.any(axis=1), frames - np.argmax(moving[:, ::-1], axis=1), 0)
         self.remaining = self.along[:, -1].copy()
@@ -114,11 +123,12 @@ class Pursuit:
         """The desired speed (B, S) and action values (B, S, A) ``offsets`` (S,) frames on from the clocks;
         once a path has come to its last stop, the character's own (module's docstring, 4)."""
         k, rows = self.at(offsets), np.arange(len(self.clock))[:, None]
-        speed, actions = self.speed[rows, k], self.actions[rows, k].copy()
+        speed, actions = np.minimum(self.speed[rows, k], self.fastest), self.actions[rows, k].copy()
         if self.arrive is None:
             return speed, actions
         ending = (self.clock >= self.rest)[:, None]
-        speed = np.where(ending, np.maximum(speed, self.remaining[:, None] / SPEED_HORIZON), speed)
+        arriving = np.minimum(self.remaining[:, None] / SPEED_HORIZON, self.approach)
+        speed = np.where(ending, np.maximum(speed, arriving), speed)
         going = (ending * np.clip(self.remaining / self.arrive, 0, 1)[:, None]) * actions[..., self.still]
         actions[..., self.still] -= going
         actions[..., self.move] += going

@@ -21,7 +21,7 @@ import numpy as np
 from .. import quat
 from ..contacts import legs, plant
 from ..inbetween import floor
-from ..mann.path import Path, check, desired
+from ..mann.path import Path, check, desired, paced
 from ..modelfile import Model, ModelError, Placement, session
 from ..motion import Motion, forward_kinematics
 from .control import (BEHIND, COMMIT, FOLLOWERS, HORIZON, STEER, along, candidates, diverse, drawn, misses, onto_key,
@@ -38,6 +38,8 @@ PAST = 1.0              # s: the frames up to a start (and around a key) whose f
 SETTLE = 1.0            # s: without a start pose, the data's mean pose stands still this long first
 STANDING = 1.6          # m: a standing adult's height, for paths given in metres
 RANGE_MARGIN = 0.25     # of each pose value's training range, how far past it a generated value may go
+FASTEST = 6.0           # m/s: paths are slowed to this; LaFAN1's fastest frame moves the hips 5.8 m/s, and
+                        # the roll-outs cannot keep to a faster path
 LEG_SHARE = 0.55        # a leg (hip to ankle joint) of the body's height as the RTN measures it (LaFAN1: 85.9 / 157.9)
 
 
@@ -69,6 +71,7 @@ class MVAEModel(Model):
         self.max_gap = int(round(MAX_GAP * self.fps))
         self.layout = Placement(trajectory=0, up=1, height=_height(self.skeleton), fps=self.fps)
         self.units_per_metre = self.layout.height / STANDING
+        self.top_speed = FASTEST * self.units_per_metre   # units a second
         self.actions = ("idle", "move")   # what a path may name; the Motion VAE goes by its positions alone
         self._encoder = None
 
@@ -147,10 +150,12 @@ class MVAEModel(Model):
         model's frame rate from its first point, facing along it (or as the path says), for as long as it
         lasts. Sampling-based control (:func:`.control.along`), deterministic. ``start``: ``(motion,
         frame)``, or one per path, the pose to start from (it and the frame before it), placed at the
-        path's start; None: the training data's mean pose after SETTLE s of standing still.
+        path's start; None: the training data's mean pose after SETTLE s of standing still. A path
+        faster than ``top_speed`` anywhere is slowed to it there (:func:`..mann.path.paced`).
         ``progress(done, total)`` is called after each COMMIT frames chosen; it may raise to stop."""
         for path in paths:
             check(path, self.actions)
+        paths = [paced(p, self.top_speed) for p in paths]
         wants = [desired(p, self.fps, HORIZON, self.actions, np.inf) for p in paths]
         starts = start if isinstance(start, list) else [start] * len(paths)
         if len(starts) != len(paths):

@@ -1,0 +1,180 @@
+"""A library of transitions (inference/library.py, ``python -m inference transitions``): where clips join,
+how the target is placed, the joins eased, the report's flags, and the command's files and errors, with the
+shipped rtn-human on stretches of LaFAN1's test subject, which it never saw."""
+
+import json
+import zipfile
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from inference import library, quat
+from inference.bvh import parse_bvh, read_bvh, write_bvh
+from inference.cli import main
+from inference.modelfile import MODELS, open_model
+
+# flat stretches of obstacles1_subject5 (4 s each): a walk, a slow walk, a walk picking up speed
+STRETCHES = {"walk": 4320, "slow": 1470, "start": 120}
+
+
+@pytest.fixture(scope="module")
+def capture(lafan1_zip):
+    with zipfile.ZipFile(lafan1_zip) as z:
+        return parse_bvh(z.read("obstacles1_subject5.bvh"), "obstacles1_subject5")
+
+
+@pytest.fixture(scope="module")
+def model():
+    return open_model(MODELS / "rtn-human.onnx")
+
+
+@pytest.fixture(scope="module")
+def clips(capture):
+    return [replace(capture.frames(start, start + 120), name=name) for name, start in STRETCHES.items()]
+
+
+@pytest.fixture(scope="module")
+def files(clips, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("clips")
+    for clip in clips:
+        write_bvh(clip, folder / f"{clip.name}.bvh")
+    return [folder / f"{clip.name}.bvh" for clip in clips]
+
+
+def turned(motion, degrees, shift):
+    """``motion`` turned about the up axis (Y) and moved on the ground by ``shift`` (3,)."""
+    turn = quat.from_angle_axis(np.radians(degrees), np.array([0.0, 1.0, 0.0]))
+    rot, pos = motion.rotations.copy(), motion.positions.copy()
+    rot[:, 0] = quat.mul(turn, rot[:, 0])
+    pos[:, 0] = quat.rotate(turn, pos[:, 0]) + shift
+    return replace(motion, rotations=rot, positions=pos)
+
+
+def test_auto_joins_where_one_clip_runs_on_into_the_other_wherever_it_stands(capture, model):
+    # the target starts 100 frames into the source, turned and moved away: frames leave = enter + 100
+    # are one pose moving one way, the only pairs that match exactly, and "auto" must find one
+    source = capture.frames(4320, 4440)
+    target = turned(capture.frames(4420, 4560), 70.0, np.array([300.0, 0.0, -200.0]))
+    auto = library.joins([source, target], [(0, 1)], model.layout)[0]
+    plain = library.joins([source, target], [(0, 1)], model.layout, "last", "first")[0]
+    assert auto.leave - auto.enter == 100 and auto.cost < 1e-6
+    assert plain.leave == 119 and plain.enter == 0 and plain.cost > 0.05
+    assert 89 <= auto.leave <= 119 and 0 <= auto.enter <= 30   # within a second of the ends
+
+
+def test_the_target_continues_the_source_on_the_ground(capture, model):
+    # a straight walk (its facing turns 4 degrees over the second) cut in two, 31 steps apart, the second
+    # part turned and moved away: placed, its root lands near where the capture has it (9 % of the way
+    # off), facing as the source faced, on the source's floor, moved as a whole
+    source, truth = capture.frames(1120, 1221), capture.frames(1251, 1350)
+    moved = turned(truth, -40.0, np.array([150.0, 12.0, 80.0]))
+    placed = library.place(source, 100, moved, 0, 30, model.layout)
+    miss = np.linalg.norm((placed.positions[:, 0] - truth.positions[:, 0])[:, [0, 2]], axis=-1)
+    travelled = np.linalg.norm((truth.positions[0, 0] - source.positions[100, 0])[[0, 2]])
+    assert travelled > 100.0 and miss[0] < 0.2 * travelled, (miss[0], travelled)
+    ground = lambda m: m.positions[:, 0, [0, 2]] - m.positions[:1, 0, [0, 2]]  # noqa: E731
+    np.testing.assert_allclose(np.linalg.norm(ground(placed), axis=-1), np.linalg.norm(ground(truth), axis=-1))
+    assert abs(placed.positions[0, 0, 1] - truth.positions[0, 0, 1]) < 0.5
+    np.testing.assert_allclose(placed.rotations[:, 1:], moved.rotations[:, 1:])
+
+
+def test_easing_carries_the_clips_velocity_across_both_joins_and_keeps_the_keys():
+    # one joint moving 2 a frame in both clips; the transition between them starts at 5 a frame (off
+    # where the source's velocity carries it), turns back at -1 a frame halfway, and ends 3 short of
+    # the target's own step: eased, the steps across both joins are the clips' 2, the middle (further
+    # than `ease` from either join) is the transition's own, and the kinks at the joins are spread out
+    n, ease = 50, 20
+    path = np.concatenate([np.arange(1, 26) * 5.0, 125 - np.arange(1, 26) * 1.0])        # (n,)
+    positions = np.zeros((n, 1, 3))
+    positions[:, 0, 0] = path
+    rotations = np.tile([1.0, 0, 0, 0], (n, 1, 1))
+    still = np.tile([1.0, 0, 0, 0], (2, 1, 1))
+    before = (still, np.array([[[-2.0, 0, 0]], [[0.0, 0, 0]]]))
+    after = (still, np.array([[[path[-1] + 4, 0, 0]], [[path[-1] + 6, 0, 0]]]))
+    rot, eased = library.eased(rotations, positions, before, after, ease=ease)
+    x = np.concatenate([[-2.0, 0.0], eased[:, 0, 0], [path[-1] + 4, path[-1] + 6]])
+    raw = np.concatenate([[-2.0, 0.0], path, [path[-1] + 4, path[-1] + 6]])
+    step, kink = np.diff(x), np.abs(np.diff(x, 2))
+    np.testing.assert_allclose(step[:3], 2.0)
+    np.testing.assert_allclose(step[-3:], 2.0)
+    np.testing.assert_allclose(eased[ease:n - ease, 0, 0], path[ease:n - ease])
+    near = np.r_[0:ease, n + 2 - ease:n + 2]    # second differences centred within `ease` of a join
+    assert kink[near].max() < 0.5 * np.abs(np.diff(raw, 2))[near].max(), (kink[near].max(), np.diff(raw, 2)[near])
+    np.testing.assert_allclose(rot, rotations)   # rotations that agree across the joins are left as they are
+
+
+@pytest.fixture(scope="module")
+def library_run(files, tmp_path_factory):
+    out = tmp_path_factory.mktemp("library") / "out"
+    assert main(["transitions", *map(str, files), "--length", "20", "-k", "2", "-o", str(out)]) == 0
+    return out
+
+
+def test_the_command_writes_every_take_finite_with_its_clips_around_it(library_run, files, clips):
+    report = json.loads((library_run / "report.json").read_text())
+    rows = report["transitions"]
+    assert len(rows) == 3 * 2 * 2 and (library_run / "contact-sheet.png").stat().st_size > 10_000
+    for row in rows:
+        take = read_bvh(library_run / row["file"])
+        source, target = clips[list(STRETCHES).index(row["source"])], clips[list(STRETCHES).index(row["target"])]
+        assert row["finite"] and np.isfinite(take.rotations).all() and np.isfinite(take.positions).all()
+        shown = min(30, row["leave"] + 1)
+        assert take.n_frames == shown + 20 + min(30, target.n_frames - row["enter"])
+        # the source's last second as it was, the target's first second turned and moved as a whole
+        np.testing.assert_allclose(take.positions[:shown], source.positions[row["leave"] + 1 - shown:row["leave"] + 1],
+                                   atol=1e-4)
+        ahead = take.rotations[shown + 20:, 1:]
+        want = target.rotations[row["enter"]:row["enter"] + len(ahead), 1:]
+        assert np.allclose(np.abs(np.sum(ahead * want, axis=-1)), 1.0, atol=1e-6)
+        # on these walks no transition is much faster than its clips
+        assert row["fastest"][0] <= 1.5 * row["fastest"][1], row
+    spread = [p["spread_1s"] for p in report["pairs"]]
+    assert len(spread) == 6 and min(spread) > 1.0   # the two variants of each pair end apart
+
+
+def test_the_report_flags_a_deliberately_bad_transition(clips, model):
+    lay = model.layout
+    chosen = library.joins(clips, [(0, 1)], lay)
+    good = library.generate(model, clips, chosen, 20, 1)[0]
+    assert not {"fastest", "not finite"} & set(library.measure(good, clips, lay.height, lay.up)["flags"])
+    a, b = good.gap
+    # the transition held on the source's last pose, then snapping onto the target: a fast joint and a
+    # kink at the enter join
+    frozen = good.motion.rotations.copy(), good.motion.positions.copy()
+    frozen[0][a + 1:b], frozen[1][a + 1:b] = frozen[0][a], frozen[1][a]
+    snap = replace(good, motion=replace(good.motion, rotations=frozen[0], positions=frozen[1]))
+    flags = library.measure(snap, clips, lay.height, lay.up)["flags"]
+    assert "fastest" in flags and "enter join" in flags, flags
+    # the feet sliding over the floor as the root glides a metre sideways
+    slid = good.motion.positions.copy()
+    slid[a + 1:b, 0, 2] += np.linspace(0, 100, b - a - 1)
+    glide = replace(good, motion=replace(good.motion, positions=slid))
+    assert "skating" in library.measure(glide, clips, lay.height, lay.up)["flags"]
+    broken = good.motion.positions.copy()
+    broken[a + 3, 0] = np.nan
+    nan = replace(good, motion=replace(good.motion, positions=broken))
+    assert library.measure(nan, clips, lay.height, lay.up)["flags"] == ["not finite"]
+
+
+@pytest.mark.parametrize("case, words", [
+    ("pairs", "line 2: no clip named 'run'"),
+    ("leave", "--leave 500: walk has frames 0 to 119"),
+    ("length", "--length 500"),
+    ("skeleton", "does not match model"),
+    ("one", "one clip makes no pair"),
+])
+def test_bad_input_is_one_line_exit_2_and_nothing_written(files, mocap, tmp_path, capsys, case, words):
+    out = tmp_path / "out"
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("walk -> slow\nwalk run\n")
+    args = {"pairs": [*map(str, files), "--pairs", str(pairs)],
+            "leave": [*map(str, files), "--leave", "500"],
+            "length": [*map(str, files), "--length", "500"],
+            "skeleton": [str(files[0]), str(mocap / "cmu-01_01.bvh")],
+            "one": [str(files[0])]}[case]
+    length = [] if case == "length" else ["--length", "20"]
+    assert main(["transitions", *args, *length, "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and words in err[0], err
+    assert not out.exists()
