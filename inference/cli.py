@@ -148,26 +148,6 @@ def main(argv=None):
     _contacts_option(trans)
     trans.set_defaults(run=_transitions, serves="variants")
 
-    trans = commands.add_parser("transitions", help="K variants of a transition between every two clips, a BVH "
-                                                     "each, with a report and a contact sheet")
-    trans.add_argument("clips", type=Path, nargs="+", help="BVH files of one skeleton")
-    trans.add_argument("--length", required=True, type=_positive, help="frames of each transition")
-    trans.add_argument("-k", type=_positive, default=4, help="variants of each transition (default 4)")
-    trans.add_argument("-o", "--output", required=True, type=Path, help="folder for the BVH files, report.json "
-                                                                        "and contact-sheet.png")
-    trans.add_argument("--pairs", type=Path, help="a file of SOURCE TARGET clip names, a pair a line (default: "
-                                                  "every ordered pair)")
-    trans.add_argument("--leave", default="auto", help="where each source leaves: auto (the best match within its "
-                                                       "last second), last, or a frame (default auto)")
-    trans.add_argument("--enter", default="auto", help="where each target enters: auto (within its first second), "
-                                                       "first, or a frame (default auto)")
-    trans.add_argument("--model", type=Path, help="an RTN model file (default: the shipped one for the skeleton)")
-    trans.add_argument("--variation", type=float, default=1.0, help="noise strength (default 1)")
-    trans.add_argument("--seed", type=int, default=0)
-    trans.add_argument("--no-sheet", dest="sheet", action="store_false", help="write no contact sheet")
-    _contacts_option(trans)
-    trans.set_defaults(run=_transitions, serves="variants")
-
     data = commands.add_parser("data", help="build or check the compact training cache of a data set")
     data.add_argument("--data", type=Path, required=True, help="folder or archive of BVH files")
     data.add_argument("--cache", type=Path, help="cache folder (default: $BETWIXT_CACHE or ~/.cache/betwixt)")
@@ -319,50 +299,6 @@ def _variants(args):
         path = args.output / f"{args.file.stem}-variant{i + 1:02d}.bvh"
         write_bvh(_planted(args, model, replace(motion, rotations=quat.unroll(r), positions=p), [(start, end)]), path)
     print(f"wrote {args.k} variants of frames {start + 1} to {end - 1} to {args.output}")
-
-
-def _transitions(args):
-    from . import library
-    from .modelfile import find_model, open_model
-
-    names = library.clip_names(args.clips)
-    clips = [read_bvh(path) for path in args.clips]
-    model = open_model(args.model, kind="rtn") if args.model else find_model(clips[0].skeleton, kind="rtn",
-                                                                             serves=args.serves)
-    _serving(model, args)
-    for path, clip in zip(args.clips, clips):
-        try:
-            model.check_skeleton(clip.skeleton)
-        except BetwixtError as e:
-            raise BetwixtError(f"{path}: {e}") from None
-    if args.output.exists() and not args.output.is_dir():
-        raise BetwixtError(f"{args.output}: is a file; -o takes a folder")
-    fps = model.file.fps
-    clips = [replace(c if c.fps == fps else c.resample(fps), name=n) for c, n in zip(clips, names)]
-    pairs = library.read_pairs(args.pairs, names) if args.pairs else library.all_pairs(len(clips))
-    if not pairs:
-        raise BetwixtError("one clip makes no pair; give two or more clips, or --pairs with a clip to itself")
-    leave, enter = library.frame_choice(args.leave, "last"), library.frame_choice(args.enter, "first")
-    if not args.length <= model.max_gap:
-        raise BetwixtError(f"--length {args.length}: model {model.name} fills 1 to {model.max_gap} frames")
-    began = time.perf_counter()
-    joins = library.joins(clips, pairs, model.layout, leave, enter)
-    takes = library.generate(model, clips, joins, args.length, args.k, args.variation, args.seed, args.contacts)
-    made = time.perf_counter()
-    height, up = model.layout.height, model.layout.up
-    results = library.report(takes, clips, height, up)
-    args.output.mkdir(parents=True, exist_ok=True)
-    for take, row in zip(takes, results["transitions"]):
-        row["file"] = f"{row['source']}-to-{row['target']}-{take.variant + 1:02d}.bvh"
-        write_bvh(take.motion, args.output / row["file"])
-    _write_json(args.output / "report.json", results)
-    if args.sheet:
-        library.contact_sheet(takes, args.output / "contact-sheet.png", height, up,
-                              [r["flags"] for r in results["transitions"]])
-    print(library.table(results))
-    print(f"wrote {len(takes)} transitions ({len(joins)} pairs x {args.k}) of {args.length} frames to {args.output} "
-          f"by {model.name}: generated in {made - began:.2f} s, measured and written in "
-          f"{time.perf_counter() - made:.2f} s", file=sys.stderr)
 
 
 def _transitions(args):
