@@ -123,7 +123,7 @@ def test_a_few_ppo_roll_outs_save_and_resume_where_they_stopped(small_zip, cache
 
     out = tmp_path / "carl"
     argv = ["carl", "--data", str(small_zip), "--cache", str(cache), "--out", str(out), "--samples", "48",
-            "--epochs", "1", "--minibatch", "16", "--hidden", "32,32"]
+            "--epochs", "1", "--minibatch", "16", "--hidden", "32,32", "--evaluate-every", "2"]
     path = train(argv + ["--iterations", "2"])
     first = checkpoint.load(path)
     assert first["step"] == 2 and first["history"]["samples"] == 96
@@ -131,6 +131,8 @@ def test_a_few_ppo_roll_outs_save_and_resume_where_they_stopped(small_zip, cache
     rows = json.loads((out / "history.json").read_text())["train"]
     assert [s for s, _ in rows] == [1, 2] and all(0.0 <= r["reward"] <= 1.0 for _, r in rows)
     assert not any(TEST_CLIP in c for c in first["meta"]["clips"])
+    [(at, scores)] = first["history"]["validation"]       # the mean action, every second roll-out
+    assert at == 2 and 0 < scores["tracked_s"] <= 5.0 and 0 <= scores["falls"] <= 1 and 0 < scores["reward"] < 1
 
     again = checkpoint.load(train(argv + ["--iterations", "2"]))          # nothing left to do: the same step
     assert again["step"] == 2 and len(again["history"]["runs"]) == 2

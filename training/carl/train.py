@@ -11,6 +11,7 @@ of the run is one roll-out and its PPO update. The test split's clips are never 
 """
 
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -26,6 +27,7 @@ from inference.motion import Skeleton
 from .. import card, checkpoint
 from ..loop import licence_of, source_commit
 from .env import Tracking
+from .evaluate import evaluate
 from .gaits import GAITS, stretches
 from .policy import Policy, Value
 from .ppo import Roller, Settings, update
@@ -56,6 +58,7 @@ def add_arguments(parser):
     parser.add_argument("--no-pushes", action="store_true")
     parser.add_argument("--no-randomise", action="store_true", help="keep the nominal masses and friction")
     parser.add_argument("--checkpoint-minutes", type=float, default=5.0)
+    parser.add_argument("--evaluate-every", type=int, default=10, help="roll-outs between evaluations of the mean action")
     parser.add_argument("--cache", default=None, help="data set cache folder")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
     parser.add_argument("--seed", type=int, default=0)
@@ -97,19 +100,20 @@ def train(args, argv):
     step = state["step"] if state else 0
     rng = np.random.default_rng([args.seed, step])
     env = Tracking(body, clips, rng, pushes=not args.no_pushes, randomise=not args.no_randomise)
+    steady = Tracking(body, clips, np.random.default_rng(args.seed), pushes=False, randomise=False)   # for evaluate
     torch.manual_seed(int(rng.integers(2**62)))
     policy = Policy(env.observation_size, env.state_size, env.action_size, config["hidden"], config["primitives"])
     value = Value(env.observation_size, config["hidden"], policy.norm)
     optimiser = torch.optim.Adam([{"params": policy.parameters(), "lr": args.lr},
                                   {"params": value.net.parameters(), "lr": args.value_lr}])
-    history = {"train": [], "runs": [], "samples": 0}
+    history = {"train": [], "validation": [], "runs": [], "samples": 0}
     if state:
         policy.load_state_dict(state["policy"])
         value.net.load_state_dict(state["value"])
         optimiser.load_state_dict(state["optimiser"])
         for group, lr in zip(optimiser.param_groups, (args.lr, args.value_lr)):
             group["lr"] = lr
-        history = state["history"]
+        history = {"validation": [], **state["history"]}
         tqdm.write(f"resuming {path} at step {step}", file=sys.stderr)
     history["runs"].append({"from_step": step, "argv": list(argv), "commit": source_commit(),
                             "hardware": card.hardware("cpu")})
@@ -132,6 +136,8 @@ def train(args, argv):
                f"{len(env.references)} stretches ({meta['gaits']}), {body.masses.sum():.1f} kg", file=sys.stderr)
     bar = tqdm(total=args.iterations, initial=step, desc=FAMILY, unit="roll-out", dynamic_ncols=True)
     started = last_save = time.monotonic()
+    stopping = []   # SIGTERM (kill PID) stops the run after its roll-out, with a checkpoint
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     while step < args.iterations:
         tick = time.monotonic()
         batch, stats = roller.collect(policy, value, settings.samples)
@@ -142,11 +148,16 @@ def train(args, argv):
         history["samples"] += settings.samples
         stats.update(samples=history["samples"], samples_per_s=settings.samples / collected)
         history["train"].append([step, stats])
+        if step % args.evaluate_every == 0:
+            history["validation"].append([step, {**evaluate(policy, steady), "samples": history["samples"]}])
         bar.update(1)
         bar.set_postfix({k: round(stats[k], 3) for k in ("reward", "episode_steps", "samples_per_s") if k in stats},
                         refresh=False)
         if args.minutes and time.monotonic() - started > args.minutes * 60:
             tqdm.write(f"time budget of {args.minutes} min reached at step {step}", file=sys.stderr)
+            break
+        if stopping:
+            tqdm.write(f"stopped at step {step}", file=sys.stderr)
             break
         if time.monotonic() - last_save > args.checkpoint_minutes * 60:
             save()
@@ -158,7 +169,8 @@ def train(args, argv):
 
 
 def plot_history(history, path):
-    """The mean reward per policy step, each term's, and the episodes' length against samples, as a PNG."""
+    """The mean reward per policy step, each term's, the episodes' length and the evaluations' seconds
+    tracked against samples, as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -171,7 +183,10 @@ def plot_history(history, path):
         axes[0].plot(x, [v.get(key, np.nan) for v in rows], label=key)
     axes[0].set(title="reward per policy step", xlabel="policy samples", ylim=(0, 1))
     axes[0].legend(fontsize="small")
-    axes[1].plot(x, [v.get("episode_steps", np.nan) for v in rows])
-    axes[1].set(title="episode length (policy steps, 30 per s)", xlabel="policy samples")
+    axes[1].plot(x, [v.get("episode_steps", np.nan) / 30.0 for v in rows], label="roll-outs' episodes")
+    checks = [v for _, v in history.get("validation", [])]
+    axes[1].plot([v["samples"] for v in checks], [v["tracked_s"] for v in checks], "o-", label="mean action, tracked")
+    axes[1].set(title="seconds before a fall or the episode's end", xlabel="policy samples")
+    axes[1].legend(fontsize="small")
     fig.savefig(path, dpi=90)
     plt.close(fig)
