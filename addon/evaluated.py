@@ -103,7 +103,8 @@ def deform_rig(rig, mapping, parents):
             new[at[b]] = at[mapping[p]]
     k = len(bones)
     sub = Rig(tuple(rig.names[b] for b in bones), new, rig.rest[bones], np.zeros(k, bool),
-              tuple(rig.rotation_modes[b] for b in bones), np.ones(k, bool), (rig, bones))
+              tuple(rig.rotation_modes[b] for b in bones), np.ones(k, bool),
+              None if rig.lengths is None else rig.lengths[bones], (rig, bones))
     return sub
 
 

@@ -143,7 +143,10 @@ def read_rig(obj):
     rest = np.swapaxes(rest.reshape(-1, 4, 4), -1, -2).astype(np.float64)   # foreach_get: column by column
     modes = tuple(obj.pose.bones[n].rotation_mode for n in names)
     plain = [b.use_inherit_rotation and b.use_local_location for b in bones]
-    return Rig(tuple(names), np.array(parents), rest, np.array([b.use_connect for b in bones]), modes, np.array(plain))
+    lengths = np.empty(len(bones), dtype=np.float32)
+    bones.foreach_get("length", lengths)
+    return Rig(tuple(names), np.array(parents), rest, np.array([b.use_connect for b in bones]), modes, np.array(plain),
+               lengths.astype(np.float64))
 
 
 def world_matrix(obj):

@@ -174,13 +174,17 @@ class Retarget:
         poses = [np.tile([1.0, 0.0, 0.0, 0.0], (len(skeleton), 1))]   # the model's rest pose, and
         if reference is not None:                                       # a pose of its own, when it has one
             poses.append(quat.normalize(np.asarray(reference, dtype=np.float64)))
-        fits = [calibrate(skeleton, joints, rest_rot[bones], heads[bones], poses)]
+        reach = None if rig.lengths is None else (rig.lengths * np.linalg.norm(world[:3, 0]))[bones, None]
+        tails = None if reach is None else heads[bones] + reach * rest_rot[bones][:, :, 1]
+        fits = [calibrate(skeleton, joints, rest_rot[bones], heads[bones], poses, tails)]
         if fits[0][1] > SAME_STANCE and moving is not None and reference is not None \
                 and pelvis(skeleton) in mapping and not _stands(skeleton, mapping, heads, up):
             pose = moving()
             if pose is not None:
                 stance, at = _natural(rig, world @ pose, axes, rest_rot, heads, mapping[pelvis(skeleton)], int(up))
-                fits.append(calibrate(skeleton, joints, quat.to_matrix(stance[bones]), at[bones], poses[-1:]))
+                turned = quat.to_matrix(stance[bones])
+                fits.append(calibrate(skeleton, joints, turned, at[bones], poses[-1:],
+                                      None if reach is None else at[bones] + reach * turned[:, :, 1]))
         offsets = min(fits, key=lambda fit: fit[1])[0]
         positional = tuple(sorted({0, int(trajectory)} & set(mapping)))
         scale = float(rig_len / model_len)

@@ -30,6 +30,7 @@ class Rig:
     connected: np.ndarray        # (bones,) bool: location has no effect
     rotation_modes: tuple        # 'QUATERNION', 'AXIS_ANGLE' or an Euler order per bone
     plain: np.ndarray = None     # (bones,) bool: inherits rotation and has local location (Blender's default)
+    lengths: np.ndarray = None   # (bones,) bone lengths, head to tail, in armature units, where read
     source: tuple = None         # (Rig, indices): the armature's own bones these stand for, where this is the
                                  # deform skeleton read through Blender's evaluation (evaluated.deform_rig)
 

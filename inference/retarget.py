@@ -50,7 +50,7 @@ def best_rotation(a, b):
     return u @ (np.stack([np.ones_like(d), np.ones_like(d), d], axis=-1)[..., None] * vt)
 
 
-def calibrate(skeleton, joints, rest_rot, rest_heads, poses):
+def calibrate(skeleton, joints, rest_rot, rest_heads, poses, rest_tails=None):
     """``(O, misfit)``: ``O`` (K, 3, 3) such that ``G_j = R_b · O_j``, for the mapped joints ``joints`` (K,)
     of ``skeleton``, and the mean angle (radians) its bones turn, relative to their parents', to stand as
     the counterparts do: how far apart the two stances are, so that callers can choose a stance too.
@@ -59,21 +59,33 @@ def calibrate(skeleton, joints, rest_rot, rest_heads, poses):
     ``rest_rot`` (K, 3, 3) and positions ``rest_heads`` (K, 3), in the skeleton's axes and any units.
     ``poses`` are candidate local rotations (J, 4) of ``skeleton`` for that stance; the one whose bones
     need the smaller turns to point where the counterparts' do wins, and with it the bones' twists.
+    ``rest_tails`` (K, 3), where the counterparts are bones with tails (a rig's): a mapped joint with no
+    mapped joint below it but a joint of the skeleton (a rig without toes: the foot) is aimed by its
+    bone's tail at that joint, which a foot bone points to, rather than left as turned as its parent.
     """
     slot = {int(j): k for k, j in enumerate(joints)}
     pairs = descendant_pairs(skeleton.parents, slot)
+    ends = {}
+    if rest_tails is not None:
+        below = {j for j, _ in pairs}
+        for j in slot:
+            children = np.flatnonzero(skeleton.parents == j)
+            if j not in below and len(children) == 1:
+                ends[j] = int(children[0])
     fits = []
     for pose in poses:
         grot, heads = forward_kinematics(pose, skeleton.offsets, skeleton.parents)
-        turns, misfit = _turns(skeleton.parents, joints, slot, pairs, heads, rest_heads)
+        tips = {j: (heads[c], rest_tails[slot[j]]) for j, c in ends.items()}
+        turns, misfit = _turns(skeleton.parents, joints, slot, pairs, heads, rest_heads, tips)
         fits.append((misfit, turns @ quat.to_matrix(grot[joints])))
     misfit, turned = min(fits, key=lambda f: f[0])
     return np.swapaxes(rest_rot, -1, -2) @ turned, misfit
 
 
-def _turns(parents, joints, slot, pairs, model_heads, rig_heads):
+def _turns(parents, joints, slot, pairs, model_heads, rig_heads, tips=None):
     """``S`` per mapped joint (see the module's docstring) and the mean angle it turns bones by,
-    relative to the mapped parent's: how far the two rest poses are apart."""
+    relative to the mapped parent's: how far the two rest poses are apart. ``tips`` {joint: (the model's
+    point, the rig's)}: a further direction for a joint with no mapped descendant."""
     scale_m = max(np.linalg.norm(model_heads[c] - model_heads[j]) for j, c in pairs)
     scale_r = max(np.linalg.norm(rig_heads[slot[c]] - rig_heads[slot[j]]) for j, c in pairs)
     turns = np.empty((len(joints), 3, 3))
@@ -82,6 +94,8 @@ def _turns(parents, joints, slot, pairs, model_heads, rig_heads):
         parent = _mapped_ancestor(parents, int(j), slot)
         inherited = turns[slot[parent]] if parent is not None else np.eye(3)
         dirs = [(model_heads[c] - model_heads[j], rig_heads[slot[c]] - rig_heads[k]) for jj, c in pairs if jj == j]
+        if tips and int(j) in tips:
+            dirs.append((tips[int(j)][0] - model_heads[j], tips[int(j)][1] - rig_heads[k]))
         dirs = [(m / np.linalg.norm(m), r / np.linalg.norm(r)) for m, r in dirs
                 if np.linalg.norm(m) > 1e-6 * scale_m and np.linalg.norm(r) > 1e-6 * scale_r]
         if len(dirs) >= 2 and np.linalg.matrix_rank(np.array([m for m, _ in dirs]), tol=1e-3) >= 2:

@@ -114,3 +114,31 @@ def test_natural_pose_and_retargeting_leave_the_source_unchanged(bandai, lafan):
     before = walk.rotations.copy(), walk.positions.copy()
     Retargeting.build(walk.skeleton, clips[0].skeleton, natural_pose([walk]), lafan_pose)(walk)
     assert np.array_equal(before[0], walk.rotations) and np.array_equal(before[1], walk.positions)
+
+
+def test_a_foot_without_its_toe_is_aimed_by_its_bone_s_tail(lafan):
+    """A rig without toes that stands at rest with its feet pitched 30 degrees from the model's natural
+    stance (a T-pose's foot against a walker's): each foot bone points at where its toe would be, and
+    calibration reads the foot by that tail, so the model sees the rig's rest feet pitched as they are;
+    without the tails it would take them for its own, 30 degrees off for every pose after."""
+    from inference import quat
+    from inference.retarget import calibrate
+    clips, pose = lafan
+    sk = clips[0].skeleton
+    grot, heads = forward_kinematics(pose, sk.offsets, sk.parents)
+    feet, toes = [sk.index("LeftFoot"), sk.index("RightFoot")], [sk.index("LeftToe"), sk.index("RightToe")]
+    joints = np.array([j for j in range(len(sk)) if j not in toes])
+    slot = {int(j): k for k, j in enumerate(joints)}
+    rest, tails = quat.to_matrix(grot[joints]), heads[joints].copy()
+    for f, t in zip(feet, toes):
+        toe = heads[t] - heads[f]
+        axis = np.cross(toe, [0.0, 1.0, 0.0])
+        pitch = quat.to_matrix(quat.from_angle_axis(np.radians(30.0), axis / np.linalg.norm(axis)))
+        rest[slot[f]] = pitch @ rest[slot[f]]
+        tails[slot[f]] = heads[f] + pitch @ toe          # the foot bone points at where its toe would be
+    for given, expected in ((tails, 30.0), (None, 0.0)):
+        offsets, _ = calibrate(sk, joints, rest, heads[joints], [pose], given)
+        seen = rest @ offsets                            # the model's view of the rig's feet at rest
+        angles = [np.degrees(np.arccos(np.clip((np.trace(seen[slot[f]].T @ quat.to_matrix(grot[f])) - 1) / 2, -1, 1)))
+                  for f in feet]
+        assert np.allclose(angles, expected, atol=1.0), (given is not None, angles)
