@@ -47,6 +47,8 @@ POOR = {"skating": 2.0, "fastest": 1.5, "join": 1.5, "contacts": 0.5}
 JOIN = 0.2        # seconds either side of a join (and of a clip's own cut) over which its acceleration is read
 LANDING = 0.05    # of the body's height, times the variation: how far apart variants' targets land (see generate)
 EASE = 20         # frames over which a join's velocity mismatch is eased out (see eased)
+BATCH = 1024      # transitions a call of the model at most (its views make the network's batch five times as many),
+                  # so that a large library's intermediate arrays stay within a few hundred MiB
 STRIP = 9         # poses drawn per transition in the contact sheet, the two joins included
 
 
@@ -214,8 +216,8 @@ def _ground_velocity(motion, frame, layout):
 
 def generate(model, clips, chosen, length, k, variation=1.0, seed=0, planted=True, progress=None):
     """The library: a :class:`Take` per join of ``chosen`` and variant (join-major), ``k`` variants of
-    ``length`` frames each, all in one batched call of ``model`` (an RTN, :meth:`..rtn.runtime.RTNModel.fill`
-    of every join and variant); joins eased (:func:`eased`); feet planted (:func:`..contacts.plant`) unless
+    ``length`` frames each, in batched calls of ``model`` (an RTN, :meth:`..rtn.runtime.RTNModel.fill` of
+    every join and variant; one call for up to :data:`BATCH` of them); joins eased (:func:`eased`); feet planted (:func:`..contacts.plant`) unless
     not ``planted``. ``progress(done, total)`` after each take is put together (it may raise to stop).
 
     A variant differs by the RTN's noise (``variation`` times it, drawn from ``seed``) and by where its target
@@ -238,7 +240,10 @@ def generate(model, clips, chosen, length, k, variation=1.0, seed=0, planted=Tru
     targets = [_moved(t.frames(j.enter, j.enter + reach), landing[b, v])
                for b, (j, t) in enumerate(zip(chosen, placed)) for v in range(k)]
     gap, levels = _batch(model, clips, [j for j, _ in rows], targets, length, floors)
-    rot, pos = model.fill(gap, variation=variation, noise=rng.standard_normal((len(rows), model.noise_dim)))
+    noise = rng.standard_normal((len(rows), model.noise_dim))
+    made = [model.fill(_rows(gap, part), variation=variation, noise=noise[part])
+            for part in np.array_split(np.arange(len(rows)), -(-len(rows) // BATCH))]
+    rot, pos = np.concatenate([r for r, _ in made]), np.concatenate([p for _, p in made])
     pos[..., 0, lay.up] += levels[:, None]                                                   # (B K, n, J, ·)
     before = np.stack([np.maximum([j.leave - 1, j.leave], 0) for j, _ in rows])
     after = np.stack([np.minimum([0, 1], t.n_frames - 1) for t in targets])
@@ -260,6 +265,13 @@ def generate(model, clips, chosen, length, k, variation=1.0, seed=0, planted=Tru
         if progress is not None:
             progress(len(takes), len(rows))
     return takes
+
+
+def _rows(gap, rows):
+    """The ``rows`` (indices) of the batch ``gap``, a :class:`..transition.Gap` of their own."""
+    names = ("past_rotations", "past_positions", "target_rotations", "target_positions", "after_rotations",
+             "after_positions")
+    return replace(gap, **{n: getattr(gap, n)[rows] for n in names})
 
 
 def _moved(motion, offset):

@@ -104,6 +104,15 @@ def test_easing_carries_the_clips_velocity_across_both_joins_and_keeps_the_keys(
     np.testing.assert_allclose(rot, rotations)   # rotations that agree across the joins are left as they are
 
 
+def test_a_library_cut_into_several_calls_of_the_model_is_the_same(clips, model, monkeypatch):
+    chosen = library.joins(clips, library.all_pairs(3), model.layout)
+    whole = library.generate(model, clips, chosen, 20, 2)
+    monkeypatch.setattr(library, "BATCH", 4)   # 12 transitions: three calls
+    parts = library.generate(model, clips, chosen, 20, 2)
+    for a, b in zip(whole, parts):
+        assert a.gap == b.gap and np.abs(a.motion.positions - b.motion.positions).max() < 0.1   # cm
+
+
 @pytest.fixture(scope="module")
 def library_run(files, tmp_path_factory):
     out = tmp_path_factory.mktemp("library") / "out"
