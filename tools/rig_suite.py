@@ -61,7 +61,9 @@ from inference.bvh import parse_bvh, write_bvh  # noqa: E402  (after the path is
 from inference.contacts import is_quadruped  # noqa: E402
 from inference.mann.features import PAWS  # noqa: E402
 from inference.mapping import describe  # noqa: E402
-from inference.motion import Motion, Skeleton, height, inverse_kinematics  # noqa: E402
+from inference.modelfile import open_model  # noqa: E402
+from inference.retarget import Retargeting, natural_pose  # noqa: E402
+from inference.motion import Motion, Skeleton, forward_kinematics, height, inverse_kinematics  # noqa: E402
 
 bpy = None   # imported by main() once Blender's user folders are isolated: Blender reads them on import
 
@@ -217,6 +219,81 @@ def rigify(ik_fk, meta=False):
     return make
 
 
+def gltf_character(clip_names=MIXAMO):
+    """A rig maker: a Mixamo-style character as a game pipeline hands it over: ``mixamorig:`` bones in
+    centimetres standing in the model's natural stance (arms hanging), Blender's default bone rolls, the
+    armature object scaled 0.01 under an Empty, the clip keyed on it, then written by Blender's glTF
+    exporter and read back by its importer (its own bone orientations, one key a frame)."""
+    def make(betwixt, clip):
+        sk = clip.skeleton
+        reference = np.asarray(json.loads(_shipped_human().metadata["betwixt.reference_pose"]))
+        heads = forward_kinematics(reference, sk.offsets, sk.parents)[1] @ np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]]).T
+        heads[:, :2] -= heads[0, :2]
+        heads[:, 2] -= heads[:, 2].min() - 8.0
+        data = bpy.data.armatures.new("Armature")
+        obj = bpy.data.objects.new("Armature", data)
+        bpy.context.scene.collection.objects.link(obj)
+        bpy.context.view_layer.objects.active = obj
+        bpy.ops.object.mode_set(mode="EDIT")
+        bones = []
+        for j, name in enumerate(sk.names):
+            bone = data.edit_bones.new(clip_names.get(name, name))
+            children = np.flatnonzero(sk.parents == j)
+            bone.head = heads[j]
+            if len(children) == 1:
+                bone.tail = heads[children[0]]
+            elif len(children):
+                bone.tail = heads[j] + np.array([0.0, 0.0, 10.0])
+            else:
+                along = heads[j] - heads[sk.parents[j]]
+                bone.tail = heads[j] + 8.0 * along / np.linalg.norm(along)
+            if sk.parents[j] >= 0:
+                bone.parent = bones[sk.parents[j]]
+            bones.append(bone)
+        bpy.ops.object.mode_set(mode="OBJECT")
+        obj.scale = (0.01, 0.01, 0.01)
+        holder = bpy.data.objects.new("Character", None)
+        bpy.context.scene.collection.objects.link(holder)
+        obj.parent = holder
+        for pb in obj.pose.bones:
+            for frame in (0, clip.n_frames + 1):
+                pb.keyframe_insert("location", frame=frame)
+                pb.keyframe_insert("rotation_quaternion", frame=frame)
+        betwixt.operators.key_motion(obj, betwixt.preferences.model_for(bpy.context, obj, "fill"), clip, 1)
+        bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, clip.n_frames
+        path = Path(tempfile.mkdtemp()) / "character.glb"
+        bpy.ops.export_scene.gltf(filepath=str(path), export_format="GLB", export_animations=True,
+                                  export_force_sampling=True, export_frame_range=True)
+        bpy.ops.wm.read_homefile(use_empty=True)
+        bpy.context.scene.render.fps = int(round(clip.fps))
+        bpy.ops.import_scene.gltf(filepath=str(path))
+        shutil.rmtree(path.parent)
+        obj = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+        curves = betwixt.pose_io.Channels(obj).curves().values()
+        shift = 1 - min(fc.keyframe_points[0].co[0] for fc in curves)   # glTF's time 0 is frame 0: back to 1
+        for fc in curves:
+            co = np.empty(2 * len(fc.keyframe_points))
+            fc.keyframe_points.foreach_get("co", co)
+            co[0::2] = np.round(co[0::2] + shift)
+            fc.keyframe_points.foreach_set("co", co)
+            fc.update()
+        return obj
+    return make
+
+
+def onto_model(motion):
+    """A motion edit: another data set's clip retargeted onto the shipped human model's skeleton (LaFAN1's),
+    calibrated on the clip's own natural stance and the model's (inference/retarget.py, as training does)."""
+    model = _shipped_human()
+    reference = np.asarray(json.loads(model.metadata["betwixt.reference_pose"]))
+    onto = Retargeting.build(motion.skeleton, model.skeleton, natural_pose([motion]), reference, name=motion.name)
+    return onto(motion)
+
+
+def _shipped_human():
+    return open_model(ROOT / "inference" / "models" / "rtn-human.onnx")
+
+
 BIOVISION = {f"{s}{old}": f"{s}{new}" for s in SIDES for old, new in (
     ("Shoulder", "Collar"), ("Arm", "Shoulder"), ("ForeArm", "Elbow"), ("Hand", "Wrist"), ("UpLeg", "Hip"),
     ("Leg", "Knee"), ("Foot", "Ankle"))} | {"LowerBack": "Chest", "Spine": "Chest2", "Spine1": "Chest3"}
@@ -238,6 +315,12 @@ CASES = [
     Case("lafan1", "LaFAN1 obstacles1_subject5, frames 1000-1300, as imported", CLIP, 1000, 1300),
     Case("mixamo", "the LaFAN1 clip, bones renamed mixamorig:Hips, mixamorig:LeftToeBase, ...", CLIP, 1000, 1300,
          rig=renamed(MIXAMO)),
+    Case("mixamo-gltf", "a Mixamo-style character (mixamorig: bones in cm, arms hanging at rest, scale 0.01 under "
+         "an Empty) through Blender's glTF exporter and importer, the LaFAN1 clip", CLIP, 1000, 1300,
+         make=gltf_character()),
+    Case("mixamo-dance", "the Mixamo-style glTF character dancing: Bandai-1's dance (short), frames 300-600, "
+         "retargeted onto the model's skeleton", BANDAI.format("dance-short_normal"), 300, 600, shape=onto_model,
+         make=gltf_character()),
     Case("rigify", "name detection only: the LaFAN1 clip, bones renamed DEF-spine, DEF-thigh.L, ...", CLIP, 1000,
          1300, rig=renamed(RIGIFY)),
     Case("rigify-ik", "a rig generated by Rigify from Blender's human metarig, the LaFAN1 clip keyed on its "
