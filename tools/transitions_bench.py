@@ -2,8 +2,9 @@
 
     .venv/bin/python tools/transitions_bench.py --mocap ../shared/mocap --out out/transitions
 
-Eight clips of 4 s: four of LaFAN1's test subject 5 on flat ground (standing, a slow, a plain and a brisk
-walk; its other frames climb, crawl or step onto obstacles) and four of CMU (two walks and two runs, 30 fps, their T-pose frame dropped), brought onto LaFAN1's
+Eight clips: four of LaFAN1's test subject 5 on flat ground (3 s of standing and shifting its weight, 4 s of a
+slow, a plain and a brisk walk; its other frames climb, crawl, step onto obstacles or hold the T-pose each
+file starts with) and four of CMU (4 s or as long as the trial) (two walks and two runs, 30 fps, their T-pose frame dropped), brought onto LaFAN1's
 skeleton (inference/retarget.py, calibrated on LaFAN1's training subjects as training does) and written
 as BVH. Then ``python -m inference transitions`` makes all 56 ordered pairs, K = 4 variants, 30 frames,
 in one process on one thread (OMP_NUM_THREADS=1), timed from outside (wall clock, and the process's CPU
@@ -31,8 +32,8 @@ from inference.bvh import parse_bvh, write_bvh  # noqa: E402
 from inference.dataset import bvh_members, read_motions, subject_of  # noqa: E402
 from inference.retarget import Retargeting, natural_pose  # noqa: E402
 
-LAFAN1 = (("ground1_subject5", 0, "idle"), ("obstacles1_subject5", 1470, "slow-walk"),
-          ("fallAndGetUp1_subject5", 2745, "walk"), ("obstacles1_subject5", 4320, "brisk-walk"))
+LAFAN1 = (("fallAndGetUp1_subject5", 2600, 90, "stand"), ("obstacles1_subject5", 1470, 120, "slow-walk"),
+          ("fallAndGetUp1_subject5", 2745, 120, "walk"), ("obstacles1_subject5", 4320, 120, "brisk-walk"))
 CMU = (("07_01", "cmu-walk"), ("08_04", "cmu-slow-walk"), ("09_11", "cmu-run"), ("02_03", "cmu-jog"))
 SECONDS = 4.0
 PAIRS, K, LENGTH = 56, 4, 30
@@ -47,8 +48,8 @@ def clips(mocap, folder):
     pose = natural_pose([m for m in lafan if subject_of(m.name) in (1, 2, 3, 4)])
     frames = int(SECONDS * 30)
     out = []
-    for clip, start, name in LAFAN1:
-        out.append((name, tests[clip].frames(start, start + frames)))
+    for clip, start, length, name in LAFAN1:
+        out.append((name, tests[clip].frames(start, start + length)))
     members = dict(bvh_members(mocap / "cmu-30fps.zip"))
     for trial, name in CMU:
         member = next(m for m in members if m.endswith(f"/{trial}.bvh"))
