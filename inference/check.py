@@ -71,7 +71,7 @@ def _strays(motion, height, up, generated, gaps, path):
     if path is not None:
         u = AXES.index(up)
         ground = np.delete(root, u, axis=-1)
-        off = np.maximum(_to_polyline(ground, np.asarray(path, dtype=np.float64)),
+        off = np.maximum(_to_path(ground, np.asarray(path, dtype=np.float64), PATH_REACH * height),
                          np.abs(root[:, u] - root[0, u]))
         distance, allowed = np.maximum(distance, off), np.minimum(allowed, PATH_REACH * height)
     flagged = generated & (distance > allowed)
@@ -121,19 +121,44 @@ def _to_segment(points, a, b):
     return np.linalg.norm(points - (a + t[:, None] * ab), axis=-1)
 
 
-def _to_polyline(points, line, chunk=4096):
-    """(N,) distances of ``points`` (N, 2) from the polyline through ``line`` (M, 2), in chunks of
-    points so that a long path's every segment against a long motion's every frame stays small."""
+def _to_path(points, path, reach):
+    """(N,) distances of ``points`` (N, 2) from the line through ``path`` (M, 2): exact to within an
+    eighth of ``reach`` where it is nearer than ``reach``. The line is resampled every eighth of ``reach``
+    along it and its segments binned on a grid 1.25 ``reach`` wide, so that each point is measured against
+    the segments that start in its cell and the eight around it, all that can come within ``reach`` of
+    it: 20 minutes of frames along a path of 100,000 points take a second, not minutes. A point with none
+    there is measured against them all, a few hundred such points at most (the rest between them)."""
+    spacing, size = reach / 8, 1.25 * reach
+    along = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(path, axis=0), axis=-1))])
+    steps = np.append(np.arange(0.0, along[-1], spacing), along[-1])
+    line = np.stack([np.interp(steps, along, path[:, k]) for k in range(2)], axis=-1)
+    if len(line) < 2:
+        return np.linalg.norm(points - line[0], axis=-1)
     a, b = line[:-1], line[1:]
-    ab = b - a
-    length = np.maximum(np.sum(ab * ab, axis=-1), 1e-12)
-    out = np.empty(len(points))
-    per = max(1, chunk * 64 // max(len(a), 1))
-    for lo in range(0, len(points), per):
-        p = points[lo:lo + per, None]
-        t = np.clip(np.sum((p - a) * ab, axis=-1) / length, 0.0, 1.0)
-        out[lo:lo + per] = np.linalg.norm(p - (a + t[..., None] * ab), axis=-1).min(axis=1)
+    bins = {}
+    for i, cell in enumerate(map(tuple, np.floor(a / size).astype(np.int64))):
+        bins.setdefault(cell, []).append(i)
+    cells = np.floor(points / size).astype(np.int64)
+    unique, inverse = np.unique(cells, axis=0, return_inverse=True)
+    out = np.full(len(points), np.inf)
+    for k, (x, z) in enumerate(unique):
+        near = [i for dx in (-1, 0, 1) for dz in (-1, 0, 1) for i in bins.get((x + dx, z + dz), ())]
+        if near:
+            mine = np.flatnonzero(inverse.reshape(-1) == k)
+            out[mine] = _to_segments(points[mine], a[near], b[near])
+    far = np.flatnonzero(np.isinf(out))
+    if len(far):
+        some = far[::-(-len(far) // 256)]
+        out[some] = _to_segments(points[some], a, b)
+        out[far] = np.interp(far, some, out[some])
     return out
+
+
+def _to_segments(points, a, b):
+    """(N,) distances of ``points`` (N, 2) from the nearest of the segments from ``a`` to ``b`` (S, 2)."""
+    ab = b - a
+    t = np.clip(np.sum((points[:, None] - a) * ab, axis=-1) / np.maximum(np.sum(ab * ab, axis=-1), 1e-12), 0.0, 1.0)
+    return np.linalg.norm(points[:, None] - (a + t[..., None] * ab), axis=-1).min(axis=1)
 
 
 def _line(what, flagged, values, names, frame, units_per_metre, fix):
