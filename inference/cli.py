@@ -1,24 +1,44 @@
 """``python -m inference``: inspect BVH files, run the models and the benchmark from a terminal.
 
-Bad input ends with one line on stderr that says what is wrong and where, and exit code 2.
+Bad input ends with one line on stderr that says what is wrong and where, and exit code 2; so does a
+result that fails its last check (:mod:`.check`): nothing is written then.
 """
 
 import argparse
 import json
+import math
+import os
 import sys
 import time
 from pathlib import Path
 
 from dataclasses import replace
 
+import numpy as np
+
 from . import quat
 from .bvh import read_bvh, write_bvh
 from .errors import BetwixtError
-from .motion import guess_up_axis, height
+from .motion import AXES, guess_up_axis, height
+
+MOST_VARIANTS = 64      # variants of one gap: each is a model's run, held in memory until all are checked
+MOST_CONTINUATIONS = 256  # walks of one request (the Motion VAE's own limit)
+MOST_FRAMES = 36_000    # frames of one walk: 20 minutes at 30 fps (the Motion VAE's own limit)
+MOST_VARIATION = 10.0   # noise strength: 1 is the training's spread, the add-on's slider stops at 2
+MOST_TAU = 10.0         # MANN's tau: at 10 the path counts only in the last frames of the network's second
+MOST_BLEND = 10_000     # frames of a target blend: longer than any gap a model fills
+
+
+class Parser(argparse.ArgumentParser):
+    """A mistake on the command line ends as other bad input does: one line on stderr and exit code 2
+    (argparse's own prints its usage block first). ``python -m training`` parses with it too."""
+
+    def error(self, message):
+        self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m inference", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m inference", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     info = commands.add_parser("info", help="describe a BVH file")
@@ -52,22 +72,24 @@ def main(argv=None):
     fill.add_argument("--gap", required=True, type=_gap, help="START:END, the two key frames")
     fill.add_argument("-o", "--output", required=True, type=Path)
     _model_options(fill)
-    fill.set_defaults(run=_fill, serves="fill")
+    fill.set_defaults(run=_fill, serves="fill", writes="file")
 
     sr = commands.add_parser("superres", help="dense motion from keys every N frames")
     sr.add_argument("file", type=Path)
-    sr.add_argument("--every", required=True, type=int, help="keep every Nth frame as a key")
+    sr.add_argument("--every", required=True, type=whole(2, math.inf, "a key and at least one frame to fill after it"),
+                    help="keep every Nth frame as a key")
     sr.add_argument("-o", "--output", required=True, type=Path)
     _model_options(sr)
-    sr.set_defaults(run=_superres, serves="decompress")
+    sr.set_defaults(run=_superres, serves="decompress", writes="file")
 
     var = commands.add_parser("variants", help="K different transitions for one gap")
     var.add_argument("file", type=Path)
     var.add_argument("--gap", required=True, type=_gap, help="START:END, the two key frames")
-    var.add_argument("-k", type=int, default=8, help="how many variants")
+    var.add_argument("-k", type=whole(1, MOST_VARIANTS, "each is a run of the model, all held until checked"),
+                     default=8, help=f"how many variants (1 to {MOST_VARIANTS})")
     var.add_argument("-o", "--output", required=True, type=Path, help="folder for the K files")
     _model_options(var, variation=1.0)
-    var.set_defaults(run=_variants, serves="variants")
+    var.set_defaults(run=_variants, serves="variants", writes="folder")
 
     follow = commands.add_parser("follow-path", help="a character walking along a path (MANN: four-legged; Motion "
                                                       "VAE: two-legged)")
@@ -76,14 +98,14 @@ def main(argv=None):
     follow.add_argument("-o", "--output", required=True, type=Path)
     follow.add_argument("--model", type=Path, help="model file (default: the shipped one serving follow-path, for "
                                                    "the skeleton of --start or of a BVH path)")
-    follow.add_argument("--tau", type=float,
+    follow.add_argument("--tau", type=number(0.0, MOST_TAU, "how much MANN's own plan counts against the path's"),
                         help="MANN: how much the network's own plan of the next second counts against the path's "
                              "(0: the path alone; default 0.5)")
     follow.add_argument("--start", type=_start, metavar="FILE.bvh:FRAME",
                         help="start from this frame of a BVH file (0 is the first) with the second before it as the "
                              "past (default: the model's skeleton standing still)")
     _contacts_option(follow)
-    follow.set_defaults(run=_follow_path, serves="follow-path")
+    follow.set_defaults(run=_follow_path, serves="follow-path", writes="file")
 
     mann = commands.add_parser("bench-mann", help="the MANN measurements on the dog data's test split")
     mann.add_argument("--data", type=Path, required=True, help="the dog data (folder or archive) the model was "
@@ -91,8 +113,9 @@ def main(argv=None):
     mann.add_argument("--model", type=Path, help="model file (default: the shipped MANN model)")
     mann.add_argument("--json", type=Path, help="write the results here")
     mann.add_argument("--plots", type=Path, help="write PNG plots of the paths followed and of the experts here")
-    mann.add_argument("--clips", type=int, help="measure only the first N test clips")
-    mann.add_argument("--seconds", type=float, help="measure only the first S seconds of each clip and path")
+    mann.add_argument("--clips", type=_positive, help="measure only the first N test clips")
+    mann.add_argument("--seconds", type=_positive_seconds, help="measure only the first S seconds of each clip and "
+                                                                "path")
     mann.add_argument("--rtn", type=Path, help="an RTN model file of the dog's skeleton: its gap filling is "
                                               "measured beside the MANN model's")
     mann.add_argument("--cache", type=Path, help="data set cache folder")
@@ -118,15 +141,18 @@ def main(argv=None):
 
     walk = commands.add_parser("walk", help="K continuations of a clip after one of its frames (Motion VAE)")
     walk.add_argument("file", type=Path)
-    walk.add_argument("--from", dest="frame", required=True, type=int,
+    walk.add_argument("--from", dest="frame", required=True,
+                      type=whole(1, math.inf, "the start is it and the frame before it"),
                       help="the frame to continue from (it and the frame before it are the start)")
-    walk.add_argument("--frames", required=True, type=int, help="how many frames to generate after it")
-    walk.add_argument("-k", type=int, default=8, help="how many continuations")
+    walk.add_argument("--frames", required=True, type=whole(1, MOST_FRAMES, "20 minutes at 30 fps"),
+                      help=f"how many frames to generate after it (1 to {MOST_FRAMES:,})")
+    walk.add_argument("-k", type=whole(1, MOST_CONTINUATIONS, "each is a run of the model"), default=8,
+                      help=f"how many continuations (1 to {MOST_CONTINUATIONS})")
     walk.add_argument("-o", "--output", required=True, type=Path, help="folder for the K files")
-    walk.add_argument("--seed", type=int, default=0)
+    walk.add_argument("--seed", type=_seed, default=0)
     walk.add_argument("--model", type=Path, help="model file (default: the shipped one that continues the skeleton)")
     _contacts_option(walk)
-    walk.set_defaults(run=_walk, serves="continue")
+    walk.set_defaults(run=_walk, serves="continue", writes="folder")
 
     trans = commands.add_parser("transitions", help="K variants of a transition between every two clips, a BVH "
                                                      "each, with a report and a contact sheet")
@@ -153,8 +179,12 @@ def main(argv=None):
     data.add_argument("--cache", type=Path, help="cache folder (default: $BETWIXT_CACHE or ~/.cache/betwixt)")
     data.set_defaults(run=_data)
 
-    args = parser.parse_args(argv)
     try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:   # --help, or a mistake already told on stderr in one line
+        return e.code
+    try:
+        _writable(args)
         return args.run(args) or 0
     except BetwixtError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -166,7 +196,40 @@ def _gap(text):
         start, end = (int(v) for v in text.split(":"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not START:END, two frame numbers") from None
+    if start < 0 or end < start + 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: the keys must be frames 0 or later, the second at least two after "
+                                         "the first (a frame to fill between them)")
     return start, end
+
+
+def whole(least, most, why):
+    """An argparse type: a whole number from ``least`` to ``most``, refused with the limit and ``why``."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not least <= value <= most:
+            limit = f"{least:,} or more" if most == math.inf else f"{least:,} to {most:,}"
+            raise argparse.ArgumentTypeError(f"{value:,}: give {limit} ({why})")
+        return value
+    return parse
+
+
+def number(least, most, why):
+    """An argparse type: a number from ``least`` to ``most`` (NaN and infinities refused), with ``why``."""
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not least <= value <= most:   # NaN too
+            raise argparse.ArgumentTypeError(f"{text}: give {least:g} to {most:g} ({why})")
+        return value
+    return parse
+
+
+_seed = whole(0, 2**32 - 1, "a seed is a whole number from 0")
 
 
 def _positive(text):
@@ -199,9 +262,12 @@ def _start(text):
 
 def _model_options(parser, variation=0.0):
     parser.add_argument("--model", type=Path, help="model file (default: the shipped one for the skeleton)")
-    parser.add_argument("--blend", type=int, help="target blend length in frames (default 10)")
-    parser.add_argument("--variation", type=float, default=variation, help="noise strength; 0 is deterministic")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--blend", help="target blend length in frames (default 10)",
+                        type=whole(1, MOST_BLEND, "frames over which the motion meets the key; leave it out for "
+                                                  "the model's own"))
+    parser.add_argument("--variation", default=variation, help="noise strength; 0 is deterministic",
+                        type=number(0.0, MOST_VARIATION, "1 is the noise the model was trained with"))
+    parser.add_argument("--seed", type=_seed, default=0)
     _contacts_option(parser)
 
 
@@ -239,7 +305,8 @@ def _fill(args):
     motion, model, options = _load(args)
     start, end = args.gap
     out = _planted(args, model, fill_gaps(model, motion, [(start, end)], **options), [(start, end)])
-    write_bvh(out, args.output)
+    _checked(model, out, "try a shorter gap (a key inside it), --variation 0 or --no-contacts", gaps=[(start, end)])
+    _write(out, args.output)
     print(f"wrote {args.output}: frames {start + 1} to {end - 1} generated by {model.name}")
     _warn(model, out, [(start, end)])
 
@@ -251,8 +318,12 @@ def _superres(args):
     start = time.perf_counter()
     keys = sparse_keys(motion.n_frames, args.every)
     gaps = list(zip(keys[:-1], keys[1:]))
-    out = _planted(args, model, superres(model, motion, args.every, **options), gaps)
-    write_bvh(out, args.output)
+    filling = _progress("filling", unit="gap")
+    filled = superres(model, motion, args.every, progress=lambda done, total: filling(done, total, args.file.name),
+                      **options)
+    out = _planted(args, model, filled, gaps)
+    _checked(model, out, "try keys closer together (a smaller --every), --variation 0 or --no-contacts", gaps=gaps)
+    _write(out, args.output)
     print(f"wrote {args.output}: {motion.n_frames} frames from keys every {args.every}, "
           f"by {model.name} in {time.perf_counter() - start:.2f} s")
     _warn(model, out, gaps)
@@ -271,33 +342,43 @@ def _planted(args, model, motion, gaps):
     return plant(motion, gaps, model.layout.height)
 
 
+def _measure(model, motion):
+    """The body's height and up axis that ``model``'s ``motion`` is judged by."""
+    if hasattr(model, "layout"):
+        return model.layout.height, AXES[model.layout.up]
+    return height(motion.global_transforms()[1], "Y"), "Y"   # a quadruped's RTN: the motion's own, Y up
+
+
 def _warn(model, motion, gaps):
     """Where the generated frames may be poor (see inference.guard), on stderr."""
     from .guard import check, summary
-    from .motion import AXES
 
-    if hasattr(model, "layout"):
-        tall, up = model.layout.height, AXES[model.layout.up]
-    else:   # a quadruped's model has no human layout: the motion's own height, Y up as its features
-        tall, up = height(motion.global_transforms()[1], "Y"), "Y"
+    tall, up = _measure(model, motion)
     findings = check(motion, gaps, tall, up)
     if findings:
         print(f"warning: {summary(findings, tall)}", file=sys.stderr)
 
 
 def _variants(args):
+    from .check import ResultError
     from .inbetween import gap_in
 
     motion, model, options = _load(args)
     start, end = args.gap
     rot, pos = model.variants(gap_in(motion, start, end, model.past), args.k, variation=options["variation"],
                               seed=options["seed"], blend=options["blend"])
-    args.output.mkdir(parents=True, exist_ok=True)
+    made = []
     for i in range(args.k):
         r, p = motion.rotations.copy(), motion.positions.copy()
         r[start + 1:end], p[start + 1:end] = rot[i, 0], pos[i, 0]
-        path = args.output / f"{args.file.stem}-variant{i + 1:02d}.bvh"
-        write_bvh(_planted(args, model, replace(motion, rotations=quat.unroll(r), positions=p), [(start, end)]), path)
+        out = _planted(args, model, replace(motion, rotations=quat.unroll(r), positions=p), [(start, end)])
+        try:
+            made.append(_checked(model, out, "try a smaller --variation, another --seed or a shorter gap",
+                                 gaps=[(start, end)]))
+        except ResultError as e:
+            raise ResultError(f"variant {i + 1}: {e}") from None
+    for i, out in enumerate(made):
+        _write(out, args.output / f"{args.file.stem}-variant{i + 1:02d}.bvh")
     print(f"wrote {args.k} variants of frames {start + 1} to {end - 1} to {args.output}")
 
 
@@ -351,35 +432,49 @@ def _follow_path(args):
 
     start = (read_bvh(args.start[0]), args.start[1]) if args.start else None
     options = {} if args.tau is None else {"tau": args.tau}   # only MANN's controller weighs its own plan
+    kind = "mann" if options else None
     if args.model:
-        model = open_model(args.model, kind="mann" if options else None, **options)
+        model = open_model(args.model, kind=kind, **options)
         _serving(model, args)
     else:   # the skeleton to find a model for: the start's, a BVH path's, or any
         given = start[0].skeleton if start else \
             (read_bvh(args.path).skeleton if args.path.suffix.lower() == ".bvh" else None)
-        model = find_model(given, serves=args.serves, **options)
+        model = find_model(given, kind=kind, serves=args.serves, **options)
     if start:
         model.check_skeleton(start[0].skeleton)
-    path = read_path(args.path, model.skeleton, model.units_per_metre, model.actions)
+    if args.path.suffix.lower() == ".bvh" and model.file.kind != "mann":
+        raise BetwixtError(f"{args.path}: {model.name}, the {model.TITLE} model chosen for its skeleton, follows a CSV "
+                           "path (time,x,y); a BVH's root track is followed by MANN, for a four-legged skeleton, only")
+    path = _paced(model, read_path(args.path, model.skeleton, model.units_per_metre, model.actions))
     began = time.perf_counter()
-    out = model.follow([path], start)[0]
+    following = _progress("following", unit="step")
+    out = model.follow([path], start, progress=lambda done, total: following(done, total, args.path.name))[0]
     out = _planted(args, model, out, [(0, out.n_frames)])   # all but the start pose
-    write_bvh(out, args.output)
+    _checked(model, out, "try a shorter or gentler path" + (", --tau 0" if model.file.kind == "mann" else "")
+             + " or --no-contacts", path=path.points)
+    _write(out, args.output)
     print(f"wrote {args.output}: {out.n_frames} frames at {out.fps:g} fps ({out.duration:.2f} s) along {args.path} "
           f"by {model.name} in {time.perf_counter() - began:.2f} s")
 
 
 def _walk(args):
+    from .check import ResultError
     from .modelfile import find_model, open_model
 
     motion = read_bvh(args.file)
     model = open_model(args.model, kind="mvae") if args.model else find_model(motion.skeleton, serves=args.serves)
     began = time.perf_counter()
     walks = model.walk(motion, args.frame, args.frames, args.k, seed=args.seed)
-    args.output.mkdir(parents=True, exist_ok=True)
+    made = []
     for i, out in enumerate(walks):
         out = model.planted(out, args.frames) if args.contacts else out
-        write_bvh(out, args.output / f"{args.file.stem}-walk{i + 1:02d}.bvh")
+        generated = np.arange(out.n_frames) >= out.n_frames - args.frames
+        try:
+            made.append(_checked(model, out, "try another --seed, fewer --frames or --no-contacts", generated=generated))
+        except ResultError as e:
+            raise ResultError(f"continuation {i + 1}: {e}") from None
+    for i, out in enumerate(made):
+        _write(out, args.output / f"{args.file.stem}-walk{i + 1:02d}.bvh")
     print(f"wrote {args.k} continuations of {args.file} from frame {args.frame}, {args.frames} frames each at "
           f"{model.fps:g} fps, to {args.output} by {model.name} in {time.perf_counter() - began:.2f} s")
 
@@ -410,8 +505,73 @@ def _bench_speed(args):
 def _write_json(path, results):
     """A measuring command's results as JSON at ``path`` (None: not asked for)."""
     if path:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(results, indent=2) + "\n")
+        except OSError as e:
+            raise BetwixtError(f"{path}: cannot be written in {path.parent} ({e.strerror or e}); choose another "
+                           "place") from None
+
+
+def _writable(args):
+    """Refuse, before any work, the outputs of ``args`` that cannot be written: a file's path that is a
+    folder, a folder's that is a file, one under a file or in a folder not writable. Folders that are
+    missing are made when the result is written: naming a new one is how a user asks for it."""
+    outputs = [(args.output, args.writes)] if getattr(args, "writes", None) else []
+    outputs += [(getattr(args, name), kind) for name, kind in (("json", "file"), ("plots", "folder"))
+                if isinstance(getattr(args, name, None), Path)]   # info's and models' --json are flags
+    for path, kind in outputs:
+        if kind == "file" and path.is_dir():
+            raise BetwixtError(f"{path}: is a folder; give a file's name (as {path / ('out' + (path.suffix or '.bvh'))})")
+        if kind == "folder" and path.exists() and not path.is_dir():
+            raise BetwixtError(f"{path}: is a file; give a folder for the results (a new one is made)")
+        folder = path.parent if kind == "file" else path
+        there = next(p for p in (folder, *folder.parents) if p.exists())
+        if not there.is_dir():
+            raise BetwixtError(f"{path}: {there} is a file, not a folder; choose another place")
+        if not os.access(there, os.W_OK | os.X_OK):
+            raise BetwixtError(f"{path}: the folder {there} is not writable; choose another place")
+
+
+def _write(motion, path):
+    """``motion`` as a BVH file at ``path``, its folders made: a failure is one line naming the path,
+    and leaves no ``.part`` behind."""
+    try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(results, indent=2) + "\n")
+        write_bvh(motion, path)
+    except OSError as e:
+        path.with_name(path.name + ".part").unlink(missing_ok=True)
+        raise BetwixtError(f"{path}: cannot be written in {path.parent} ({e.strerror or e}); choose another "
+                           "place") from None
+
+
+def _checked(model, motion, fix, gaps=(), path=None, generated=None):
+    """``motion`` once it has passed the result check (:func:`.check.check_result`) with ``model``'s
+    measures: the frames strictly inside ``gaps`` (or ``generated``; None: all) are the model's."""
+    from .check import check_result
+
+    if generated is None and gaps:
+        generated = np.zeros(motion.n_frames, dtype=bool)
+        for start, end in gaps:
+            generated[start + 1:end] = True
+    tall, up = _measure(model, motion)
+    check_result(motion, tall, up, generated=generated, gaps=gaps, path=path, fix=fix,
+                 units_per_metre=getattr(model, "units_per_metre", None))
+    return motion
+
+
+def _paced(model, path):
+    """``path`` slowed where it is faster than ``model`` goes (:func:`.mann.path.paced`), and the user
+    told so on stderr."""
+    from .mann.path import paced
+
+    slowed = paced(path, model.top_speed)
+    if slowed is not path:
+        fastest = (np.linalg.norm(np.diff(path.points, axis=0), axis=-1) / np.diff(path.times)).max()
+        print(f"warning: {path.source} asks for up to {fastest / model.units_per_metre:,.1f} m/s; {model.name} goes "
+              f"{model.top_speed / model.units_per_metre:g} m/s at most (the fastest of its data), so it follows the "
+              f"path in {slowed.duration:,.1f} s rather than {path.duration:,.1f} s", file=sys.stderr)
+    return slowed
 
 
 def _printed(text, name, start):

@@ -177,7 +177,7 @@ def test_nan_around_the_gap_is_refused_and_the_motion_kept(model, clip):  # noqa
 def test_the_command_refuses_bad_gaps_in_one_line_and_writes_nothing(run, clip, tmp_path, capsys):  # noqa: F811
     out = tmp_path / "variants"
     for gap, k, words in (("100:99999", "3", "the keys 100:99999 are not two frames of its 5391"),
-                          ("100:131", "0", "0 variants (k): give 1 to 64")):
+                          ("100:131", "0", "argument -k: 0: give 1 to 64")):
         assert main(["variants", str(clip), "--gap", gap, "-k", k, "-o", str(out), "--model", str(run["model"])]) == 2
         err = capsys.readouterr().err
         assert words in err and err.count("\n") == 1

@@ -1,9 +1,9 @@
 """``python -m training``: fit a model family on a BVH data set, export a checkpoint to ONNX, or
 convert a checkpoint or model file of an earlier Betwixt; label the dog data's actions for MANN."""
 
-import argparse
 import sys
 
+from inference.cli import Parser
 from inference.errors import BetwixtError
 
 
@@ -15,7 +15,7 @@ def main(argv=None):
     from .rtn import speed
 
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m training", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m training", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     for name in FAMILIES:
         chosen = family(name)

@@ -13,6 +13,7 @@ NCCL on GPUs):
 """
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -25,6 +26,7 @@ import torch.distributed as dist
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
+from inference.cli import number, whole
 from inference.errors import DataError
 from . import card, checkpoint
 from .clips import held_out_of
@@ -50,9 +52,12 @@ def add_arguments(parser, family):
     parser.add_argument("--speeds", default="1",
                         help="comma-separated playback speeds of the training clips, e.g. 0.8,1,1.25: "
                              "more timings for small data sets (default: 1, as captured)")
-    parser.add_argument("--steps", type=int, default=100_000, help="optimiser steps in all")
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=5e-4)
+    parser.add_argument("--steps", type=whole(1, math.inf, "at least one optimiser step, or the checkpoint is "
+                                                          "untrained"), default=100_000, help="optimiser steps in all")
+    parser.add_argument("--batch", type=whole(1, 65_536, "clips a step learns from, held in the device's memory"),
+                        default=32)
+    parser.add_argument("--lr", type=number(1e-9, 1.0, "a learning rate; at 0 nothing is learned, above 1 it diverges"),
+                        default=5e-4)
     parser.add_argument("--bf16", action="store_true",
                         help="matrix products in bfloat16 (mixed precision; weights and loss stay float32): "
                              "several times faster on GPUs and on CPUs with AMX")
@@ -60,17 +65,20 @@ def add_arguments(parser, family):
                         help="start a new run from this checkpoint's weights and statistics (same skeleton), "
                              "e.g. to fine-tune a model on other data; an RTN or a MANN may also start from a "
                              "model file (.onnx), such as a shipped one")
-    parser.add_argument("--minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
-    parser.add_argument("--checkpoint-minutes", type=float, default=5.0)
-    parser.add_argument("--validate-every", type=int, default=1000)
-    parser.add_argument("--average", type=float, default=0.999,
+    minutes = number(0.01, 525_600, "minutes of a run's budget, up to a year")
+    parser.add_argument("--minutes", type=minutes, default=None, help="stop (with a checkpoint) after this long")
+    parser.add_argument("--checkpoint-minutes", type=minutes, default=5.0)
+    parser.add_argument("--validate-every", type=whole(1, math.inf, "optimiser steps between validations"),
+                        default=1000)
+    parser.add_argument("--average", type=number(0.0, 0.99999, "a moving average's decay: at 1 it never moves"),
+                        default=0.999,
                         help="decay of the moving average of the weights that validation measures and "
                              "export ships (0: the last step's weights)")
     parser.add_argument("--licence", default=None, help="licence of the data (known for LaFAN1 and Bandai)")
     parser.add_argument("--cache", default=None, help="data set cache folder")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=whole(1, 1024, "CPU threads"), default=None, help="CPU threads for torch")
+    parser.add_argument("--seed", type=whole(0, 2**32 - 1, "a seed is a whole number from 0"), default=0)
     family.add_arguments(parser)
 
 
