@@ -19,8 +19,8 @@ from ..inference.errors import BetwixtError
 from ..inference.mann.path import GAITS, Path
 from . import transitions
 from .jobs import JobOperator
-from .operators import Plan, read_retarget, resolve, scene_fps, write_plan
-from .pose_io import Channels, active_armature, sample
+from .operators import Plan, plan_over, read_retarget, resolve, scene_fps, write_plan
+from .pose_io import Channels, active_armature
 from .preferences import model_for
 
 ARRIVAL = 0.75   # s: Fit the Range covers the curve this much before the range's end (ground_path)
@@ -144,10 +144,6 @@ def read_route(context, start, end, gait="RANGE"):
     anim = obj.animation_data
     channels = Channels(obj) if anim is not None and anim.action is not None else None   # None: keyed afresh
     rig, retarget, detected = read_retarget(obj, model)
-    if rig.source is not None:
-        raise BetwixtError(f"armature {obj.name!r} is a control rig (its deform bones follow constraints), and "
-                           "Follow Path does not key controls yet: keys on its deform bones would change nothing. "
-                           "Follow Path on a plain copy of the skeleton, or fill between your keys with Fill Gaps")
     points = curve_points(context, curve)
     if len(points) < 2 or np.linalg.norm(np.diff(points[:, :2], axis=0), axis=-1).sum() < 1e-6:
         raise PathError(f"curve {curve.name!r} has no length on the ground (seen from above, its points are "
@@ -155,9 +151,8 @@ def read_route(context, start, end, gait="RANGE"):
     fps = scene_fps(context.scene)
     speed = GAITS[gait.lower()] * model.units_per_metre if gait != "RANGE" else None
     path = ground_path(points, retarget.scale, (end - start) / fps, speed, source=f"curve {curve.name!r}")
-    location, rotation, scale, raw = sample(obj, channels, rig, np.arange(start - 1, end + 2), retarget.bones)
-    keys = Plan(obj.name, channels and channels.action.name, channels and channels.slot_identifier, model, rig,
-                retarget, start - 1, [(start - 1, end + 1)], fps, None, location, rotation, scale, raw, detected)
+    keys = plan_over(channels, model, rig, retarget, detected, [(start - 1, end + 1)], fps,
+                     np.arange(start - 1, end + 2), obj=obj)
     return Route(keys, path, start, end, curve.name)
 
 

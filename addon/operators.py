@@ -97,11 +97,13 @@ def keyed_bones(obj, rig, retarget):
     return [rig.names[b] for b in retarget.bones]
 
 
-def plan_over(channels, model, rig, retarget, detected, gaps, fps, frames):
+def plan_over(channels, model, rig, retarget, detected, gaps, fps, frames, obj=None):
     """The :class:`Plan` of the ``gaps`` with the armature's channels read on the scene ``frames`` (whole,
     consecutive) and in model space: a plain rig's from its F-curves, a control rig's deform bones as
-    Blender evaluates them (:mod:`.evaluated`), with the controls that drive them."""
-    obj = channels.obj
+    Blender evaluates them (:mod:`.evaluated`), with the controls that drive them. ``channels`` None: the
+    armature ``obj`` has no action yet, and its pose is read."""
+    obj = channels.obj if channels is not None else obj
+    action = channels.action.name if channels is not None else None
     drive = None
     if rig.source is None:
         location, rotation, scale, raw = sample(obj, channels, rig, frames, retarget.bones)
@@ -122,8 +124,8 @@ def plan_over(channels, model, rig, retarget, detected, gaps, fps, frames):
                                "moved by constraints, and no control of its control map drives them; keys on "
                                "them would change nothing. Map the controls in the Betwixt panel (Control Map)")
     rotations, positions = retarget.to_model(pose)
-    motion = Motion(model.skeleton, rotations, positions, model.layout.fps, name=channels.action.name)
-    return Plan(obj.name, channels.action.name, channels.slot_identifier, model, rig, retarget, int(frames[0]),
+    motion = Motion(model.skeleton, rotations, positions, model.layout.fps, name=action or obj.name)
+    return Plan(obj.name, action, channels and channels.slot_identifier, model, rig, retarget, int(frames[0]),
                 gaps, fps, motion, location, rotation, scale, raw, detected, drive=drive)
 
 

@@ -38,31 +38,38 @@ def betwixt(tmp_path_factory, lafan1_zip):
     sys.path.remove(str(folder))
 
 
-@pytest.fixture(scope="module", params=[0.0, 1.0], ids=["IK limbs", "FK limbs"])
-def keyed_rig(betwixt, lafan1_zip, tmp_path_factory, request):
-    """A .blend of a generated Rigify rig with 120 frames of capture keyed on its controls, its limbs in
-    IK (as Rigify generates them) or in FK."""
+@pytest.fixture(scope="module")
+def keyed_rigs(betwixt, lafan1_zip, tmp_path_factory):
+    """{IK_FK: a .blend of a generated Rigify rig with 120 frames of capture keyed on its controls}, its limbs
+    in IK (0, as Rigify generates them) or in FK (1)."""
     with zipfile.ZipFile(lafan1_zip) as z:
         motion = parse_bvh(z.read("obstacles1_subject5.bvh"), "obstacles1_subject5").frames(1000, 1000 + FRAMES)
-    bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.context.scene.render.fps = 30
-    bpy.ops.object.armature_human_metarig_add()
-    bpy.ops.pose.rigify_generate()
-    rig = bpy.context.active_object
-    bpy.data.objects.remove(bpy.data.objects["metarig"])
-    for limb in LIMBS:
-        for side in "LR":
-            rig.pose.bones[f"{limb}.{side}"]["IK_FK"] = request.param
-    for entry in betwixt["controls"].detect(rig):
-        pb = rig.pose.bones[entry.control]
-        for frame in (0, FRAMES + 1):
-            pb.keyframe_insert("location", frame=frame)
-            pb.keyframe_insert(betwixt["pose_io"].channel_path(pb.rotation_mode), frame=frame)
     from betwixt.addon.preferences import model_for
-    betwixt["operators"].key_motion(rig, model_for(bpy.context, rig, "fill"), motion, 1)
-    path = tmp_path_factory.mktemp("rigify") / "rigify.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=str(path))
-    return path
+    out = {}
+    for ik_fk in (0.0, 1.0):
+        bpy.ops.wm.read_homefile(use_empty=True)
+        bpy.context.scene.render.fps = 30
+        bpy.ops.object.armature_human_metarig_add()
+        bpy.ops.pose.rigify_generate()
+        rig = bpy.context.active_object
+        bpy.data.objects.remove(bpy.data.objects["metarig"])
+        for limb in LIMBS:
+            for side in "LR":
+                rig.pose.bones[f"{limb}.{side}"]["IK_FK"] = ik_fk
+        for entry in betwixt["controls"].detect(rig):
+            pb = rig.pose.bones[entry.control]
+            for frame in (0, FRAMES + 1):
+                pb.keyframe_insert("location", frame=frame)
+                pb.keyframe_insert(betwixt["pose_io"].channel_path(pb.rotation_mode), frame=frame)
+        betwixt["operators"].key_motion(rig, model_for(bpy.context, rig, "fill"), motion, 1)
+        out[ik_fk] = tmp_path_factory.mktemp("rigify") / "rigify.blend"
+        bpy.ops.wm.save_as_mainfile(filepath=str(out[ik_fk]))
+    return out
+
+
+@pytest.fixture(params=[0.0, 1.0], ids=["IK limbs", "FK limbs"])
+def keyed_rig(keyed_rigs, request):
+    return keyed_rigs[request.param]
 
 
 def load(path):
@@ -179,3 +186,27 @@ def test_a_control_map_missing_a_limb_is_named_and_the_rest_is_filled(betwixt, k
     assert any("LeftHand (DEF-hand.L)" in line for line in warned), warned
     assert not any("RightHand" in line for line in warned)
     assert "torso" in keyed_bones(betwixt, rig, *GAP)
+
+
+def test_follow_path_keys_the_controls_and_the_deform_hips_walk_the_model_s_path(betwixt, keyed_rigs):
+    """The Motion VAE walks the generated rig along a curve: the keys go on its controls, and Blender's
+    evaluation of the deform hips is the model's walk (scaled to the rig) within a few centimetres."""
+    from betwixt.addon import locomotion
+    from inference.motion import forward_kinematics
+    from test_addon_locomotion import bezier, follow_with
+    rig = load(keyed_rigs[0.0])
+    a, b = 20, 80
+    curve = bezier([(0.0, 0.0, 0.0), (1.5, 0.8, 0.0), (3.0, 0.0, 0.0)], "AUTO")
+    follow_with(rig, curve)
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = a, b
+    route = locomotion.read_route(bpy.context, a, b)
+    assert route.keys.drive is not None and route.keys.model.name.startswith("mvae")
+    assert bpy.ops.betwixt.follow_path("EXEC_DEFAULT", True) == {"FINISHED"}
+    keyed = keyed_bones(betwixt, rig, a - 1, b + 1)
+    assert "torso" in keyed and not any(n.startswith(("DEF-", "ORG-", "MCH-")) for n in keyed)
+    want = locomotion.follow(route)
+    hips = forward_kinematics(want.rotations, want.positions, want.skeleton.parents)[1][1:-1, 0]
+    C = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
+    track = deform_heads(betwixt, rig, np.arange(a, b + 1))[:, 0]
+    assert np.linalg.norm(track - hips @ C.T * route.keys.retarget.scale, axis=-1).max() < 0.03   # metres
+    assert np.linalg.norm(track[-1, :2] - track[0, :2]) > 1.5
