@@ -158,7 +158,8 @@ def main(argv=None):
                                                      "each, with a report and a contact sheet")
     trans.add_argument("clips", type=Path, nargs="+", help="BVH files of one skeleton")
     trans.add_argument("--length", required=True, type=_positive, help="frames of each transition")
-    trans.add_argument("-k", type=_positive, default=4, help="variants of each transition (default 4)")
+    trans.add_argument("-k", type=whole(1, MOST_VARIANTS, "each is a run of the model, all held until checked"),
+                       default=4, help=f"variants of each transition (1 to {MOST_VARIANTS}; default 4)")
     trans.add_argument("-o", "--output", required=True, type=Path, help="folder for the BVH files, report.json "
                                                                         "and contact-sheet.png")
     trans.add_argument("--pairs", type=Path, help="a file of SOURCE TARGET clip names, a pair a line (default: "
@@ -168,11 +169,12 @@ def main(argv=None):
     trans.add_argument("--enter", default="auto", help="where each target enters: auto (within its first second), "
                                                        "first, or a frame (default auto)")
     trans.add_argument("--model", type=Path, help="an RTN model file (default: the shipped one for the skeleton)")
-    trans.add_argument("--variation", type=float, default=1.0, help="noise strength (default 1)")
-    trans.add_argument("--seed", type=int, default=0)
+    trans.add_argument("--variation", type=number(0.0, MOST_VARIATION, "1 is the noise the model was trained with"),
+                       default=1.0, help="noise strength, and how far apart the variants' targets land (default 1)")
+    trans.add_argument("--seed", type=_seed, default=0)
     trans.add_argument("--no-sheet", dest="sheet", action="store_false", help="write no contact sheet")
     _contacts_option(trans)
-    trans.set_defaults(run=_transitions, serves="variants")
+    trans.set_defaults(run=_transitions, serves="variants", writes="folder")
 
     data = commands.add_parser("data", help="build or check the compact training cache of a data set")
     data.add_argument("--data", type=Path, required=True, help="folder or archive of BVH files")
@@ -396,8 +398,6 @@ def _transitions(args):
             model.check_skeleton(clip.skeleton)
         except BetwixtError as e:
             raise BetwixtError(f"{path}: {e}") from None
-    if args.output.exists() and not args.output.is_dir():
-        raise BetwixtError(f"{args.output}: is a file; -o takes a folder")
     fps = model.file.fps
     clips = [replace(c if c.fps == fps else c.resample(fps), name=n) for c, n in zip(clips, names)]
     pairs = library.read_pairs(args.pairs, names) if args.pairs else library.all_pairs(len(clips))
@@ -412,10 +412,13 @@ def _transitions(args):
     made = time.perf_counter()
     height, up = model.layout.height, model.layout.up
     results = library.report(takes, clips, height, up)
-    args.output.mkdir(parents=True, exist_ok=True)
+    broken = [r for r in results["transitions"] if not r["finite"]]
+    if broken:
+        raise BetwixtError(f"{len(broken)} of {len(takes)} transitions came out not finite (the first "
+                           f"{broken[0]['source']} -> {broken[0]['target']}); nothing written")
     for take, row in zip(takes, results["transitions"]):
         row["file"] = f"{row['source']}-to-{row['target']}-{take.variant + 1:02d}.bvh"
-        write_bvh(take.motion, args.output / row["file"])
+        _write(take.motion, args.output / row["file"])
     _write_json(args.output / "report.json", results)
     if args.sheet:
         library.contact_sheet(takes, args.output / "contact-sheet.png", height, up,

@@ -172,6 +172,7 @@ def test_the_report_flags_a_deliberately_bad_transition(clips, model):
     ("length", "--length 500"),
     ("skeleton", "does not match model"),
     ("one", "one clip makes no pair"),
+    ("k", "argument -k: 0: give 1 to 64"),
 ])
 def test_bad_input_is_one_line_exit_2_and_nothing_written(files, mocap, tmp_path, capsys, case, words):
     out = tmp_path / "out"
@@ -181,7 +182,8 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(files, mocap, tmp_path
             "leave": [*map(str, files), "--leave", "500"],
             "length": [*map(str, files), "--length", "500"],
             "skeleton": [str(files[0]), str(mocap / "cmu-01_01.bvh")],
-            "one": [str(files[0])]}[case]
+            "one": [str(files[0])],
+            "k": [*map(str, files), "-k", "0"]}[case]
     length = [] if case == "length" else ["--length", "20"]
     assert main(["transitions", *args, *length, "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
