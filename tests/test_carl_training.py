@@ -166,3 +166,20 @@ def test_advantages_start_afresh_after_an_episodes_end_and_go_on_in_a_cut_ones_v
     batch = {"rew": np.ones(4, np.float32), "val": np.zeros(4, np.float32),
              "next_val": np.array([0.0, 0.0, 5.0, 0.0], np.float32), "end": np.array([False, True, False, True])}
     assert np.allclose(advantages(batch, gamma=0.5, lam=1.0), [1.5, 1.0, 4.0, 1.0])
+
+
+def test_targets_led_by_the_reference_velocity_track_its_motion_closer_than_its_pose_alone(env):
+    sim = env.sim
+    errors = {False: [], True: []}
+    for led in errors:
+        for clip in range(len(env.references)):
+            ref = env.references[clip]
+            for start in range(0, len(ref) - 8, 15):
+                sim.set_state(ref.qpos[start], ref.qvel[start])
+                for t in range(start + 1, start + 5):
+                    sim.step(sim.targets(ref.qpos[t], ref.qvel[t] if led else None))
+                errors[led].append(rewards.errors({"qpos": sim.data.qpos, "qvel": sim.data.qvel, "com": np.zeros(3),
+                                                   "contacts": np.zeros(4, bool)},
+                                                  {"qpos": ref.qpos[t], "qvel": ref.qvel[t], "com": np.zeros(3),
+                                                   "contacts": np.zeros(4, bool)}, sim.ball)["pose"])
+    assert np.median(errors[True]) < 0.8 * np.median(errors[False]), (np.median(errors[True]), np.median(errors[False]))

@@ -7,7 +7,7 @@ vector (the three position actuators' controls).
 
 import numpy as np
 
-from .body import TERMINAL, mujoco
+from .body import DAMPING, TERMINAL, mujoco
 from ..mann.features import PAWS
 
 POLICY_RATE = 30.0   # Hz
@@ -34,6 +34,7 @@ class Simulation:
         self.bodies = np.array([m.body(n).id for n in names])
         joints = [m.joint(n).id for n in names[1:]]
         self.ball = np.array([m.jnt_qposadr[j] for j in joints])     # (J-1,) each ball joint's 4 in qpos
+        self.dofs = np.array([m.jnt_dofadr[j] for j in joints])      # (J-1,) its 3 in qvel
         self.paw_sites = np.array([m.site(p + "Site").id for p in PAWS])
         terminal = {m.body(n).id for n in TERMINAL}
         self.terminal = np.array([m.geom_bodyid[g] in terminal for g in range(m.ngeom)])
@@ -47,9 +48,12 @@ class Simulation:
         d.qacc_warmstart[:] = 0.0
         self.mj.mj_forward(self.model, d)
 
-    def targets(self, qpos):
-        """(J-1, 3) the PD targets that hold the ball joints of ``qpos`` (..., nq)."""
-        return rotation_vectors(qpos[..., self.ball[:, None] + np.arange(4)])
+    def targets(self, qpos, qvel=None):
+        """(J-1, 3) the PD targets that bring the ball joints to ``qpos`` (nq,) moving at ``qvel`` (nv,):
+        the pose led by kd / kp times the velocity, which the actuators' damping (of the joint's whole
+        velocity, not its error) holds back. Without ``qvel``, the targets that hold the pose."""
+        pose = rotation_vectors(qpos[self.ball[:, None] + np.arange(4)])
+        return pose if qvel is None else pose + DAMPING * qvel[self.dofs[:, None] + np.arange(3)]
 
     def step(self, targets):
         """One policy step: the ball joints driven toward ``targets`` (J-1, 3) for ``substeps`` physics steps."""

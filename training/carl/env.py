@@ -3,7 +3,8 @@
 An episode starts on a random frame of a random clip, the body put in the reference's state there
 (reference state initialisation; the gait drawn first, then a clip by its length, so that the few
 trots and canters are not drowned by the walks). Each policy step the policy's action moves the PD
-targets off the reference's next pose (a residual of at most a few tenths of a radian), the body is
+targets off those that track the reference's next pose and velocity (``Simulation.targets``: the
+pose led against the damping; ``ACTION_SCALE`` radians per unit of action), the body is
 simulated to that frame and rewarded for matching it (:mod:`.reward`). The episode ends when the
 torso, head or a thigh touches the floor (early termination, no further reward), and is cut (not
 ended: its value goes on) at the clip's end or after ``MAX_SECONDS``. The dog is pushed every 2-4 s
@@ -100,7 +101,7 @@ class Tracking:
             if self.next_push <= 0:
                 self.push()
                 self.next_push = self._push_delay()
-        targets = sim.targets(ref.qpos[self.t + 1]) + ACTION_SCALE * np.reshape(action, (-1, 3))
+        targets = sim.targets(ref.qpos[self.t + 1], ref.qvel[self.t + 1]) + ACTION_SCALE * np.reshape(action, (-1, 3))
         sim.step(targets)
         self.t += 1
         self.steps += 1
