@@ -1,13 +1,13 @@
-"""A library of transitions: K variants of a transition from every chosen clip to every other, in one batch.
+"""A library of transitions: K variants of a transition from every chosen clip to every other, batched.
 
 A game's locomotion needs a transition from each of its states to each other (walk to run, run to stop...),
-a number that grows with the square of the clips. For each ordered pair this module chooses where the
-source leaves and the target enters (its last and first frames, given frames, or the best match within a
-window, as motion graphs choose: Kovar et al. 2002), places the target on the ground to continue from the
-source, and fills the gap between them with K variants of the RTN (its noise, and where each variant's
-target lands), every pair and variant in one call of the model; eases the joins and plants the feet. Each
-transition is then measured beside its two clips (foot skating, contact share, fastest joint, acceleration
-at both joins) and flagged where poor; :func:`contact_sheet` draws the library on one page.
+a number that grows with the square of the clips. For each ordered pair this module chooses where the source
+leaves and the target enters (its last and first frames, given frames, or the best match within a window, as
+motion graphs choose: Kovar et al. 2002), places the target on the ground to continue from the source, and
+fills the gap between them with K variants of the RTN (its noise, and where each variant's target lands),
+every pair and variant in as few calls of the model as :data:`BATCH` allows; eases the joins and plants the
+feet. Each transition is then measured beside its two clips (foot skating, contact share, fastest joint,
+acceleration at both joins) and flagged where poor; :func:`contact_sheet` draws the library on one page.
 
 numpy only (the model is passed in, the contact sheet imports matplotlib when drawn), so that the
 command line (``python -m inference transitions``) and the Blender add-on share it. Lengths are in the
@@ -34,9 +34,8 @@ WINDOW = 1.0      # seconds: "auto" looks for the leave frame this far back from
 VELOCITY = 0.1    # seconds: a joint's velocity weighs in a match as the way it moves in this time (Kovar et al.
                   # compare point clouds over a few frames, which weighs velocity alike)
 SHOWN = 1.0       # seconds of the source before the transition and of the target after it, in each take
-STEADY = 10       # frames either side of a cut over which the root's ground velocity there is read: on LaFAN1's test
-                  # subject's straight walks a target then lands 14 % of the way off the capture's (5 frames
-                  # before the cut: 20 %)
+STEADY = 10       # frames either side of a cut over which the root's ground velocity there is read: about a step,
+                  # so that the sway within a stride averages out (docs/experiments.md, "Placement")
 SKATE = 2.5 / 165.0   # of the body's height: H of the skating measure (2.5 cm on LaFAN1's 1.65 m body,
                       # ../shared/docs/metrics.md)
 # a transition is flagged where one of its measures is past these times its clips' own: skating over one
@@ -462,8 +461,8 @@ def table(results, units="units"):
                      f"{_pair(r['fastest'], 0):>13} {_pair(r['leave_join'], 0):>15} {_pair(r['enter_join'], 0):>15}  "
                      f"{', '.join(r['flags'])}")
     flagged = sum(bool(r["flags"]) for r in results["transitions"])
-    lines.append(f"{flagged} of {len(results['transitions'])} transitions flagged (a measure past "
-                 + ", ".join(f"{v:g}x" if k != "contacts" else f"contacts under {v:g}x" for k, v in POOR.items())
+    lines.append(f"{flagged} of {len(results['transitions'])} transitions flagged ("
+                 + ", ".join(f"{k} {'under' if k == 'contacts' else 'past'} {v:g}x" for k, v in POOR.items())
                  + " the clips' own)")
     return "\n".join(lines)
 
