@@ -720,6 +720,7 @@ def measured(betwixt, obj, keys, runs, n_frames, joints, bones, out, bar):
     model = betwixt.preferences.model_for(bpy.context, obj, "fill")
     set_keys(betwixt, obj, keys)
     capture = capture_of(obj, joints, bones, model, np.arange(1, n_frames + 1))
+    view = view_angles(betwixt, obj, model, joints, capture)
     groups = {}
     for i, run in enumerate(runs):
         groups.setdefault((run.operator, run.label), []).append(one_run(betwixt, obj, keys, run, capture))
@@ -729,8 +730,43 @@ def measured(betwixt, obj, keys, runs, n_frames, joints, bones, out, bar):
     fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
     filled_by = {(r.operator, r.label): betwixt.preferences.model_for(   # a dog's gaps over a second: MANN's
         bpy.context, obj, "fill", fits=lambda m, r=r: betwixt.transitions.reaches(m, r.gaps, fps)).name for r in runs}
-    return [dict(operator=op, gap=label, model=filled_by[op, label], **row(results))
+    return [dict(operator=op, gap=label, model=filled_by[op, label], view_deg=view, **row(results))
             for (op, label), results in groups.items()]
+
+
+def view_angles(betwixt, obj, model, joints, capture):
+    """``(mean, worst)`` degrees between each mapped bone as the model sees the rig (the add-on's reading and
+    calibration: joint to mapped child, in the model's view of the whole clip) and as Blender shows it (the
+    bones' evaluated heads): whether the model reads the pose the rig shows, whatever its rest pose,
+    rolls, units, parents or up axis. A chain's bone from joint to child; a branching joint (hips, chest)
+    by the line across its two sided children (its directions to each are the bodies' proportions); bones
+    of some length only; the mean over frames per bone; the mean over bones, the worst and its joint."""
+    operators = betwixt.operators
+    rig, retarget, detected = operators.read_retarget(obj, model)
+    frames = np.arange(1, len(capture.truth) + 1)
+    plan = operators.plan_over(betwixt.pose_io.Channels(obj), model, rig, retarget, detected, [(1, 2)],
+                               bpy.context.scene.render.fps, frames)
+    seen = forward_kinematics(plan.motion.rotations, plan.motion.positions, model.skeleton.parents)[1]
+    names = list(model.skeleton.names)
+    angles = []
+    for k, joint in enumerate(joints):
+        j = names.index(joint)
+        children = [names.index(n) for n in joints if model.skeleton.parents[names.index(n)] == j]
+        sided = [c for c in children if describe(names[c])[0]]
+        if len(children) == 1:
+            a, b = j, children[0]
+        elif len(sided) == 2:   # a branching joint (hips, chest): the line across its two sides
+            a, b = sided
+        else:
+            continue
+        ours = (seen[:, b] - seen[:, a]) @ retarget.axes.T
+        theirs = capture.truth[:, joints.index(names[b])] - capture.truth[:, joints.index(names[a])]
+        if np.linalg.norm(theirs, axis=-1).min() > 0.02 * capture.height:   # a bone of no length points nowhere
+            cos = np.sum(ours * theirs, -1) / np.maximum(np.linalg.norm(ours, axis=-1) *
+                                                       np.linalg.norm(theirs, axis=-1), 1e-9)
+            angles.append((joint, float(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))).mean())))
+    worst = max(angles, key=lambda a: a[1], default=None)
+    return (float(np.mean([a for _, a in angles])), worst[1], worst[0]) if angles else None
 
 
 def detect(obj, first, betwixt, keys):
@@ -810,11 +846,14 @@ def timing_table(rows):
     Detect, every run, measures)."""
     seen = {}
     for r in rows:
-        seen.setdefault(r["case"], (r["frames"], r["fps"], r.get("model", "—"), r.get("case_seconds")))
-    lines = ["| case | about | frames | fps | model | seconds |", "|---|---|---|---|---|---|"]
+        seen.setdefault(r["case"], (r["frames"], r["fps"], r.get("model", "—"), r.get("case_seconds"),
+                                    r.get("view_deg")))
+    lines = ["| case | about | frames | fps | model | bones in the model's view, ° off: mean / worst | seconds |",
+             "|---|---|---|---|---|---|---|"]
     about = {c.name: c.about for c in CASES}
-    for name, (frames, fps, model, seconds) in seen.items():
-        lines.append(f"| {name} | {about[name]} | {frames} | {fps:g} | {model} | {fmt(seconds, 1)} |")
+    for name, (frames, fps, model, seconds, view) in seen.items():
+        angles = f"{view[0]:.1f} / {view[1]:.1f} ({view[2]})" if view else "—"
+        lines.append(f"| {name} | {about[name]} | {frames} | {fps:g} | {model} | {angles} | {fmt(seconds, 1)} |")
     return "\n".join(lines)
 
 
