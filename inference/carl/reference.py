@@ -1,8 +1,9 @@
 """A motion as the simulator's states: what the simulated body tracks, frame by frame.
 
 The motion is turned Z up and scaled to metres (``body.TO_Z_UP``, ``Body.scale``) and stood on the
-floor: its paws' ground (their End Sites' 2nd-percentile height) goes to the paw capsules' radius, so
-a paw on the ground touches the floor rather than sinking into it. Positions are MuJoCo's ``qpos``
+floor: each paw's ground (its End Site's median height while it stands, :func:`grounds`) goes to its
+capsule's radius, on average over the four, so a paw on the ground touches the floor rather than
+sinking into it or floating above it. Positions are MuJoCo's ``qpos``
 (the root's position and world rotation, then each ball joint's rotation from its natural pose),
 velocities its ``qvel`` by central differences (``mj_differentiatePos``), and a paw is in contact
 where its End Site is within ``CONTACT`` of resting on the floor.
@@ -16,7 +17,8 @@ from .. import quat
 from ..motion import forward_kinematics
 from .body import RADII, TO_Z_UP, mujoco
 
-CONTACT = 0.02   # m: a paw this close to resting on the floor touches it
+CONTACT = 0.02        # m: a paw this close to resting on the floor touches it
+STANCE_SPEED = 0.15   # m/s: a paw slower than this over the floor stands on it
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,6 +43,18 @@ def paw_radius(body):
     return np.array([RADII[body.skeleton.names[j]] for j in body.paws])
 
 
+def grounds(paws, fps):
+    """(4,) the height each paw (End Sites (F, 4, 3), Z up) stands at: its median height on the frames
+    where it moves slower than STANCE_SPEED over the floor; its 2nd-percentile height where it never
+    does. Lower percentiles caught a few low frames, and the reference floated above the floor."""
+    speed = np.linalg.norm(np.diff(paws[..., :2], axis=0, prepend=paws[:1, :, :2]), axis=-1) * fps
+    speed[0] = speed[min(1, len(speed) - 1)]
+    still = speed < STANCE_SPEED
+    heights = paws[..., 2]
+    return np.array([np.median(heights[still[:, p], p]) if still[:, p].any() else np.percentile(heights[:, p], 2)
+                     for p in range(heights.shape[1])])
+
+
 def contacts(paws, radius):
     """(..., 4) bool: paws (..., 4, 3) within CONTACT of resting on the floor (heights ``radius`` (4,))."""
     return paws[..., 2] < radius + CONTACT
@@ -62,7 +76,7 @@ def states(body, model, motion):
     """The :class:`Reference` of ``motion`` (the body's skeleton) for the compiled ``model``."""
     mj = mujoco()
     grot, gpos, paws = world(body, motion)
-    lift = paw_radius(body).mean() - np.percentile(paws[..., 2], 2)
+    lift = np.mean(paw_radius(body) - grounds(paws, motion.fps))
     gpos[..., 2] += lift
     paws[..., 2] += lift
     local = quat.mul(quat.inv(body.natural)[None], motion.rotations)
