@@ -96,7 +96,7 @@ def csv_path(file, units_per_metre, actions):
     except (OSError, UnicodeDecodeError) as e:
         raise PathError(f"{file}: cannot read the path ({getattr(e, 'strerror', None) or e})") from None
     count = text.count("\n")
-    if count > MOST_ROWS:
+    if count > MOST_ROWS + 1:   # the header, and a point a line
         raise PathError(f"{file}: {count:,} lines, {too_many}")
     rows = list(csv.reader(io.StringIO(text)))
     lines = [(n, r) for n, r in enumerate(rows, 1) if any(c.strip() for c in r)]
