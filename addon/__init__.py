@@ -5,12 +5,12 @@ Imports ``bpy`` and ``..inference``; never torch. Modules: :mod:`.preferences` (
 :mod:`.evaluated` (the pose Blender evaluates), :mod:`.rig` and :mod:`.retarget` (pose maths, numpy only),
 :mod:`.pose_io` (F-curves in, keys out), :mod:`.transitions` (the model over a scene's gaps),
 :mod:`.jobs` (worker thread, progress, Esc), :mod:`.operators`, :mod:`.locomotion` (Follow Path),
-:mod:`.continuation` (Continue) and :mod:`.panels` (the user interface).
+:mod:`.continuation` (Continue), :mod:`.library` (Transitions) and :mod:`.panels` (the user interface).
 """
 
 import bpy
 
-from . import continuation, controls, locomotion, mapping, operators, panels, preferences
+from . import continuation, controls, library, locomotion, mapping, operators, panels, preferences
 
 CLASSES = (
     preferences.BetwixtPreferences,
@@ -32,6 +32,11 @@ CLASSES = (
     operators.BETWIXT_OT_export_training_data,
     locomotion.BETWIXT_OT_follow_path,
     continuation.BETWIXT_OT_continue_motion,
+    library.BETWIXT_OT_transitions,
+    library.BETWIXT_OT_preview_transition,
+    library.BETWIXT_OT_discard_transitions,
+    library.BETWIXT_OT_export_transitions,
+    library.BETWIXT_UL_transitions,
     panels.BETWIXT_UL_joints,
     panels.BETWIXT_PT_graph,
     panels.BETWIXT_PT_dopesheet,
@@ -47,6 +52,8 @@ def register():
     bpy.types.Armature.betwixt_controls = bpy.props.CollectionProperty(type=controls.BETWIXT_PG_control)
     bpy.types.Armature.betwixt_control_index = bpy.props.IntProperty()
     bpy.types.Scene.betwixt = bpy.props.PointerProperty(type=panels.BETWIXT_PG_settings)
+    bpy.types.Action.betwixt_pick = bpy.props.BoolProperty(name="Use in Transitions", default=False,
+                                                           description="Make transitions from and to this action")
     for name in panels.MENUS:
         getattr(bpy.types, name).append(panels.draw_key_menu)
 
@@ -56,6 +63,7 @@ def unregister():
         menu = getattr(bpy.types, name, None)
         if menu is not None:
             menu.remove(panels.draw_key_menu)
+    del bpy.types.Action.betwixt_pick
     del bpy.types.Scene.betwixt
     del bpy.types.Armature.betwixt_control_index
     del bpy.types.Armature.betwixt_controls

@@ -4,6 +4,7 @@ import bpy
 
 from ..inference.modelfile import ModelError
 from . import controls, mapping
+from .library import ENTERS, LEAVES, choices, transitions_of
 from .locomotion import SPEEDS
 from .operators import SOURCES, original_of, variants_of
 from .preferences import draw_error, draw_model, model_for
@@ -41,6 +42,14 @@ class BETWIXT_PG_settings(bpy.types.PropertyGroup):
     show_mapping: bpy.props.BoolProperty(name="Show Bone Mapping", default=False)
     gait: bpy.props.EnumProperty(name="Speed", description="How fast Follow Path moves the character along "
                                  "the curve", items=SPEEDS)
+    show_transitions: bpy.props.BoolProperty(name="Transitions", default=False)
+    transition_length: bpy.props.IntProperty(name="Length", description="Frames of each transition", default=30,
+                                             min=1, soft_max=120)
+    transition_count: bpy.props.IntProperty(name="Variants", description="Transitions per pair of actions",
+                                            default=4, min=1, max=16)
+    leave: bpy.props.EnumProperty(name="Leave", description="Where each source action is left", items=LEAVES)
+    enter: bpy.props.EnumProperty(name="Enter", description="Where each target action is entered", items=ENTERS)
+    transition_index: bpy.props.IntProperty()
 
 
 def _unable(context, obj, request, kind=None):
@@ -169,7 +178,36 @@ class _BetwixtPanel:
         op = row.operator("betwixt.follow_path", icon="CURVE_PATH")
         op.gait, op.plant_feet = settings.gait, settings.plant_feet
 
+        _draw_transitions(layout.box(), context, obj, settings)
+
         layout.operator("betwixt.export_training_data", icon="EXPORT")
+
+
+def _draw_transitions(box, context, obj, settings):
+    """The Transitions section, folded by default: the ticked actions, where each leaves and enters, the
+    length and K; the library made, to preview, discard or export."""
+    box.prop(settings, "show_transitions", icon="TRIA_DOWN" if settings.show_transitions else "TRIA_RIGHT",
+             emboss=False)
+    if not settings.show_transitions:
+        return
+    col = box.column(align=True)
+    for action in choices(obj):
+        col.prop(action, "betwixt_pick", text=action.name)
+    row = box.row(align=True)
+    row.prop(settings, "leave", text="")
+    row.prop(settings, "enter", text="")
+    row = box.row(align=True)
+    row.prop(settings, "transition_length")
+    row.prop(settings, "transition_count")
+    op = box.operator("betwixt.transitions", icon="NLA")
+    op.length, op.count, op.leave, op.enter = (settings.transition_length, settings.transition_count,
+                                               settings.leave, settings.enter)
+    op.seed, op.plant_feet = settings.seed, settings.plant_feet
+    if transitions_of(obj):
+        box.template_list("BETWIXT_UL_transitions", "", bpy.data, "actions", settings, "transition_index", rows=4)
+        row = box.row(align=True)
+        row.operator("betwixt.discard_transitions", icon="TRASH")
+        row.operator("betwixt.export_transitions", icon="EXPORT", text="FBX")
 
 
 class BETWIXT_PT_graph(_BetwixtPanel, bpy.types.Panel):

@@ -1,0 +1,406 @@
+"""Transitions: a library of K variants of a transition from every chosen action to every other, in Blender.
+
+A game's locomotion needs a transition from each of its states to each other (issue 44). ``prepare`` reads
+each chosen action into the model's space as the other operators read a gap (assigned to the armature for
+the time of its reading, :func:`.operators.plan_over` over its keys and the transition's length after them);
+``compute`` is :func:`..inference.library.generate` (numpy and the model only); ``finish`` keys each take's
+transition, from the source's leave frame to the target's enter frame, into an action of its own named
+"<source> -> <target> <i>" through :func:`.operators.key_edits` and :func:`.pose_io.write_bone_keys`, so that
+a control rig gets keys on its controls. All or nothing, one undo step; the actions are listed in the panel
+for preview, discarded together, and exported as one FBX file with a take each (Blender's own exporter).
+"""
+
+from dataclasses import dataclass, replace
+
+import bpy
+import numpy as np
+
+from ..inference import library
+from ..inference.errors import BetwixtError
+from . import mapping
+from .jobs import JobOperator
+from .operators import armature_actions, key_edits, keyed_bones, plan_over, read_retarget, scene_fps
+from .pose_io import Channels, KeyStyle, active_armature, key_frames, write_bone_keys
+from .preferences import model_for
+from .transitions import SAME_RATE, Cancelled
+
+LIBRARY = "betwixt_library"      # on a transition's action: the armature it was made for
+RETURN = "betwixt_library_back"  # ... and the action the armature had, to go back to on Discard
+LEAVES = [("AUTO", "Best Match", "The frame within a second of the end whose pose and velocity fit the other "
+           "action's best (as motion graphs choose)"),
+          ("EDGE", "Last Frame", "The source's last key"),
+          ("MARKER", "Marker", "The action's pose marker named 'leave'")]
+ENTERS = [("AUTO", "Best Match", "The frame within a second of the start whose pose and velocity fit the other "
+           "action's best"),
+          ("EDGE", "First Frame", "The target's first key"),
+          ("MARKER", "Marker", "The action's pose marker named 'enter'")]
+
+
+@dataclass
+class Source:
+    """One chosen action read in model space: its scene frames from ``start`` (its first key), the clip (its
+    keys' range), and the :class:`.operators.Plan` the transitions leaving it are written through (its frames
+    run on past its last key by the transition's length, the channels there as Blender extrapolates them)."""
+
+    action: str
+    start: int
+    clip: object
+    plan: object
+
+
+@dataclass
+class Library:
+    """Everything ``compute`` and ``finish`` need, read on the main thread; ``back`` the action to return to
+    (the armature's own, where it was previewing a transition: that transition's)."""
+
+    object_name: str
+    back: str
+    model: object
+    detected: dict
+    sources: list
+    leave: list            # per action: "auto", "last" or a frame of its clip
+    enter: list
+    length: int
+    count: int
+    variation: float
+    seed: int
+    plant: bool
+
+
+def slot_of(action, obj):
+    """The slot of ``action`` the armature ``obj`` plays (its current slot's counterpart, else the first
+    object slot), or None (no slots: Blender before 4.4)."""
+    if not hasattr(action, "slots"):
+        return None
+    current = getattr(getattr(obj.animation_data, "action_slot", None), "identifier", None)
+    return next((s for s in action.slots if s.identifier == current), None) or \
+        next((s for s in action.slots if s.target_id_type == "OBJECT"), None)
+
+
+def play(obj, action):
+    """Assign ``action`` (or None) to the armature, in the slot it plays."""
+    anim = obj.animation_data or obj.animation_data_create()
+    anim.action = action
+    slot = slot_of(action, obj) if action is not None else None
+    if slot is not None:
+        anim.action_slot = slot
+
+
+def choices(obj):
+    """The armature's actions that Transitions may choose: its own, not variants nor transitions."""
+    return [a for a in armature_actions(obj) if LIBRARY not in a]
+
+
+def transitions_of(obj):
+    """The transition actions made for the armature ``obj``, by name."""
+    return sorted((a for a in bpy.data.actions if a.get(LIBRARY) == obj.name), key=lambda a: a.name)
+
+
+def _marker(action, name, source):
+    """The frame of ``source``'s clip at the action's pose marker ``name``."""
+    marker = next((m for m in action.pose_markers if m.name == name), None)
+    if marker is None:
+        raise BetwixtError(f"action {action.name!r} has no pose marker named {name!r}; add one in the Action "
+                           "Editor (Marker > Add Marker, with Show Pose Markers) or choose Best Match")
+    last = source.start + source.clip.n_frames - 1
+    if not source.start <= marker.frame <= last:
+        raise BetwixtError(f"action {action.name!r}: its pose marker {name!r} is on frame {marker.frame}, outside its "
+                           f"keys (frames {source.start} to {last})")
+    return int(marker.frame) - source.start
+
+
+def read_source(obj, action, model, rig, retarget, detected, length, fps):
+    """:class:`Source` of ``action``, assigned to ``obj`` while it is read (put back by the caller)."""
+    play(obj, action)
+    channels = Channels(obj, action=action, slot=slot_of(action, obj))
+    keys = key_frames(channels, keyed_bones(obj, rig, retarget))
+    if len(keys) < 2:
+        raise BetwixtError(f"action {action.name!r} has fewer than two keys on the mapped bones; key it or untick it")
+    start, end = int(keys[0]), int(keys[-1])
+    frames = np.arange(start - 1, end + length + 3)
+    plan = plan_over(channels, model, rig, retarget, detected, [(end, int(frames[-1]))], fps, frames)
+    clip = replace(plan.motion.frames(1, end - start + 2), name=action.name)
+    return Source(action.name, start, clip, plan)
+
+
+class BETWIXT_OT_transitions(JobOperator, bpy.types.Operator):
+    """K transitions from every ticked action of the active armature to every other, each in its own action"""
+
+    bl_idname = "betwixt.transitions"
+    bl_label = "Transitions"
+    bl_options = {"REGISTER", "UNDO"}
+    verb = "Making transitions"
+
+    length: bpy.props.IntProperty(name="Length", description="Frames of each transition, strictly between the "
+                                  "leave and the enter frame", default=30, min=0, soft_min=1, soft_max=120)
+    count: bpy.props.IntProperty(name="Variants", description="Transitions per pair of actions", default=4,
+                                 min=1, max=16)
+    leave: bpy.props.EnumProperty(name="Leave", description="Where the source action is left", items=LEAVES)
+    enter: bpy.props.EnumProperty(name="Enter", description="Where the target action is entered", items=ENTERS)
+    variation: bpy.props.FloatProperty(name="Variation", description="How different the variants are",
+                                       default=1.0, min=0.0, soft_max=2.0)
+    seed: bpy.props.IntProperty(name="Seed", description="Which variants", default=0, min=0)
+    plant_feet: bpy.props.BoolProperty(name="Plant Feet", description="Hold feet that touch the ground where "
+                                       "they stand (foot IK after the model)", default=True)
+
+    def prepare(self, context):
+        obj = active_armature(context)
+        chosen = [a for a in choices(obj) if a.betwixt_pick]
+        if len(chosen) < 2:
+            raise BetwixtError("tick at least two actions in the Transitions list (a transition goes from one to "
+                               "another)")
+        model = model_for(context, obj, "variants", "rtn")
+        if self.length < 1 or self.length > model.max_gap:
+            raise BetwixtError(f"a transition's length must be 1 to {model.max_gap} frames (it is {self.length})")
+        fps = scene_fps(context.scene)
+        if abs(fps / model.layout.fps - 1.0) >= SAME_RATE:
+            raise BetwixtError(f"the scene runs at {fps:g} fps and model {model.name} at {model.layout.fps:g}; set "
+                               f"the scene's Frame Rate (Output Properties) to {model.layout.fps:g} for Transitions")
+        anim = obj.animation_data
+        back = (anim.action, getattr(anim, "action_slot", None)) if anim is not None else (None, None)
+        sources = []
+        try:
+            rig, retarget, detected = read_retarget(obj, model)
+            for action in chosen:
+                sources.append(read_source(obj, action, model, rig, retarget, detected, self.length, fps))
+        finally:
+            _put_back(obj, *back)
+        leave = [_marker(a, "leave", s) if self.leave == "MARKER" else
+                 {"AUTO": "auto", "EDGE": "last"}[self.leave] for a, s in zip(chosen, sources)]
+        enter = [_marker(a, "enter", s) if self.enter == "MARKER" else
+                 {"AUTO": "auto", "EDGE": "first"}[self.enter] for a, s in zip(chosen, sources)]
+        home = back[0].get(RETURN, back[0].name) if back[0] is not None else ""
+        return Library(obj.name, home, model, detected, sources, leave, enter, self.length, self.count,
+                       self.variation, self.seed, self.plant_feet)
+
+    def compute(self, plan, progress, cancelled):
+        if cancelled():
+            raise Cancelled()
+        clips = [s.clip for s in plan.sources]
+        joins = [replace(library.joins([clips[s], clips[t]], [(0, 1)], plan.model.layout, plan.leave[s],
+                                       plan.enter[t])[0], source=s, target=t)
+                 for s, t in library.all_pairs(len(clips))]
+
+        def step(done, total):
+            if cancelled():
+                raise Cancelled()
+            progress(done, total)
+        return library.generate(plan.model, clips, joins, plan.length, plan.count, plan.variation, plan.seed,
+                                plan.plant, step)
+
+    def finish(self, context, plan, result):
+        obj = bpy.data.objects.get(plan.object_name)
+        if obj is None:
+            raise BetwixtError(f"armature {plan.object_name!r} was removed while Betwixt was working")
+        made = write_library(obj, plan, result)
+        return (f"Betwixt: {len(made)} transitions ({len(plan.sources) * (len(plan.sources) - 1)} pairs x "
+                f"{plan.count}) by model {plan.model.name}, in actions '{made[0].name}' … '{made[-1].name}'; "
+                "preview them in the Betwixt panel")
+
+
+def _put_back(obj, action, slot):
+    anim = obj.animation_data
+    if anim is None:
+        return
+    anim.action = action
+    if slot is not None and action is not None:
+        anim.action_slot = slot
+
+
+def write_library(obj, plan, takes):
+    """Each take's transition keyed into a new action, all or none; the armature's earlier library replaced."""
+    anim = obj.animation_data
+    back = (anim.action, getattr(anim, "action_slot", None))
+    old = transitions_of(obj)
+    made = []
+    try:
+        for s, source in enumerate(plan.sources):
+            action = bpy.data.actions.get(source.action)
+            if action is None:
+                raise BetwixtError(f"action {source.action!r} was removed while Betwixt was working; run it again")
+            play(obj, action)
+            channels = Channels(obj, action=action, slot=slot_of(action, obj))
+            for take in (t for t in takes if t.join.source == s):
+                made.append((write_take(obj, plan, source, channels, take), take.motion.name))
+    except BaseException:
+        for action, _ in made:
+            bpy.data.actions.remove(action)
+        raise
+    finally:
+        _put_back(obj, *back)
+    if anim.action in old:
+        play(obj, bpy.data.actions.get(plan.back))
+    for action in old:
+        bpy.data.actions.remove(action)
+    for action, name in made:
+        action.name = name
+    if plan.detected is not None:
+        mapping.store(obj.data, plan.model.skeleton.names, plan.detected)
+    return [action for action, _ in made]
+
+
+def write_take(obj, plan, source, channels, take):
+    """One take's transition, from the source's leave frame to the target's enter frame (scene frames from
+    the source's), keyed into a new action through the source's plan: the keys the plan's gap around those
+    frames puts on its ends are taken off again, so that the action holds the transition alone."""
+    p = source.plan
+    a, b = take.gap
+    first = source.start + take.join.leave
+    last = first + b - a
+    rows = np.arange(first, last + 1) - p.first
+    rotations, positions = p.motion.rotations.copy(), p.motion.positions.copy()
+    rotations[rows], positions[rows] = take.motion.rotations[a:b + 1], take.motion.positions[a:b + 1]
+    motion = replace(p.motion, rotations=rotations, positions=positions)
+    gaps = [(first - 1, last + 1)]
+    rig, edits = key_edits(p, channels, motion, gaps, 1)
+    action = bpy.data.actions.new("betwixt transition")
+    action.use_fake_user = True
+    action[LIBRARY] = plan.object_name
+    action[RETURN] = plan.back
+    action["betwixt_source"], action["betwixt_target"] = source.action, plan.sources[take.join.target].action
+    action["betwixt_enter"] = plan.sources[take.join.target].start + take.join.enter
+    target = Channels(obj, action=action)
+    try:
+        write_bone_keys(target, rig, edits, gaps, KeyStyle(), pin=p.drive is not None)
+    except BaseException:
+        bpy.data.actions.remove(action)
+        raise
+    for fc in target.curves().values():
+        points = fc.keyframe_points
+        for point in [k for k in points if k.co[0] < first - 0.5 or k.co[0] > last + 0.5][::-1]:
+            points.remove(point, fast=True)
+        fc.update()
+    return action
+
+
+class BETWIXT_OT_preview_transition(bpy.types.Operator):
+    """Show this transition (or the action Transitions started from) on the armature"""
+
+    bl_idname = "betwixt.preview_transition"
+    bl_label = "Preview Transition"
+    bl_options = {"REGISTER", "UNDO"}
+
+    action: bpy.props.StringProperty(name="Action")
+
+    def execute(self, context):
+        try:
+            obj = active_armature(context)
+            action = bpy.data.actions.get(self.action)
+            if action is None:
+                raise BetwixtError(f"there is no action {self.action!r}")
+            play(obj, action)
+            if LIBRARY in action:
+                context.scene.frame_current = int(action.frame_range[0])
+        except BetwixtError as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        return {"FINISHED"}
+
+
+class BETWIXT_OT_discard_transitions(bpy.types.Operator):
+    """Remove the armature's transitions and go back to the action it had before"""
+
+    bl_idname = "betwixt.discard_transitions"
+    bl_label = "Discard Transitions"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        try:
+            obj = active_armature(context)
+            made = transitions_of(obj)
+            if not made:
+                raise BetwixtError(f"armature {obj.name!r} has no transitions")
+        except BetwixtError as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        back = bpy.data.actions.get(made[0].get(RETURN, ""))
+        current = obj.animation_data.action if obj.animation_data else None
+        if current in made:
+            play(obj, back)
+        for action in made:
+            bpy.data.actions.remove(action)
+        return {"FINISHED"}
+
+
+class BETWIXT_OT_export_transitions(bpy.types.Operator):
+    """Write the armature's transitions to one FBX file, a take each, through Blender's FBX exporter"""
+
+    bl_idname = "betwixt.export_transitions"
+    bl_label = "Export Transitions (FBX)"
+    bl_options = {"REGISTER"}
+
+    filepath: bpy.props.StringProperty(name="File", subtype="FILE_PATH")
+    filter_glob: bpy.props.StringProperty(default="*.fbx", options={"HIDDEN"})
+
+    def invoke(self, context, event):
+        if not self.filepath:
+            self.filepath = bpy.path.ensure_ext(bpy.path.abspath("//transitions"), ".fbx")
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
+
+    def execute(self, context):
+        try:
+            obj = active_armature(context)
+            made = transitions_of(obj)
+            if not made:
+                raise BetwixtError(f"armature {obj.name!r} has no transitions; make them with Transitions first")
+            path = bpy.path.ensure_ext(bpy.path.abspath(self.filepath or "//transitions"), ".fbx")
+            export_fbx(context, obj, made, path)
+        except (BetwixtError, RuntimeError) as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Betwixt: wrote {len(made)} transitions as takes to {path}")
+        return {"FINISHED"}
+
+
+def export_fbx(context, obj, actions, path):
+    """The armature (and its meshes) with ``actions`` as one FBX take each: the exporter's NLA Strips mode
+    over a temporary track a strip (each strip is its own take, named for it), the armature's action, NLA
+    and the selection put back after."""
+    anim = obj.animation_data or obj.animation_data_create()
+    saved = (anim.action, getattr(anim, "action_slot", None), [t.mute for t in anim.nla_tracks],
+             context.view_layer.objects.active, [o for o in context.view_layer.objects if o.select_get()])
+    tracks = []
+    try:
+        for t in anim.nla_tracks:
+            t.mute = True
+        for action in actions:
+            track = anim.nla_tracks.new()
+            tracks.append(track)
+            track.name = action.name
+            strip = track.strips.new(action.name, int(action.frame_range[0]), action)
+            strip.name = action.name
+        for o in saved[4]:
+            o.select_set(False)
+        for o in [obj] + [c for c in obj.children_recursive if c.type == "MESH"]:
+            o.select_set(True)
+        context.view_layer.objects.active = obj
+        bpy.ops.export_scene.fbx(filepath=path, check_existing=False, use_selection=True,
+                                 object_types={"ARMATURE", "MESH"}, bake_anim=True, bake_anim_use_nla_strips=True,
+                                 bake_anim_use_all_actions=False, bake_anim_force_startend_keying=True,
+                                 use_armature_deform_only=True, add_leaf_bones=False)
+    finally:
+        for track in tracks:
+            anim.nla_tracks.remove(track)
+        for t, mute in zip(anim.nla_tracks, saved[2]):
+            t.mute = mute
+        _put_back(obj, saved[0], saved[1])
+        for o in context.view_layer.objects:
+            o.select_set(o in saved[4])
+        context.view_layer.objects.active = saved[3]
+
+
+class BETWIXT_UL_transitions(bpy.types.UIList):
+    """The active armature's transitions among the file's actions, each a button that previews it."""
+
+    def draw_item(self, context, layout, data, item, icon, active_data, active_property, index=0, flt_flag=0):
+        current = context.active_object.animation_data.action if context.active_object.animation_data else None
+        layout.operator("betwixt.preview_transition", text=item.name, emboss=False,
+                        icon="PLAY" if item == current else "ACTION").action = item.name
+
+    def filter_items(self, context, data, propname):
+        obj = context.active_object
+        name = obj.name if obj is not None else None
+        actions = getattr(data, propname)
+        flags = [self.bitflag_filter_item if a.get(LIBRARY) == name else 0 for a in actions]
+        return flags, []
