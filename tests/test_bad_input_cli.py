@@ -161,6 +161,14 @@ def test_a_path_too_long_or_too_big_is_refused(tmp_path, capsys, rows, words):
     refused(capsys, tmp_path, ["follow-path", csv, "-o", tmp_path / "out.bvh"], f"error: {csv}", words)
 
 
+def test_the_motion_vae_follows_five_minutes_of_path_at_most(human, tmp_path, capsys):
+    """Its sampling control takes about 1.5 s a second of path: a longer one is refused before it starts."""
+    csv = tmp_path / "path.csv"
+    csv.write_text("time,x,y\n0,0,0\n301,300,0\n")
+    refused(capsys, tmp_path, ["follow-path", csv, "--start", f"{human}:60", "-o", tmp_path / "out.bvh"],
+            f"{csv}: the path lasts 301 s, longer than the 300 s one request follows")
+
+
 def test_mann_keeps_to_a_slow_path_and_slows_a_fast_one(tmp_path, capsys):
     """9.5 m over 95 s was NaN (the arrival asked for 9.5 m/s); 100 m in 1 s put the root kilometres
     away. Now the first is followed, the second slowed to the model's 6 m/s with a warning."""

@@ -23,7 +23,7 @@ from .features import SPEED_HORIZON, bones_of, one_hot, root, speed_ahead, world
 GAITS = {"walk": 1.0, "trot": 1.8, "canter": 3.0}   # m/s: the dog capture's walk, trot and canter
 
 STILL = 1e-6   # units a frame: slower than this the path has no direction of its own
-LONGEST = 1200.0   # s: the longest path followed in one request (20 minutes: MANN's 72,000 steps take a minute)
+LONGEST = 1200.0   # s: the longest path followed in one request (20 minutes: MANN's 72,000 steps take two minutes)
 MOST_ROWS = 100_000   # points of a CSV path: one every 12 ms of the longest
 
 
@@ -50,9 +50,9 @@ class Path:
         return float(self.times[-1] - self.times[0])
 
 
-def check(path, actions):
-    """Refuse a path with fewer than two points, times not increasing, a value not finite, or an action
-    not in ``actions``: one error naming the path and the point."""
+def check(path, actions, longest=LONGEST):
+    """Refuse a path with fewer than two points, times not increasing, a value not finite, an action not
+    in ``actions``, or lasting longer than ``longest`` seconds: one error naming the path and the point."""
     where = path.source
     if len(path.times) < 2:
         raise PathError(f"{where}: a path needs at least two points, it has {len(path.times)}")
@@ -65,8 +65,8 @@ def check(path, actions):
     if len(back):
         raise PathError(f"{where}: the time of point {back[0] + 2} ({path.times[back[0] + 1]:g} s) does not come "
                         f"after the one before ({path.times[back[0]]:g} s); times must increase")
-    if path.duration > LONGEST:
-        raise PathError(f"{where}: the path lasts {path.duration:,.0f} s, longer than the {LONGEST:,.0f} s one request "
+    if path.duration > longest:
+        raise PathError(f"{where}: the path lasts {path.duration:,.0f} s, longer than the {longest:,.0f} s one request "
                         "follows (its time and memory grow with it); follow it in parts")
     for i, a in enumerate(path.actions or ()):
         if a is not None and a not in actions:
@@ -145,20 +145,20 @@ def bvh_path(file, skeleton):
     return Path(np.arange(motion.n_frames) / motion.fps, ground, None, theta, str(file))
 
 
-def paced(path, fastest):
+def paced(path, fastest, longest=LONGEST):
     """``path`` with its times stretched wherever it goes faster than ``fastest`` (units a second, what a
     model can do): a network asked for a speed its data never had diverges (MANN, 30 m/s: the root
     kilometres away) or lags far behind. Unchanged (the same object) where no part is faster; a path
-    that paced takes longer than LONGEST is refused."""
+    that paced takes longer than ``longest`` seconds is refused."""
     step = np.linalg.norm(np.diff(path.points, axis=0), axis=-1)
     given = np.diff(path.times)
     if not (step > fastest * given * (1 + 1e-9)).any():
         return path
     times = path.times[0] + np.concatenate([[0.0], np.cumsum(np.maximum(given, step / fastest))])
     slowed = replace(path, times=times)
-    if slowed.duration > LONGEST:
+    if slowed.duration > longest:
         raise PathError(f"{path.source}: at the model's fastest ({fastest:g} units a second) the path takes "
-                        f"{slowed.duration:,.0f} s, longer than the {LONGEST:,.0f} s one request follows; "
+                        f"{slowed.duration:,.0f} s, longer than the {longest:,.0f} s one request follows; "
                         "shorten it or follow it in parts")
     return slowed
 

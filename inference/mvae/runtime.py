@@ -34,6 +34,8 @@ MAX_VARIANTS = 64       # variants of one gap
 MAX_FRAMES = 36_000     # frames of one continuation: 20 minutes at 30 fps
 MAX_GAP = 4.0           # s: the longest gap its variants span (the control is tuned on gaps of 1 and 2 s)
 MAX_TOTAL = 1_000_000   # generated frames of one request (poses of 267 values: 2 GiB in float64)
+MAX_PATH = 300.0        # s: the longest path followed in one request (its sampling control takes about 1.5 s a
+                        # second of path on two cores: 5 minutes of path, 7 or 8 minutes)
 PAST = 1.0              # s: the frames up to a start (and around a key) whose feet find the floor
 SETTLE = 1.0            # s: without a start pose, the data's mean pose stands still this long first
 STANDING = 1.6          # m: a standing adult's height, for paths given in metres
@@ -154,8 +156,8 @@ class MVAEModel(Model):
         faster than ``top_speed`` anywhere is slowed to it there (:func:`..mann.path.paced`).
         ``progress(done, total)`` is called after each COMMIT frames chosen; it may raise to stop."""
         for path in paths:
-            check(path, self.actions)
-        paths = [paced(p, self.top_speed) for p in paths]
+            check(path, self.actions, MAX_PATH)
+        paths = [paced(p, self.top_speed, MAX_PATH) for p in paths]
         wants = [desired(p, self.fps, HORIZON, self.actions, np.inf) for p in paths]
         starts = start if isinstance(start, list) else [start] * len(paths)
         if len(starts) != len(paths):
