@@ -22,7 +22,7 @@ from ..inference.errors import BetwixtError
 from ..inference.inbetween import floor
 from . import transitions
 from .jobs import JobOperator
-from .operators import check_original, keep_variants, plan_over, planted, read_retarget, scene_fps
+from .operators import check_original, keep_variants, keyed_bones, plan_over, planted, read_retarget, scene_fps
 from .pose_io import Channels, active_armature, key_frames
 from .preferences import model_for
 
@@ -44,7 +44,7 @@ def read_start(context, count, frames, seed, plant=True):
     fps = scene_fps(context.scene)
     ratio = frames_per_step(fps, model)
     frame = context.scene.frame_current
-    keys = key_frames(channels, [rig.names[b] for b in retarget.bones])
+    keys = key_frames(channels, keyed_bones(obj, rig, retarget))
     if not keys:
         raise BetwixtError(f"action {channels.action.name!r} has no keys on the bones mapped to model "
                            f"{model.name}'s joints; key a few poses to continue from")

@@ -210,3 +210,16 @@ def test_follow_path_keys_the_controls_and_the_deform_hips_walk_the_model_s_path
     track = deform_heads(betwixt, rig, np.arange(a, b + 1))[:, 0]
     assert np.linalg.norm(track - hips @ C.T * route.keys.retarget.scale, axis=-1).max() < 0.03   # metres
     assert np.linalg.norm(track[-1, :2] - track[0, :2]) > 1.5
+
+
+def test_continue_keys_the_controls_of_each_continuation(betwixt, keyed_rigs):
+    rig = load(keyed_rigs[0.0])
+    bpy.context.scene.frame_set(60)
+    assert bpy.ops.betwixt.continue_motion(count=1, frames=20) == {"FINISHED"}
+    made = [a for a in bpy.data.actions if a.name.endswith("continuation 1")]
+    assert len(made) == 1
+    channels = betwixt["pose_io"].Channels(rig, action=made[0],
+                                          slot=betwixt["pose_io"].Channels(rig).slot_in(made[0]))
+    keyed = {path.split('"')[1] for (path, _), fc in channels.curves().items()
+             if any(60 < k.co[0] < 81 for k in fc.keyframe_points)}
+    assert {"torso", "foot_ik.L"} <= keyed and not any(n.startswith(("DEF-", "ORG-", "MCH-")) for n in keyed)
