@@ -3,10 +3,10 @@
 The motion is turned Z up and scaled to metres (``body.TO_Z_UP``, ``Body.scale``) and stood on the
 floor: each paw's ground (its End Site's median height while it stands, :func:`grounds`) goes to its
 capsule's radius, on average over the four, so a paw on the ground touches the floor rather than
-sinking into it or floating above it. Positions are MuJoCo's ``qpos``
-(the root's position and world rotation, then each ball joint's rotation from its natural pose),
-velocities its ``qvel`` by central differences (``mj_differentiatePos``), and a paw is in contact
-where its End Site is within ``CONTACT`` of resting on the floor.
+sinking into it or floating above it. Positions are MuJoCo's ``qpos`` (the root's position and world
+rotation, then each ball joint's rotation from its natural pose), velocities its ``qvel`` by central
+differences (``mj_differentiatePos``), and a paw is in contact where its End Site is within
+``CONTACT`` of resting on the floor.
 """
 
 from dataclasses import dataclass
