@@ -50,7 +50,8 @@ def add_arguments(parser):
     parser.add_argument("--samples", type=int, default=Settings.samples, help="policy steps per roll-out")
     parser.add_argument("--epochs", type=int, default=Settings.epochs)
     parser.add_argument("--minibatch", type=int, default=Settings.minibatch)
-    parser.add_argument("--lr", type=float, default=1e-4, help="the policy's learning rate")
+    parser.add_argument("--lr", type=float, default=2e-5,
+                        help="the policy's learning rate: small, as a 60-dimensional Gaussian's ratios are quick to leave PPO's clip")
     parser.add_argument("--value-lr", type=float, default=1e-3)
     parser.add_argument("--hidden", default="512,256", help="hidden layer widths (a new run only)")
     parser.add_argument("--primitives", type=int, default=8, help="the policy's primitives (a new run only)")
