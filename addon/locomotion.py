@@ -209,7 +209,7 @@ class BETWIXT_OT_follow_path(JobOperator, bpy.types.Operator):
         plan = route.keys
         obj, channels, undo = _target(plan)
         try:
-            keyed = write_plan(plan, channels, motion, plan.gaps, 1, False)
+            keyed = write_plan(plan, channels, motion, plan.gaps, 1, False, path=route.path.points)
         except BaseException:
             if undo is not None:
                 undo()

@@ -15,6 +15,7 @@ import bpy
 import numpy as np
 
 from ..inference import contacts, guard, quat
+from ..inference.check import check_result
 from ..inference.bvh import read_bvh, write_bvh
 from ..inference.errors import BetwixtError
 from ..inference.mapping import describe
@@ -289,8 +290,25 @@ def planted(plan, motion):
     return replace(motion, rotations=out.rotations)
 
 
-def write_plan(plan, channels, motion, gaps, step, breakdown):
-    """Key the generated frames; the number of frames keyed."""
+def checked(plan, motion, gaps, path=None):
+    """``motion`` (model space, one frame per scene frame from the plan's first) once the result check has
+    passed it (:func:`..inference.check.check_result`): finite, its root within reach of the keys around
+    ``gaps`` (scene frames) or of ``path`` (model ground points), no joint faster than any body moves.
+    A result that fails is refused with the scene frames and joints, before anything is written."""
+    rows = [(a - plan.first, b - plan.first) for a, b in gaps]
+    generated = np.zeros(motion.n_frames, dtype=bool)
+    for a, b in rows:
+        generated[a + 1:b] = True
+    place = plan.model.layout
+    check_result(motion, place.height, AXES[place.up], generated=generated, gaps=rows if path is None else (),
+                 path=path, frame=lambda f: f + plan.first, units_per_metre=getattr(plan.model, "units_per_metre", None),
+                 fix="undo any odd keys around the gap, or try Plant Feet off or another model")
+    return motion
+
+
+def write_plan(plan, channels, motion, gaps, step, breakdown, path=None):
+    """Key the generated frames, once the result check passed them; the number of frames keyed."""
+    checked(plan, motion, gaps, path)
     rig, edits = key_edits(plan, channels, motion, gaps, step)
     write_bone_keys(channels, rig, edits, gaps, KeyStyle(breakdown=breakdown), pin=plan.drive is not None)
     if plan.detected is not None:
@@ -415,6 +433,8 @@ def keep_variants(plan, motions, step=1, breakdown=False, label="variant"):
     action = channels.action
     old = variants_of(action.name)
     made = []
+    for motion in motions:
+        checked(plan, motion, plan.gaps)
     try:
         for i, motion in enumerate(motions):
             copy = action.copy()

@@ -9,6 +9,7 @@ answer for the same context: the clip's own frames, with each joint's quaternion
 """
 
 import os
+import re
 import sys
 import zipfile
 from dataclasses import replace
@@ -399,6 +400,30 @@ def test_failures_change_nothing_and_say_what_to_do(addon, clip, tmp_path, monke
     bpy.context.view_layer.objects.active = None
     with pytest.raises(RuntimeError, match="no armature is active"):
         bpy.ops.betwixt.fill_gaps()
+
+
+def test_a_broken_result_is_refused_with_its_frames_and_nothing_is_written(addon, clip, monkeypatch):
+    """The result check before writing: a fill that came back with NaN on some frames (a model that
+    diverged, a planting that spread a NaN) is one error naming the scene frames, and no key changes."""
+    from betwixt.addon import operators
+    path, _ = clip
+    obj = import_bvh(path)
+    a, b = GAP
+    cut(obj, a, b)
+    fill = operators.transitions.fill
+
+    def diverged(*args, **kwargs):
+        out = fill(*args, **kwargs)
+        rotations = out.rotations.copy()
+        rotations[a + 5 - args[2]:a + 8 - args[2]] = np.nan   # scene frames a+5 .. a+7
+        return replace(out, rotations=rotations)
+    monkeypatch.setattr(operators.transitions, "fill", diverged)
+    before = snapshot(obj)
+    with pytest.raises(RuntimeError, match=r"not a number .*nothing was written") as refused:
+        bpy.ops.betwixt.fill_gaps()
+    first, last = (int(f) for f in re.search(r"at frames (\d+)-(\d+)", str(refused.value)).groups())
+    assert a < first <= a + 5 and a + 7 <= last < b                    # scene frames, inside the gap
+    assert same_keys(snapshot(obj), before)
 
 
 def test_an_edited_mapping_is_used_and_unmapped_bones_keep_their_keys(addon, clip):
