@@ -1,17 +1,16 @@
 """CARL's simulated dog in real MuJoCo: the model built from the dog's skeleton agrees with our forward
 kinematics, carries CARL's PD gains, and holds a captured pose; its parts refuse what they cannot use."""
 
+import sys
 import zipfile
 
 import numpy as np
 import pytest
 
-pytest.importorskip("mujoco")
-
 from conftest import _need
 from inference import quat
 from inference.bvh import parse_bvh
-from inference.carl.body import DAMPING, TERMINAL, dog_body
+from inference.carl.body import DAMPING, TERMINAL, dog_body, mujoco
 from inference.carl.reference import grounds, paw_radius, states
 from inference.carl.simulation import Simulation
 from inference.errors import BetwixtError
@@ -102,3 +101,9 @@ def test_a_skeleton_without_the_dogs_joints_is_refused():
     human = Skeleton(("Hips", "Spine"), [-1, 0], np.zeros((2, 3)))
     with pytest.raises(BetwixtError, match="dog's 21 joints"):
         dog_body(human, np.tile([1.0, 0, 0, 0], (3, 2, 1)))
+
+
+def test_without_mujoco_the_physics_says_how_to_get_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mujoco", None)      # as if it were not installed
+    with pytest.raises(BetwixtError, match="pip install mujoco"):
+        mujoco()

@@ -9,8 +9,6 @@ import numpy as np
 import pytest
 import torch
 
-pytest.importorskip("mujoco")
-
 from conftest import _need
 from inference.dataset import load_motion_set
 from training.carl import reward as rewards
@@ -19,7 +17,7 @@ from training.carl.gaits import GAITS, stretches
 from training.carl.train import register
 
 CLIPS = ("D1_047z_KAN01_002", "D1_010_KAN01_002")   # walks and a trot; a canter
-TEST_CLIP = "D1_008_KAN01_002"                                          # of the test split
+TEST_CLIP = "D1_008_KAN01_002"                      # of the test split
 
 
 @pytest.fixture(scope="module")
