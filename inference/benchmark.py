@@ -16,15 +16,20 @@ Beyond the protocol, ``long=True`` scores gaps of 60, 90 and 120 frames (windows
 ending is one of many, so besides the errors it reports PEAK, each window's fastest joint speed in
 the data's units per frame (99th percentile over windows, joints going into and out of the gap
 included): a model that drifts off the data makes limbs fly, which errors average away.
+
+Beside the protocol, :func:`floor_gaps` measures whether the fills of FLOOR_GAP frames stand on the
+floor (:mod:`.floor_metrics`, issue 43), each beside the capture's on the same frames.
 """
 
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from . import floor_metrics
+from .contacts import plant
 from .dataset import centre_and_face, gather_windows, position_statistics, read_motions, subject_of
 from .errors import BetwixtError, DataError
-from .motion import Skeleton, forward_kinematics
+from .motion import Motion, Skeleton, forward_kinematics
 from .transition import Gap
 
 LENGTHS = (5, 15, 30, 45)
@@ -35,6 +40,7 @@ LONG_LENGTHS = (60, 90, 120)    # beyond the protocol: see the module's docstrin
 LONG_METRICS = METRICS + ("PEAK",)
 TRAIN_SUBJECTS = (1, 2, 3, 4)
 TEST_SUBJECTS = (5,)
+FLOOR_GAP = 30                  # the gaps whose fills the floor measures look at
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,6 +52,7 @@ class Benchmark:
     positions: np.ndarray   # (N, 65, J, 3) local: root translation, then the skeleton's offsets
     x_mean: np.ndarray      # (J * 3,)
     x_std: np.ndarray       # (J * 3,)
+    fps: float = 30.0
 
     @property
     def windows(self):
@@ -88,7 +95,7 @@ def load_benchmark(path, progress=None, long=False):
     pos[:, :, 1:] = offsets
     sk = train[0].skeleton
     skeleton = Skeleton(sk.names, sk.parents, np.concatenate([sk.offsets[:1], offsets]), sk.channels, sk.end_sites)
-    return Benchmark(skeleton, rot, pos, x_mean, x_std)
+    return Benchmark(skeleton, rot, pos, x_mean, x_std, test[0].fps)
 
 
 def npss(truth, pred):
@@ -175,3 +182,55 @@ def format_table(results):
             values = " | ".join(f"{table[metric][n]:.{digits}f}" for n in lengths)
             lines.append(f"| {name} | {metric} | {values} |")
     return "\n".join(lines)
+
+
+def floor_gaps(bench, methods, n=FLOOR_GAP, planted=None):
+    """Issue 43's floor measures (:mod:`.floor_metrics`) of every named method's fills of the gaps of
+    ``n`` frames and of the capture: over each gap with its two keys, the floating frames those where the
+    capture stands, and the largest acceleration within KEY_SPAN frames of each key (the frames around
+    the gap the capture's). The feet's grounds and the body's height are the capture's, over all its
+    windows. ``planted`` maps a method's name to the body height with which its fill is measured again
+    with the feet planted (``"<name> planted"``, :func:`.contacts.plant` with the window's frames as the
+    context, as Fill Gaps gives it)."""
+    span = floor_metrics.KEY_SPAN + 1                      # a key's neighbours, and one more for their acceleration
+    window = slice(PAST - 1 - span, PAST + n + 1 + span)   # (T,) frames measured, within the benchmark's windows
+    keys = (span, span + n + 1)
+    measured = np.zeros(window.stop - window.start, dtype=bool)
+    measured[keys[0]:keys[1] + 1] = True
+    feet = floor_metrics.feet_of(bench.skeleton)
+    parents = bench.skeleton.parents
+    grot, world = forward_kinematics(bench.rotations, bench.positions, parents)
+    points = floor_metrics.foot_points(feet, grot, world)
+    ground = floor_metrics.ground_of(points)
+    size = floor_metrics.body_size(bench.skeleton, world)
+    hips = world[:, window, 0, 1]
+    upright = hips - ground.min() > floor_metrics.UPRIGHT * size   # (B, T) where the capture stands
+
+    def pooled(rotations, positions):
+        g, w = forward_kinematics(rotations[:, window], positions[:, window], parents)
+        p = floor_metrics.foot_points(feet, g, w)
+        return floor_metrics.pooled([floor_metrics.row(w[b], p[b], feet, ground, size, bench.fps, measured,
+                                                       upright[b], keys) for b in range(bench.windows)])
+
+    results = {"gap": n, "size": size, "capture": pooled(bench.rotations, bench.positions), "methods": {}}
+    gap = bench.gap(n)
+    for name, method in methods.items():
+        rot, pos = bench.rotations.copy(), bench.positions.copy()
+        filled = method(gap)
+        rot[:, PAST:PAST + n], pos[:, PAST:PAST + n, 0] = filled[0], np.asarray(filled[1])[..., 0, :]
+        results["methods"][name] = pooled(rot, pos)
+        if name in (planted or {}):
+            gaps = [(PAST - 1, PAST + n)]
+            rot = np.stack([plant(Motion(bench.skeleton, r, p, bench.fps), gaps, planted[name]).rotations
+                            for r, p in zip(rot, pos)])
+            results["methods"][f"{name} planted"] = pooled(rot, pos)
+    return results
+
+
+def format_floor(results):
+    """The floor measures of :func:`floor_gaps` as lines: the capture first, then each method."""
+    named = [("capture", results["capture"])] + list(results["methods"].items())
+    return "\n".join([f"the floor over the gaps of {results['gap']} frames and their keys (issue 43): legs' contact "
+                      "share, frames floating where the capture stands, slide of touching feet, longest off the "
+                      "floor, hips cm, jitter cm/frame^2, largest acceleration within 3 frames of a key "
+                      "cm/frame^2 (mean over keys)"] + floor_metrics.table(named))

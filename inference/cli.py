@@ -27,6 +27,7 @@ MOST_FRAMES = 36_000    # frames of one walk: 20 minutes at 30 fps (the Motion V
 MOST_VARIATION = 10.0   # noise strength: 1 is the training's spread, the add-on's slider stops at 2
 MOST_TAU = 10.0         # MANN's tau: at 10 the path counts only in the last frames of the network's second
 MOST_BLEND = 10_000     # frames of a target blend: longer than any gap a model fills
+FILMSTRIP_FIGURES = 12  # stick figures a filmstrip draws where --every is not given
 
 
 class Parser(argparse.ArgumentParser):
@@ -176,6 +177,15 @@ def main(argv=None):
     _contacts_option(trans)
     trans.set_defaults(run=_transitions, serves="variants", writes="folder")
 
+    film = commands.add_parser("filmstrip", help="a PNG of a BVH file's motion: stick figures from the side and "
+                                                  "from above, and the feet's heights over time")
+    film.add_argument("file", type=Path)
+    film.add_argument("--frames", type=_span, help="A:B, the first and last frame shown (0 is the first; default: all)")
+    film.add_argument("--every", type=whole(1, math.inf, "a figure every N frames"),
+                      help=f"a figure every N frames (default: about {FILMSTRIP_FIGURES} figures)")
+    film.add_argument("-o", "--output", required=True, type=Path, help="the PNG to write")
+    film.set_defaults(run=_filmstrip, writes="file")
+
     data = commands.add_parser("data", help="build or check the compact training cache of a data set")
     data.add_argument("--data", type=Path, required=True, help="folder or archive of BVH files")
     data.add_argument("--cache", type=Path, help="cache folder (default: $BETWIXT_CACHE or ~/.cache/betwixt)")
@@ -252,6 +262,16 @@ def _positive_seconds(text):
     if not value > 0:   # NaN too
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
     return value
+
+
+def _span(text):
+    try:
+        first, last = (int(v) for v in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not A:B, two frame numbers") from None
+    if not 0 <= first < last:
+        raise argparse.ArgumentTypeError(f"{text!r}: the frames must be 0 or later, the second after the first")
+    return first, last
 
 
 def _start(text):
@@ -616,7 +636,8 @@ def _info(args):
 
 
 def _bench(args):
-    from .benchmark import LENGTHS, LONG_LENGTHS, LONG_METRICS, METRICS, evaluate, format_table, load_benchmark, strict
+    from .benchmark import (LENGTHS, LONG_LENGTHS, LONG_METRICS, METRICS, evaluate, floor_gaps, format_floor,
+                            format_table, load_benchmark, strict)
     from .modelfile import open_model, shipped
     from .transition import BASELINES
 
@@ -626,6 +647,7 @@ def _bench(args):
     print(f"{bench.windows} test windows, prepared in {loaded - start:.1f} s", file=sys.stderr)
     methods = {"capture": bench.capture, **BASELINES} if args.long else dict(BASELINES)
     paths = args.model or shipped("rtn")
+    planted = {}   # the methods whose fills the floor measures also plant, as Fill Gaps does: the body's height
     for path in paths:
         model = open_model(path)
         if not model.skeleton.same_hierarchy(bench.skeleton):
@@ -636,9 +658,12 @@ def _bench(args):
         # as published methods are scored (the past and the target key), then with the frames after
         # the target that an animator's next keys give
         methods.update({name: strict(model), f"{name}+after": model})
+        planted[f"{name}+after"] = model.layout.height
     lengths, metrics = (LONG_LENGTHS, LONG_METRICS) if args.long else (LENGTHS, METRICS)
     results, curves = evaluate(bench, methods, lengths, metrics)
     print(format_table(results))
+    results["floor"] = floor_gaps(bench, {k: m for k, m in methods.items() if k != "capture"}, planted=planted)
+    print(format_floor(results["floor"]))
     print(f"benchmark: {time.perf_counter() - start:.1f} s in all ({time.perf_counter() - loaded:.1f} s scoring)",
           file=sys.stderr)
     _write_json(args.json, results)
@@ -693,6 +718,24 @@ def _bench_mvae(args):
         written = plot_walks(plots, args.plots) + plot_latent(plots["kl_dims"], args.plots)
         for path in written + plot_paths(plots["paths"], model.units_per_metre, args.plots):
             print(f"wrote {path}", file=sys.stderr)
+
+
+def _filmstrip(args):
+    from .plots import plot_filmstrip
+
+    if args.output.suffix.lower() != ".png":
+        raise BetwixtError(f"{args.output}: a filmstrip is a PNG; give a name ending in .png")
+    motion = read_bvh(args.file)
+    first, last = args.frames or (0, motion.n_frames - 1)
+    if last >= motion.n_frames:
+        raise BetwixtError(f"{args.file}: --frames {first}:{last}: it has frames 0 to {motion.n_frames - 1}")
+    every = args.every or max((last - first) // FILMSTRIP_FIGURES, 1)
+    try:
+        plot_filmstrip(motion, np.arange(first, last + 1, every), args.output, args.file.stem)
+    except OSError as e:
+        raise BetwixtError(f"{args.output}: cannot be written in {args.output.parent} ({e.strerror or e}); choose "
+                           "another place") from None
+    print(f"wrote {args.output}: frames {first} to {last} of {args.file}, a figure every {every}")
 
 
 def _models(args):

@@ -1,6 +1,8 @@
 """PNG plots of benchmark errors per transition frame, so a reader sees where a method drifts, and of
 what bench-mann measures: the paths the MANN controller followed, and its experts at work; and of
-bench-mvae's random walks, latent and paths (plot_paths, as bench-mann's).
+bench-mvae's random walks, latent and paths (plot_paths, as bench-mann's); and the filmstrip of any
+motion (``python -m inference filmstrip``): stick figures from the side and from above, and the feet's
+heights over time, so that floating and sliding feet show.
 
 The only module that imports matplotlib, and only when called: the runtime inside Blender never needs it.
 """
@@ -8,6 +10,9 @@ The only module that imports matplotlib, and only when called: the runtime insid
 from pathlib import Path
 
 import numpy as np
+
+from . import quat
+from .floor_metrics import feet_of, foot_points
 
 
 def _pyplot():
@@ -131,3 +136,70 @@ def plot_latent(kl_dims, out_dir, active=0.01):
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return [path]
+
+
+def side_view(points, travel):
+    """(..., 2): ``points`` (..., 3), Y up, as (distance along ``travel`` (2,), a unit vector on the
+    ground, height)."""
+    return np.stack([points[..., 0] * travel[0] + points[..., 2] * travel[1], points[..., 1]], axis=-1)
+
+
+def top_view(points, travel):
+    """(..., 2): ``points`` (..., 3) seen from above, ``travel`` (2,) to the right."""
+    return np.stack([points[..., 0] * travel[0] + points[..., 2] * travel[1],
+                     points[..., 0] * travel[1] - points[..., 2] * travel[0]], axis=-1)
+
+
+def with_sites(motion):
+    """(F, J + S, 3): the joints' world positions, then the End Sites' (paws, toe tips, the head's top)."""
+    rotations, positions = motion.global_transforms()
+    sites = [positions[:, j] + quat.rotate(rotations[:, j], np.asarray(offset, dtype=np.float64))
+             for j, offset in motion.skeleton.end_sites]
+    return np.concatenate([positions, np.stack(sites, axis=1)], axis=1) if sites else positions
+
+
+def plot_filmstrip(motion, drawn, output, title=""):
+    """A PNG at ``output``: stick figures of ``motion`` at the frames ``drawn`` (ascending indices) seen
+    from the side (along the root's travel from the first to the last, up) and from above, coloured
+    from the first to the last, then the height of every foot point (a person's ankle and toe joints, a
+    quadruped's paws) over the frames from the first drawn to the last, the drawn ones marked. Heights
+    are the motion's own up axis (Y), the floor at 0 as the data's stands."""
+    plt = _pyplot()
+    world = with_sites(motion)
+    root = world[:, 0]
+    travel = root[drawn[-1], [0, 2]] - root[drawn[0], [0, 2]]
+    travel = travel / np.linalg.norm(travel) if np.linalg.norm(travel) > 1e-6 else np.array([1.0, 0.0])
+    parents = list(motion.skeleton.parents) + [int(j) for j, _ in motion.skeleton.end_sites]
+    fig, axes = plt.subplots(3, 1, figsize=(12, 8.5), gridspec_kw={"height_ratios": [3, 2, 2]}, constrained_layout=True)
+    colours = plt.cm.viridis(np.linspace(0, 1, len(drawn)))
+    bones = [(p, j) for j, p in enumerate(parents) if p >= 0]
+    for ax, view in zip(axes[:2], (side_view, top_view)):
+        points = view(world, travel)
+        for f, colour in zip(drawn, colours):
+            for p, j in bones:
+                ax.plot(points[f, [p, j], 0], points[f, [p, j], 1], color=colour, lw=1.2)
+        ax.set_aspect("equal")
+        ax.grid(alpha=0.3)
+    axes[0].axhline(0, color="k", lw=0.8)
+    axes[1].plot(*top_view(root[drawn[0]:drawn[-1] + 1], travel).T, color="0.6", lw=0.8)
+    axes[0].set_title(f"{title}: frames {drawn[0]}-{drawn[-1]}, every {drawn[1] - drawn[0] if len(drawn) > 1 else 1}"
+                      f" ({motion.fps:g} fps); from the side", fontsize=9, loc="left")
+    axes[1].set_title("from above (the grey line: the root)", fontsize=9, loc="left")
+    feet = feet_of(motion.skeleton)
+    grot, gpos = motion.global_transforms()
+    heights = foot_points(feet, grot, gpos)[drawn[0]:drawn[-1] + 1, :, 1]
+    names = [motion.skeleton.names[j] + (" paw" if np.any(site) else "") for j, site in zip(feet.joints, feet.sites)]
+    t = np.arange(drawn[0], drawn[-1] + 1)
+    for k, name in enumerate(names):
+        axes[2].plot(t, heights[:, k], lw=1, label=name)
+    for f, colour in zip(drawn, colours):
+        axes[2].axvline(f, color=colour, lw=0.6, alpha=0.6)
+    axes[2].axhline(0, color="k", lw=0.8)
+    axes[2].set(xlabel="frame", ylabel="height", xlim=(drawn[0], drawn[-1]))
+    axes[2].set_title("the feet's heights", fontsize=9, loc="left")
+    axes[2].legend(loc="upper right", fontsize="small", ncol=len(names))
+    axes[2].grid(alpha=0.3)
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(output, dpi=80)
+    plt.close(fig)
+    return Path(output)

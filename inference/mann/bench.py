@@ -15,7 +15,11 @@ capture on the model's test split (the clip names its file carries as ``betwixt.
    interpolation: the mean joint position error and the paws' skating, beside the capture's skating
    on the same frames;
 4. speed: milliseconds per frame of the controller at batch 1 on one thread, and the file's size,
-   beside the issue's goals and the paper's.
+   beside the issue's goals and the paper's;
+5. the floor (:mod:`..floor_metrics`, issue 43): the paws' contact, floating, slide, longest time off
+   the floor, hips and jitter of the planted motion following the test clips' tracks beside the
+   capture's on the same frames, and of the paths beside the test clips' frames at the path's gait
+   (the root's speed within BANDS); every paw's ground and the dog's size the test clips'.
 
 Skating and angular update are given for the network's motion as it comes (the paper's measures are
 of the raw network) and with the paws planted (``inference/contacts.py``, as the command line and the
@@ -29,6 +33,7 @@ import time
 
 import numpy as np
 
+from .. import floor_metrics
 from ..contacts import plant, plant_windows
 from ..errors import DataError
 from ..motion import Motion, forward_kinematics
@@ -41,6 +46,7 @@ START = 1.0                                              # s: the first frame wi
 PAPER = {"walk": (2.98, 3.21), "trot": (4.65, 7.21), "canter": (6.61, 8.76)}   # MANN, Table 4: cm, degrees
 GAPS = (0.5, 1.0, 2.0)                                   # s
 GAP_EVERY = 0.5                                          # s between the starts of the gaps measured
+BANDS = {"walk": (0.3, 1.4), "trot": (1.4, 2.4), "canter": (2.4, np.inf)}   # m/s: the capture at a gait (GAITS')
 
 
 def test_clips(model, data, count=None, seconds=None):
@@ -54,9 +60,28 @@ def test_clips(model, data, count=None, seconds=None):
     return [c.frames(0, None if seconds is None else int(round((START + seconds) * c.fps)) + 1) for c in clips]
 
 
-def follow_capture(model, clips):
+def floor_reference(clips):
+    """What the floor measures are taken against: the paws (:class:`..floor_metrics.Feet`), their grounds
+    (4,) over all of ``clips`` and the dog's size."""
+    feet = floor_metrics.feet_of(clips[0].skeleton)
+    points = np.concatenate([floor_metrics.foot_points(feet, *c.global_transforms()) for c in clips])
+    return feet, floor_metrics.ground_of(points), floor_metrics.body_size(clips[0].skeleton, None)
+
+
+def floor_at_gaits(clips, reference, units_per_metre):
+    """The floor measures of ``clips`` over their frames at each gait of BANDS (None where none is)."""
+    feet, ground, size = reference
+    worlds = [c.global_transforms()[1] for c in clips]
+    return {gait: floor_metrics.pooled([floor_metrics.measure(c, feet, ground, size, floor_metrics.speed_band(
+        w[:, 0], c.fps, low * units_per_metre, high * units_per_metre)) for c, w in zip(clips, worlds)])
+            for gait, (low, high) in BANDS.items()}
+
+
+def follow_capture(model, clips, reference):
     """Per clip and frame-weighted over all: skating, angular update and track deviation of the
-    controller following each clip's root track from START, raw and planted, beside the capture's."""
+    controller following each clip's root track from START, raw and planted, beside the capture's; and
+    ``floor``: the floor measures against ``reference`` (:func:`floor_reference`) of the planted motion
+    and of the capture, over all clips' frames."""
     start = int(round(START * model.fps))
     paths, captures = [], []
     for clip in clips:
@@ -64,22 +89,26 @@ def follow_capture(model, clips):
         ground, theta, _ = root(world(clip, bones)[0], bones, clip.fps)
         paths.append(Path(np.arange(clip.n_frames - start) / clip.fps, ground[start:], None, theta[start:], clip.name))
         captures.append(clip.frames(start))
-    rows = {}
+    rows, floor = {}, {"model": [], "capture": []}
     for path, out, capture in zip(paths, model.follow(paths, start=[(c, start) for c in clips]), captures):
         ground = metrics.paw_ground(metrics.paws(capture))
         deviation, facing = metrics.path_deviation(out, path.points)
-        rows[path.source] = {"frames": out.n_frames, **_walked(out, ground, model.layout.height),
-                             **_walked(capture, ground, suffix="_capture"), "deviation": deviation, "facing": facing,
-                             "facing_capture": metrics.path_deviation(capture, path.points)[1]}
+        walked, planted = _walked(out, ground, model.layout.height)
+        rows[path.source] = {"frames": out.n_frames, **walked,
+                             **_walked(capture, ground, suffix="_capture")[0], "deviation": deviation,
+                             "facing": facing, "facing_capture": metrics.path_deviation(capture, path.points)[1]}
+        floor["model"].append(floor_metrics.measure(planted, *reference))
+        floor["capture"].append(floor_metrics.measure(capture, *reference))
     frames = [r["frames"] for r in rows.values()]
     total = {k: float(np.average([r[k] for r in rows.values()], weights=frames)) for k in next(iter(rows.values()))}
     total["frames"] = int(sum(frames))
-    return {"clips": rows, "all": total}
+    return {"clips": rows, "all": total, "floor": {k: floor_metrics.pooled(v) for k, v in floor.items()}}
 
 
 def _walked(motion, ground, height=None, suffix=""):
     """Skating of all paws and the back ones over their ``ground`` (4,), and the legs' angular update, of
-    ``motion``; with ``height`` also of it planted (all but its first frame) as ``..._planted``."""
+    ``motion``; with ``height`` also of it planted (all but its first frame) as ``..._planted``. Returns
+    them and the motion planted (``motion`` itself without ``height``)."""
     versions = {suffix: motion}
     if height is not None:
         versions["_planted"] = plant(motion, [(0, motion.n_frames)], height)
@@ -88,7 +117,7 @@ def _walked(motion, ground, height=None, suffix=""):
         skating = metrics.foot_skating(metrics.paws(m), ground)
         out.update({f"skating{name}": float(skating.mean()), f"skating_back{name}": float(skating[2:].mean()),
                     f"angular{name}": metrics.angular_update(m)})
-    return out
+    return out, versions.get("_planted", motion)
 
 
 def shapes(speed, units_per_metre, seconds=None):
@@ -113,10 +142,12 @@ def _timed(corners, speed, name, seconds):
     return Path(s / speed, points, source=name)
 
 
-def follow_shapes(model, seconds=None):
+def follow_shapes(model, reference, seconds=None):
     """Per path and gait: deviation (units), facing (degrees), the time taken against the path's, the
     paper's numbers, skating (over the paws' own grounds as the network put them) and angular update,
-    raw and planted; and, for the plots, each path with the dog's track and its experts' weights."""
+    raw and planted, and the planted motion's floor measures against ``reference``
+    (:func:`floor_reference`) as ``floor``; and, for the plots, each path with the dog's track and its experts'
+    weights."""
     made = {(shape, gait): path for gait, speed in GAITS.items()
             for shape, path in shapes(speed, model.units_per_metre, seconds).items()}
     motions, experts = model.rollout(list(made.values()))
@@ -125,11 +156,12 @@ def follow_shapes(model, seconds=None):
         deviation, facing = metrics.path_deviation(out, path.points)
         progress = metrics.path_progress(out, path.points)
         travel = metrics.travel_deviation(out, path.points, metrics.STILL * model.units_per_metre)
+        walked, planted = _walked(out, metrics.paw_ground(metrics.paws(out)), model.layout.height)
         rows[f"{shape} {gait}"] = {"deviation": deviation, "facing": facing, "travel": travel,
                                    "path_seconds": path.duration,
                                    "seconds": path.duration / progress if progress > 0 else float("inf"),
-                                   "paper_deviation": PAPER[gait][0], "paper_facing": PAPER[gait][1],
-                                   **_walked(out, metrics.paw_ground(metrics.paws(out)), model.layout.height)}
+                                   "paper_deviation": PAPER[gait][0], "paper_facing": PAPER[gait][1], **walked,
+                                   "floor": floor_metrics.pooled([floor_metrics.measure(planted, *reference)])}
         bones = bones_of(out.skeleton)
         plots[f"{shape} {gait}"] = {"path": path.points, "track": root(world(out, bones)[0], bones, out.fps)[0],
                                     "experts": weights}
@@ -226,10 +258,12 @@ def measure(model, data, clips=None, seconds=None, rtn=None):
     """Everything above as one dict (see the module's docstring); ``rtn``: an RTN model file of the
     dog's skeleton whose gap filling is measured beside the model's."""
     chosen = test_clips(model, data, clips, seconds)
-    paths, plots = follow_shapes(model, seconds)
+    reference = floor_reference(chosen)
+    paths, plots = follow_shapes(model, reference, seconds)
     return {"model": model.name, "tau": model.tau, "experts_output": model.experts,
             "test_clips": [c.name for c in chosen], "seconds": seconds,
-            "follow_capture": follow_capture(model, chosen), "paths": paths,
+            "follow_capture": follow_capture(model, chosen, reference), "paths": paths,
+            "floor_capture": floor_at_gaits(chosen, reference, model.units_per_metre),
             "gaps": fill_gaps(model, chosen, rtn=rtn), "fill_rtn": rtn.name if rtn else None,
             "speed": speed(model)}, plots
 
@@ -264,6 +298,7 @@ def table(results):
             error = f"error {v['error']:5.2f} cm, " if "error" in v else " " * 17
             lines.append(f"        {version.replace('_', ' '):<15} {error}skating {v['skating']:.3f} / "
                          f"{v['skating_back']:.3f}, lowest paw {v['lowest']:4.1f} cm up, angular {v['angular']:.2f}")
+    lines += _floor_lines(results)
     s = results["speed"]
     lines.append(f"speed: {s['ms_per_frame']:.2f} ms a frame at batch 1 on one thread (goal 1 ms; the paper's C++ "
                  f"about 2); file {s['bytes'] / 2**20:.1f} MiB (goal 15 MB; the paper's 22)")
@@ -279,3 +314,16 @@ def _against(row, key, reference=None, fmt=".3f"):
     if reference is not None:
         raw, planted = raw / reference, planted / reference
     return f"{raw:{fmt}} -> {planted:{fmt}}"
+
+
+def _floor_lines(results):
+    """The floor measures' table: following the test clips beside the capture, then each gait's paths
+    beside the test clips at that gait."""
+    lines = ["the floor (issue 43), paws planted: legs' contact share, frames floating, slide of touching paws, "
+             "longest off the floor, hips cm, jitter cm/frame^2"]
+    named = [("following the test clips", results["follow_capture"]["floor"]["model"]),
+             ("  the capture", results["follow_capture"]["floor"]["capture"])]
+    for gait in BANDS:
+        named += [(name, r["floor"]) for name, r in results["paths"].items() if name.endswith(f" {gait}")]
+        named.append((f"  the capture at a {gait}", results["floor_capture"][gait]))
+    return lines + floor_metrics.table(named)

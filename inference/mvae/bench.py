@@ -19,7 +19,13 @@ the capture on LaFAN1's test subject 5, from start poses spread evenly over its 
    consecutive poses of subject 5, and the active units (KL above ACTIVE);
 4. two-legged paths: bench-mann's circle, square and star, one lap at each of SPEEDS from the model's
    standing start (:func:`paths`), against the paper's MANN at the dog's nearest gait;
-5. speed: milliseconds per generated frame at batch 1, and K = 16 continuations of 10 s (one thread).
+5. speed: milliseconds per generated frame at batch 1, and K = 16 continuations of 10 s (one thread);
+6. the floor (:mod:`..floor_metrics`, issue 43): the legs' contact, floating, slide, longest time off the
+   floor, hips and jitter of the walks beside the capture's (every frame), of the continuations of
+   standing starts beside the capture after the same starts, and of the paths beside the capture at the
+   path's speed (the root within BANDS): LaFAN1's clips of every subject there, but for the themes of
+   OFF_FLOOR, whose boxes' tops would count as floating. Each clip's feet's grounds its own; the paths'
+   those of subject 5 together; the body's height subject 5's.
 
 Every generated motion is measured as the user gets it (``planted``, unless --no-contacts): feet planted
 by :func:`..contacts.plant` after the model, as the add-on's Plant Feet and the command line plant them.
@@ -35,6 +41,7 @@ import time
 
 import numpy as np
 
+from .. import floor_metrics
 from ..benchmark import TEST_SUBJECTS
 from ..contacts import plant, plant_windows
 from ..errors import DataError
@@ -59,6 +66,8 @@ VARIATIONS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)   # RTN's noise strengths; the one 
 SPEEDS = {"walk": 1.0, "jog": 2.0}   # m/s of the paths; the paper's MANN at the dog's nearest gait beside each
 PAPER_GAIT = {"walk": "walk", "jog": "trot"}
 SPEED_K, SPEED_SECONDS = 16, 10.0
+BANDS = {"walk": (0.5, 1.5), "jog": (1.5, 2.5)}   # m/s: the capture at the speed of SPEEDS' paths
+OFF_FLOOR = ("obstacles",)   # LaFAN1's themes whose clips stand on boxes: not the capture at a gait on the floor
 GOALS = {"ms_per_frame": 0.3, "k16_10s_seconds": 1.0, "spread_over_rtn": 2.0, "root_speed_share": 0.5}
 
 
@@ -86,10 +95,22 @@ def foot_positions(world, skeleton):
     return world[:, [skeleton.index(f) for f in FEET]]
 
 
-def per_motion(motion, ground):
+def floor_reference(clips):
+    """What the floor measures are taken against: the feet (:class:`..floor_metrics.Feet`), each clip's
+    feet's grounds by name, those of all ``clips`` together (``None``'s) and the body's height."""
+    feet = floor_metrics.feet_of(clips[0].skeleton)
+    worlds = {c.name: c.global_transforms() for c in clips}
+    points = {name: floor_metrics.foot_points(feet, *w) for name, w in worlds.items()}
+    grounds = {name: floor_metrics.ground_of(p) for name, p in points.items()}
+    grounds[None] = floor_metrics.ground_of(np.concatenate(list(points.values())))
+    return feet, grounds, floor_metrics.body_size(clips[0].skeleton, np.concatenate([w[1] for w in worlds.values()]))
+
+
+def per_motion(motion, ground, floor=None):
     """What one motion contributes to the measures, ``ground`` (4,) its feet's: None where it is not finite
-    (a walk that blew up is counted, not measured)."""
-    world = motion.global_transforms()[1]
+    (a walk that blew up is counted, not measured). ``floor``: (feet, their grounds, the body's height)
+    of :mod:`..floor_metrics`, whose row it adds as ``floor``."""
+    rotations, world = motion.global_transforms()
     if not np.isfinite(world).all():
         return None
     feet = foot_positions(world, motion.skeleton)
@@ -101,7 +122,9 @@ def per_motion(motion, ground):
             "root_speed": float(np.linalg.norm(np.diff(world[:, 0, [0, 2]], axis=0), axis=-1).mean()),
             "under": float((lowest < -UNDER).mean()), "deep": float((lowest < -DEEP).mean()),
             "hips_under": float((world[:, 0, 1] < ground.min()).mean()),
-            **{f"off_{h:g}": float((lowest > h).mean()) for h in OFF}}
+            **{f"off_{h:g}": float((lowest > h).mean()) for h in OFF},
+            **({"floor": floor_metrics.row(world, floor_metrics.foot_points(floor[0], rotations, world), *floor,
+                                           motion.fps)} if floor else {})}
 
 
 def pooled(rows):
@@ -119,7 +142,9 @@ def pooled(rows):
             "root_speed": float(np.average([r["root_speed"] for r in rows], weights=steps)),
             **{name: float(np.average([r[key] for r in rows], weights=[s + 1 for s in steps])) for name, key in
                [("under_floor", "under"), ("deep_under_floor", "deep"), ("hips_under_floor", "hips_under")]
-               + [(f"off_floor_{h:g}", f"off_{h:g}") for h in OFF]}}
+               + [(f"off_floor_{h:g}", f"off_{h:g}") for h in OFF]},
+            **({"floor": floor_metrics.pooled([r["floor"] for r in rows])}
+               if "floor" in rows[0] else {})}
 
 
 def planted_walk(model, walk, frames, planted=True):
@@ -128,10 +153,12 @@ def planted_walk(model, walk, frames, planted=True):
     return (model.planted(walk, frames) if planted else walk).frames(walk.n_frames - frames)
 
 
-def walks(model, clips, starts, frames, progress=None, grounded=True, planted=True):
+def walks(model, clips, starts, frames, progress=None, grounded=True, planted=True, reference=None):
     """One random walk of ``frames`` frames from each of ``starts`` start poses (``grounded``: with the
     floor step; ``planted``: its feet planted, :func:`planted_walk`), measured beside the capture (every
-    frame of ``clips``); and for the plots each finite walk's hips height (frames,)."""
+    frame of ``clips``), with the floor measures where a :func:`floor_reference` is given; and for the
+    plots each finite walk's hips height (frames,)."""
+    floor = (lambda clip: (reference[0], reference[1][clip.name], reference[2])) if reference else (lambda clip: None)
     grounds = {c.name: paw_ground(foot_positions(c.global_transforms()[1], c.skeleton)) for c in clips}
     rows, heights = [], []
     for s, (clip, frame) in enumerate(start_poses(clips, starts)):
@@ -140,7 +167,7 @@ def walks(model, clips, starts, frames, progress=None, grounded=True, planted=Tr
                                   planted)
         except BlewUp:   # counted, not measured
             walked = None
-        rows.append(None if walked is None else per_motion(walked, grounds[clip.name]))
+        rows.append(None if walked is None else per_motion(walked, grounds[clip.name], floor(clip)))
         if rows[-1] is not None:
             heights.append(walked.positions[:, 0, 1])
         if progress:
@@ -149,7 +176,7 @@ def walks(model, clips, starts, frames, progress=None, grounded=True, planted=Tr
     return {"walks": len(rows), "frames": frames, "grounded": grounded, "planted": planted,
             "with_nan": len(rows) - len(finite),
             "model": pooled(finite),
-            "capture": pooled([per_motion(c, grounds[c.name]) for c in clips])}, heights
+            "capture": pooled([per_motion(c, grounds[c.name], floor(c)) for c in clips])}, heights
 
 
 def continuations(model, clips, starts, k=SPREAD_K, seconds=SPREAD_AFTER, grounded=True, planted=True):
@@ -168,12 +195,15 @@ def continuations(model, clips, starts, k=SPREAD_K, seconds=SPREAD_AFTER, ground
     return {"k": k, "seconds": seconds, "root": float(np.mean(roots)), "joints": float(np.mean(joints))}
 
 
-def staying_up(model, clips, starts, k=SPREAD_K, seconds=UP_SECONDS, grounded=True, planted=True):
+def staying_up(model, clips, starts, reference, k=SPREAD_K, seconds=UP_SECONDS, grounded=True, planted=True):
     """Of ``k`` continuations of ``seconds`` from each start pose whose hips are above STANDS, the share of
     their frames with the hips under LOW (``model``; in the first SPREAD_AFTER seconds, ``model_early``),
-    and the capture's over the same frames after the same starts (as far as each clip goes)."""
+    and the capture's over the same frames after the same starts (as far as each clip goes); and
+    ``floor``: the floor measures of both (``model``, ``capture``) against ``reference``
+    (:func:`floor_reference`)."""
     frames, early = int(round(seconds * model.fps)), int(round(SPREAD_AFTER * model.fps))
     model_low, capture_low = [], []
+    floor = {"model": [], "capture": []}
     for s, (clip, frame) in enumerate(start_poses(clips, starts)):
         hips = clip.positions[:, 0, 1]   # the root's own position: no forward kinematics needed
         if hips[frame] <= STANDS:
@@ -182,15 +212,20 @@ def staying_up(model, clips, starts, k=SPREAD_K, seconds=UP_SECONDS, grounded=Tr
             walked = model.walk(clip, frame, frames, k, seed=s, grounded=grounded)
         except BlewUp:   # counted by the walks' row, not here
             continue
-        walked_hips = np.stack([planted_walk(model, w, frames, planted).positions[:, 0, 1] for w in walked])
+        walked = [planted_walk(model, w, frames, planted) for w in walked]
+        walked_hips = np.stack([w.positions[:, 0, 1] for w in walked])
         model_low.append(walked_hips < LOW)                                                    # (k, frames)
         capture_low.append(hips[frame + 1:frame + 1 + frames] < LOW)
+        against = (reference[0], reference[1][clip.name], reference[2])
+        floor["model"] += [floor_metrics.measure(w, *against) for w in walked]
+        floor["capture"].append(floor_metrics.measure(clip.frames(frame + 1, frame + 1 + frames), *against))
     if not model_low:
         return None
     low = np.concatenate(model_low)
     return {"starts": len(model_low), "k": k, "seconds": seconds, "model": float(low.mean()),
             "model_early": float(low[:, :early].mean()), "capture": float(np.concatenate(capture_low).mean()),
-            "capture_early": float(np.concatenate([c[:early] for c in capture_low]).mean())}
+            "capture_early": float(np.concatenate([c[:early] for c in capture_low]).mean()),
+            "floor": {name: floor_metrics.pooled(rows) for name, rows in floor.items()}}
 
 
 def _pairwise(points):
@@ -262,7 +297,7 @@ def _planted_variants(method, clip, first, rotations, positions):
     return done[:, None, 1:-1], positions
 
 
-def paths(model, seconds=None, progress=None, planted=True):
+def paths(model, reference, seconds=None, progress=None, planted=True):
     """Per path and speed (``"circle walk"``...): the root's mean distance to the path (cm), its facing's
     mean angle to it (degrees) (:func:`..mann.metrics.path_deviation`, the biped's root from its hips) and
     its direction of travel's (:func:`..mann.metrics.travel_deviation`),
@@ -270,7 +305,8 @@ def paths(model, seconds=None, progress=None, planted=True):
     walk's own ground) and the hips' height range, beside the paper's MANN at the gait PAPER_GAIT names;
     and, for the plots, each path (N, 2) with the root's track (F, 2). One lap of bench-mann's shapes
     from the model's standing start, cut to ``seconds`` where given; ``planted``: the feet planted on
-    every frame after the start pose, as Follow Path plants them."""
+    every frame after the start pose, as Follow Path plants them; and each path's floor measures
+    (``floor``) against ``reference`` (:func:`floor_reference`), its feet's grounds subject 5's together."""
     made = {f"{shape} {gait}": path for gait, speed in SPEEDS.items()
             for shape, path in shapes(speed, model.units_per_metre, seconds).items()}
     rows, plots = {}, {}
@@ -290,8 +326,22 @@ def paths(model, seconds=None, progress=None, planted=True):
                       "seconds": path.duration / progress_share if progress_share > 0 else float("inf"),
                       "skating": skating, "hips_min": float(world[:, 0, 1].min()),
                       "hips_max": float(world[:, 0, 1].max()), "paper_deviation": paper[0], "paper_facing": paper[1]}
+        rows[name]["floor"] = floor_metrics.pooled([floor_metrics.measure(out, reference[0], reference[1][None],
+                                                                          reference[2])])
         plots[name] = {"path": path.points, "track": track[0]}
     return rows, plots
+
+
+def floor_at_speeds(data, reference, units_per_metre):
+    """The floor measures of the capture at the speed of each of BANDS: every clip of ``data`` but those of
+    the themes OFF_FLOOR, over its frames whose root goes at that speed (None where none does)."""
+    feet, _, size = reference
+    clips = [data.clip(i) for i, name in enumerate(data.names) if not name.startswith(OFF_FLOOR)]
+    grounds = floor_reference(clips)[1]
+    hips = [c.global_transforms()[1][:, 0] for c in clips]
+    return {gait: floor_metrics.pooled([floor_metrics.measure(c, feet, grounds[c.name], size, floor_metrics.speed_band(
+        h, c.fps, low * units_per_metre, high * units_per_metre)) for c, h in zip(clips, hips)])
+            for gait, (low, high) in BANDS.items()}
 
 
 def latent(model, clips):
@@ -333,14 +383,16 @@ def measure(model, data, starts=20, frames=10_000, rtn=None, progress=None, seco
     with its feet planted (see the module's docstring); ``progress(done, total, name)`` after
     each walk, ``path_progress(done, total)`` as the paths are followed."""
     clips = test_clips(data)
-    walked, heights = walks(model, clips, starts, frames, progress, grounded, planted)
+    reference = floor_reference(clips)
+    walked, heights = walks(model, clips, starts, frames, progress, grounded, planted, reference)
     spread = continuations(model, clips, starts, grounded=grounded, planted=planted)
-    up = staying_up(model, clips, starts, grounded=grounded, planted=planted)
-    followed, tracks = paths(model, seconds, path_progress, planted)
+    up = staying_up(model, clips, starts, reference, grounded=grounded, planted=planted)
+    followed, tracks = paths(model, reference, seconds, path_progress, planted)
     results = {"model": model.name, "file": str(model.path), "data": data.source, "test_clips": [c.name for c in clips],
                "starts": starts, "planted": planted, "walks": walked, "continuations": spread, "staying_up": up,
                "variants": None if rtn is None else variants_against_rtn(model, rtn, clips, starts, planted=planted),
-               "latent": latent(model, clips), "paths": followed, "speed": speed(model, clips[0], planted=planted)}
+               "latent": latent(model, clips), "paths": followed, "speed": speed(model, clips[0], planted=planted),
+               "floor_capture": floor_at_speeds(data, reference, model.units_per_metre)}
     results["goals"] = goals(results)
     return results, {"heights": heights, "with_nan": walked["with_nan"], "fps": model.fps, "capture": walked["capture"],
                      "kl_dims": results["latent"]["kl_dims"], "paths": tracks}
@@ -431,5 +483,21 @@ def table(results):
                      f"({r['paper_facing']:.2f})  {r['travel']:5.1f}  {r['seconds']:5.1f} / "
                      f"{r['path_seconds']:.1f} s  skating "
                      f"{r['skating']:.3f}  hips {r['hips_min']:.0f} to {r['hips_max']:.0f}")
+    lines += _floor_lines(results)
     lines.append("KL per latent dimension (nats): " + " ".join(f"{k:.3f}" for k in results["latent"]["kl_dims"]))
     return "\n".join(lines)
+
+
+def _floor_lines(results):
+    """The floor measures' table: walks, continuations and each speed's paths, each beside the capture."""
+    w, u = results["walks"], results["staying_up"]
+    named = [("walks", (w["model"] or {}).get("floor")), ("  the capture (every frame)", w["capture"].get("floor"))]
+    if u:
+        named += [(f"continuations of standing starts, {u['seconds']:g} s", u["floor"]["model"]),
+                  ("  the capture after the same starts", u["floor"]["capture"])]
+    for gait in BANDS:
+        named += [(name, r["floor"]) for name, r in results["paths"].items() if name.endswith(f" {gait}")]
+        named.append((f"  the capture at a {gait} ({BANDS[gait][0]:g}-{BANDS[gait][1]:g} m/s)",
+                      results["floor_capture"][gait]))
+    return ["the floor (issue 43), feet as measured above: legs' contact share, frames floating, slide of touching "
+            "feet, longest off the floor, hips cm, jitter cm/frame^2"] + floor_metrics.table(named)
