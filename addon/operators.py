@@ -90,6 +90,17 @@ def read_plan(context, keys_from, serves="fill", kind=None):
     return plan
 
 
+def unusable(rig, frames, values):
+    """Refuse ``values`` (frames, bones, …) read from the rig on scene ``frames`` where one is NaN or infinite,
+    naming the first such bone and frame: a key the model cannot read."""
+    bad = ~np.isfinite(values).all(axis=-1)
+    if bad.any():
+        row, bone = np.argwhere(bad)[0]
+        raise BetwixtError(f"bone {rig.names[bone]!r} is not a number (NaN or infinite) on frame {int(frames[row])}"
+                           f"{f' and {int(bad.sum()) - 1} more places' if bad.sum() > 1 else ''}; fix its key in the "
+                           "Graph Editor (or delete it) and run Betwixt again")
+
+
 def keyed_bones(obj, rig, retarget):
     """The bones whose keys make the gaps: the mapped ones; on a control rig, any bone (its deform bones
     are keyed through whichever controls the animator uses)."""
@@ -108,6 +119,7 @@ def plan_over(channels, model, rig, retarget, detected, gaps, fps, frames, obj=N
     drive = None
     if rig.source is None:
         location, rotation, scale, raw = sample(obj, channels, rig, frames, retarget.bones)
+        unusable(rig, frames, np.concatenate([location, rotation, scale], axis=-1))
         pose = rig.pose(location, rotation, scale)
     else:
         real, bones = rig.source
@@ -115,6 +127,7 @@ def plan_over(channels, model, rig, retarget, detected, gaps, fps, frames, obj=N
         index = {n: i for i, n in enumerate(real.names)}
         driving = [index[e.control] for e in entries if e.control in index]
         both = evaluated.pose_around(obj, frames, np.concatenate([bones, driving]).astype(np.int64), gaps)
+        unusable(rig, frames, both[:, :len(bones)].reshape(len(frames), len(bones), -1))
         pose = both[:, :len(bones)]
         location, rotation, scale = evaluated.channels_of(rig, pose)
         raw = {}
@@ -771,8 +784,13 @@ class BETWIXT_OT_export_training_data(bpy.types.Operator):
             folder = Path(bpy.path.abspath(self.directory or "//"))
             folder.mkdir(parents=True, exist_ok=True)
             written = [export_action(context, obj, name, folder, self.root_only) for name in names]
-        except (BetwixtError, OSError) as e:
+        except BetwixtError as e:
             self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        except OSError as e:
+            where = e.filename or folder
+            self.report({"ERROR"}, f"Betwixt: cannot write the BVH files in {where} ({e.strerror or e}); choose "
+                        "a folder you can write to")
             return {"CANCELLED"}
         self.report({"INFO"}, f"Betwixt: wrote {len(written)} BVH file{'s' * (len(written) != 1)} to {folder}; "
                     f"train with: python -m training rtn --data {folder}")

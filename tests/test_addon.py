@@ -426,6 +426,24 @@ def test_a_broken_result_is_refused_with_its_frames_and_nothing_is_written(addon
     assert same_keys(snapshot(obj), before)
 
 
+def test_a_nan_key_is_named_by_its_bone_and_scene_frame(addon, clip):
+    path, _ = clip
+    obj = import_bvh(path)
+    a, b = GAP
+    cut(obj, a, b)
+    fc = channels(obj).find('pose.bones["LeftForeArm"].rotation_euler', 1)
+    point = next(k for k in fc.keyframe_points if k.co[0] == a - 3)
+    point.co[1] = float("nan")
+    fc.update()
+    before = snapshot(obj)
+    with pytest.raises(RuntimeError, match=rf"bone 'LeftForeArm' is not a number .* on frame {a - 3}"):
+        bpy.ops.betwixt.fill_gaps()
+    after = snapshot(obj)
+    assert after.keys() == before.keys()
+    assert all(np.array_equal(after[k][n], before[k][n], equal_nan=True) for k in after for n in after[k]
+               if after[k][n].dtype.kind == "f")
+
+
 def test_an_edited_mapping_is_used_and_unmapped_bones_keep_their_keys(addon, clip):
     from betwixt.addon import mapping
     from betwixt.addon.preferences import load_model
