@@ -19,29 +19,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from inference import quat                             # noqa: E402
 from inference.bvh import read_bvh, write_bvh          # noqa: E402
 from inference.cli import main as betwixt              # noqa: E402
 from inference.dataset import load_motion_set          # noqa: E402
 from inference.modelfile import MODELS                 # noqa: E402
+from inference.plots import side_view, with_sites       # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt                         # noqa: E402
 
 FRAMES = 11   # drawn per row, the two keys included
-
-
-def side_view(points, travel):
-    """(..., 2): ``points`` (..., 3), Y up, as (distance along ``travel`` on the ground, height)."""
-    return np.stack([points[..., 0] * travel[0] + points[..., 2] * travel[1], points[..., 1]], axis=-1)
-
-
-def with_sites(motion):
-    """(F, J + S, 3): the joints' world positions, then the End Sites' (paws, toe tips, the head's top)."""
-    rotations, positions = motion.global_transforms()
-    sites = [positions[:, j] + quat.rotate(rotations[:, j], np.asarray(offset, dtype=np.float64))
-             for j, offset in motion.skeleton.end_sites]
-    return np.concatenate([positions, np.stack(sites, axis=1)], axis=1) if sites else positions
 
 
 def draw(rows, a, b, title, output):
