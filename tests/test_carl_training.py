@@ -72,6 +72,21 @@ def test_the_reference_itself_earns_the_whole_reward_and_a_turned_joint_less(env
     assert small_terms["pose"] < 1.0 and small_terms["velocity"] == pytest.approx(1.0)
 
 
+def test_the_joint_error_is_nought_on_the_reference_and_grows_as_the_body_departs(env):
+    from training.carl.evaluate import joint_error
+
+    env.reset(clip=0, frame=10)
+    assert joint_error(env) < 1e-5
+    qpos = env.sim.data.qpos.copy()
+    qpos[:2] += 0.5                                            # root aligned: moving the whole dog costs nothing
+    env.sim.set_state(qpos, env.sim.data.qvel)
+    assert joint_error(env) < 1e-5
+    a = env.sim.ball[13]
+    qpos[a:a + 4] = [np.cos(0.25), 0.0, 0.0, np.sin(0.25)]     # a back leg's knee turned
+    env.sim.set_state(qpos, env.sim.data.qvel)
+    assert 0.001 < joint_error(env) < 0.05
+
+
 def test_a_dog_whose_torso_meets_the_floor_ends_its_episode_unrewarded(env):
     env.reset(clip=0, frame=5)
     assert not env.sim.fallen()
@@ -131,6 +146,7 @@ def test_a_few_ppo_roll_outs_save_and_resume_where_they_stopped(small_zip, cache
     assert not any(TEST_CLIP in c for c in first["meta"]["clips"])
     [(at, scores)] = first["history"]["validation"]       # the mean action, every second roll-out
     assert at == 2 and 0 < scores["tracked_s"] <= 5.0 and 0 <= scores["falls"] <= 1 and 0 < scores["reward"] < 1
+    assert 0 < scores["joint_error_cm"] < 30
 
     again = checkpoint.load(train(argv + ["--iterations", "2"]))          # nothing left to do: the same step
     assert again["step"] == 2 and len(again["history"]["runs"]) == 2
