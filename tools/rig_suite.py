@@ -742,7 +742,10 @@ def view_angles(betwixt, obj, model, joints, capture):
     by the line across its two sided children (its directions to each are the bodies' proportions); bones
     of some length only; the mean over frames per bone; the mean over bones, the worst and its joint."""
     operators = betwixt.operators
-    rig, retarget, detected = operators.read_retarget(obj, model)
+    try:
+        rig, retarget, detected = operators.read_retarget(obj, model)
+    except Exception:   # a rig the operators refuse (its row says why): no view of it
+        return None
     frames = np.arange(1, len(capture.truth) + 1)
     plan = operators.plan_over(betwixt.pose_io.Channels(obj), model, rig, retarget, detected, [(1, 2)],
                                bpy.context.scene.render.fps, frames)
