@@ -11,6 +11,7 @@ of the run is one roll-out and its PPO update. The test split's clips are never 
 """
 
 import json
+import math
 import signal
 import sys
 import time
@@ -21,6 +22,7 @@ import torch
 from tqdm import tqdm
 
 from inference.carl.body import build, measure
+from inference.cli import number, whole
 from inference.dataset import load_motion_set
 from inference.errors import DataError
 from inference.motion import Skeleton
@@ -43,26 +45,32 @@ def register(commands, argv):
 
 
 def add_arguments(parser):
+    minutes = number(0.01, 525_600, "minutes of a run's budget, up to a year")
     parser.add_argument("--data", required=True, help="the dog's BVH archive or folder (or its cache)")
     parser.add_argument("--out", required=True, type=Path, help="run folder: checkpoint, history, curves")
-    parser.add_argument("--minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
-    parser.add_argument("--iterations", type=int, default=10**9, help="roll-outs and updates in all")
-    parser.add_argument("--samples", type=int, default=Settings.samples, help="policy steps per roll-out")
-    parser.add_argument("--epochs", type=int, default=Settings.epochs)
-    parser.add_argument("--minibatch", type=int, default=Settings.minibatch)
-    parser.add_argument("--lr", type=float, default=2e-5,
+    parser.add_argument("--minutes", type=minutes, default=None, help="stop (with a checkpoint) after this long")
+    parser.add_argument("--iterations", type=whole(1, math.inf, "roll-outs and updates in all, resumes included"),
+                        default=10**9, help="roll-outs and updates in all")
+    parser.add_argument("--samples", type=whole(16, 1_000_000, "policy steps a roll-out, held in memory"),
+                        default=Settings.samples, help="policy steps per roll-out")
+    parser.add_argument("--epochs", type=whole(1, 100, "passes over a roll-out"), default=Settings.epochs)
+    parser.add_argument("--minibatch", type=whole(1, 1_000_000, "policy steps a gradient step learns from"),
+                        default=Settings.minibatch)
+    parser.add_argument("--lr", type=number(1e-9, 1.0, "a learning rate"), default=2e-5,
                         help="the policy's learning rate: small, as a 60-dimensional Gaussian's ratios are quick to leave PPO's clip")
-    parser.add_argument("--value-lr", type=float, default=1e-3)
+    parser.add_argument("--value-lr", type=number(1e-9, 1.0, "a learning rate"), default=1e-3)
     parser.add_argument("--hidden", default="512,256", help="hidden layer widths (a new run only)")
-    parser.add_argument("--primitives", type=int, default=8, help="the policy's primitives (a new run only)")
+    parser.add_argument("--primitives", type=whole(1, 64, "the policy's primitives"), default=8,
+                        help="the policy's primitives (a new run only)")
     parser.add_argument("--gaits", default="walk,trot,canter", help=f"of {', '.join(GAITS)} (a new run only)")
     parser.add_argument("--no-pushes", action="store_true")
     parser.add_argument("--no-randomise", action="store_true", help="keep the nominal masses and friction")
-    parser.add_argument("--checkpoint-minutes", type=float, default=5.0)
-    parser.add_argument("--evaluate-every", type=int, default=10, help="roll-outs between evaluations of the mean action")
+    parser.add_argument("--checkpoint-minutes", type=minutes, default=5.0)
+    parser.add_argument("--evaluate-every", type=whole(1, math.inf, "roll-outs between evaluations"), default=10,
+                        help="roll-outs between evaluations of the mean action")
     parser.add_argument("--cache", default=None, help="data set cache folder")
-    parser.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=whole(1, 1024, "CPU threads"), default=1, help="CPU threads for torch")
+    parser.add_argument("--seed", type=whole(0, 2**32 - 1, "a seed is a whole number from 0"), default=0)
 
 
 def skeleton_state(skeleton):
