@@ -740,7 +740,8 @@ def view_angles(betwixt, obj, model, joints, capture):
     bones' evaluated heads): whether the model reads the pose the rig shows, whatever its rest pose,
     rolls, units, parents or up axis. A chain's bone from joint to child; a branching joint (hips, chest)
     by the line across its two sided children (its directions to each are the bodies' proportions); bones
-    of some length only; the mean over frames per bone; the mean over bones, the worst and its joint."""
+    of some length only; the mean over frames per bone; the mean over bones, the worst and its joint;
+    None where the add-on cannot read the rig."""
     operators = betwixt.operators
     try:
         rig, retarget, detected = operators.read_retarget(obj, model)
