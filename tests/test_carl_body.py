@@ -97,6 +97,25 @@ def test_the_torso_on_the_floor_is_a_fall(sim, reference):
     assert sim.fallen() and touching & {sim.model.body(n).id for n in TERMINAL}
 
 
+def test_the_observation_is_blind_to_where_the_dog_stands_and_faces(sim, reference):
+    from inference.carl.observation import AHEAD, observe
+
+    t = 20
+    sim.set_state(reference.qpos[t], reference.qvel[t])
+    pose = sim.pose()
+    ahead = (reference.positions[[t + a for a in AHEAD]], reference.rotations[[t + a for a in AHEAD]])
+    turn = quat.from_angle_axis(1.1, np.array([0.0, 0.0, 1.0]))
+    shift = np.array([2.0, -3.0, 0.0])
+    moved = (quat.rotate(turn, pose[0]) + shift, quat.mul(turn, pose[1]), quat.rotate(turn, pose[2]),
+             quat.rotate(turn, pose[3]))
+    there = (quat.rotate(turn, ahead[0]) + shift, quat.mul(turn, ahead[1]))
+    seen = observe(pose, ahead)
+    assert seen.shape == (1 + 15 * 21 + 9 * 21 * len(AHEAD),)
+    assert np.allclose(observe(moved, there), seen, atol=1e-5)
+    lifted = (pose[0] + [0.0, 0.0, 0.1],) + pose[1:]
+    assert observe(lifted, ahead)[0] == pytest.approx(seen[0] + 0.1)   # but not to its height
+
+
 def test_a_skeleton_without_the_dogs_joints_is_refused():
     human = Skeleton(("Hips", "Spine"), [-1, 0], np.zeros((2, 3)))
     with pytest.raises(BetwixtError, match="dog's 21 joints"):

@@ -2,9 +2,9 @@
 the simulated root's heading frame (its position on the floor, turned to face its yaw), so the policy
 is blind to where on the floor the dog stands and which way it faces.
 
-Per joint, the body gives its position (3), its rotation as two columns of its matrix (6), its linear
-and angular velocities (3 + 3); the root's height comes first. Each reference frame of ``AHEAD`` gives
-each joint's position (3) and rotation (6) in the same frame.
+The root's height comes first; then every joint's position (3), every joint's rotation as two columns
+of its matrix (6), every joint's linear and angular velocity (3 + 3); then, for each reference frame
+of ``AHEAD``, every joint's position (3), then every joint's rotation (6), in the same frame.
 """
 
 import numpy as np
@@ -24,30 +24,28 @@ def size(joints):
     return state_size(joints) + 9 * joints * len(AHEAD)
 
 
-def heading(rotation):
-    """The yaw-only rotation (4,) of a root rotation (4,): the turn about Z that takes +X to the
-    horizontal direction of the root's own X axis (the dog's hips' X points back, toward the tail, and
-    stays within about 50 degrees of level in its walks, trots and canters: a steady yaw)."""
+def yaw(rotation):
+    """The yaw (radians) of a root rotation (4,): the heading of the root's own X axis on the floor (the
+    dog's hips' X points back, toward the tail, and stays within about 50 degrees of level in its walks,
+    trots and canters: a steady yaw)."""
     x = quat.rotate(rotation, np.array([1.0, 0.0, 0.0]))
-    yaw = np.arctan2(x[1], x[0])
-    return quat.from_angle_axis(yaw, np.array([0.0, 0.0, 1.0]))
-
-
-def two_columns(q):
-    """(..., 6) the first two columns of the rotation matrices of ``q`` (..., 4): continuous, unlike q."""
-    return quat.to_matrix(q)[..., :, :2].reshape(q.shape[:-1] + (6,))
+    return np.arctan2(x[1], x[0])
 
 
 def observe(pose, ahead):
     """(size(J),) float32: ``pose`` the simulated joints' world positions, rotations, linear and angular
     velocities ((J, 3), (J, 4), (J, 3), (J, 3): ``Simulation.pose``), ``ahead`` the reference's world
-    positions and rotations ((A, J, 3), (A, J, 4)) at the frames ``AHEAD``."""
+    positions and rotations ((A, J, 3), (A, J, 4)) at the frames ``AHEAD``. Rotations are the first two
+    columns of their matrices, continuous where quaternions are not."""
     pos, rot, lin, ang = pose
-    face = quat.inv(heading(rot[0]))
-    origin = np.array([pos[0, 0], pos[0, 1], 0.0])
     ref_pos, ref_rot = ahead
-    parts = [pos[:1, 2],
-             quat.rotate(face, pos - origin).ravel(), two_columns(quat.mul(face, rot)).ravel(),
-             quat.rotate(face, lin).ravel(), quat.rotate(face, ang).ravel(),
-             quat.rotate(face, ref_pos - origin).ravel(), two_columns(quat.mul(face, ref_rot)).ravel()]
-    return np.concatenate(parts).astype(np.float32)
+    theta = yaw(rot[0])
+    c, s = np.cos(theta), np.sin(theta)
+    turn = np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])       # world into the heading frame
+    origin = np.array([pos[0, 0], pos[0, 1], 0.0])
+    matrices = turn @ quat.to_matrix(np.concatenate([rot, ref_rot.reshape(-1, 4)]))
+    vectors = np.concatenate([pos - origin, lin, ang, ref_pos.reshape(-1, 3) - origin]) @ turn.T
+    j = len(pos)
+    columns = matrices[..., :2].reshape(len(matrices), 6)
+    return np.concatenate([pos[:1, 2], vectors[:j].ravel(), columns[:j].ravel(), vectors[j:2 * j].ravel(),
+                           vectors[2 * j:3 * j].ravel(), vectors[3 * j:].ravel(), columns[j:].ravel()]).astype(np.float32)
