@@ -14,6 +14,8 @@ import numpy as np
 from ..inference import quat
 from .rig import Rig, affine_inverse, matrix_to_quat, rotation_part
 
+INSIDE = 4   # a gap's frames evaluated: every INSIDE-th
+
 
 def driven(obj, rig, bones):
     """Whether any of ``bones`` (indices) or a bone above them has a constraint, a driver, or
@@ -54,12 +56,14 @@ def pose_matrices(obj, frames, bones, progress=None):
 
 def pose_around(obj, frames, bones, gaps):
     """:func:`pose_matrices` on the whole, consecutive ``frames``, evaluated outside the ``gaps`` ((a, b)
-    key pairs) only: inside a gap the pose is its two keys' blended (:func:`interpolated`), since the
-    model replaces it and only a control's place beside its bone is read there, which keys rarely change."""
+    key pairs) and on every INSIDE-th frame within them, blended between (:func:`interpolated`): the model
+    replaces a gap's pose, and only a control's place beside its bone is read there, which changes
+    slowly (an IK chain's root turns with the solution) but changes."""
     frames = np.asarray(frames)
     inside = np.zeros(len(frames), dtype=bool)
     for a, b in gaps:
         inside |= (frames > a) & (frames < b)
+    inside[::INSIDE] = False
     rows = np.flatnonzero(~inside)
     return interpolated(pose_matrices(obj, frames[rows], bones), rows, len(frames))
 
