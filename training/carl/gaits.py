@@ -7,6 +7,8 @@ about the speeds Follow Path gives the dog's three gaits, 1, 1.8 and 3 m/s). The
 (``training/mann/data.TEST_CLIPS``) are never read.
 """
 
+from dataclasses import replace
+
 import numpy as np
 
 from inference.dataset import clip_stem
@@ -36,11 +38,6 @@ def stretches(data, gaits, units_per_metre=100.0):
                 continue
             gait = gait_of(float(np.median(speed[a:b])))
             if gait in gaits:
-                found.append((_named(motion.frames(a, b), f"{clip_stem(name)}@{a}"), gait))
+                found.append((replace(motion.frames(a, b), name=f"{clip_stem(name)}@{a}"), gait))
     return found
 
-
-def _named(motion, name):
-    from dataclasses import replace
-
-    return replace(motion, name=name)
