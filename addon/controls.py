@@ -21,7 +21,6 @@ import numpy as np
 from mathutils import Matrix
 
 from ..inference import quat
-from ..inference.errors import BetwixtError
 from . import rigify
 from .evaluated import interpolated
 from .pose_io import bone_path, sample
@@ -202,16 +201,6 @@ def drive(rig, entries, deform, mapped, joint_names, control_pose, deform_pose, 
     rigid[..., :3, :3] = rotation_part(rigid)
     offsets = affine_inverse(rigid) @ control_pose[:, keep]
     return Drive(rig, [entries[k] for k in keep], bones, follows, offsets, deform.source[1][follows], first)
-
-
-def check_keys(entries, rig, keyed):
-    """Refuse keys that sit on bones the control map neither reads nor writes while none is on a control:
-    ``keyed`` the bone names that hold keys."""
-    names = {e.control for e in entries}
-    if keyed and not names & set(keyed):
-        shown = ", ".join(sorted(keyed)[:4])
-        raise BetwixtError(f"the action's keys are on bones no control of Betwixt's control map drives ({shown}); "
-                           "key the rig's controls (torso, FK or IK limbs) or edit the control map")
 
 
 KINDS = {"both": "COPY_TRANSFORMS", "rotation": "COPY_ROTATION", "location": "COPY_LOCATION"}
