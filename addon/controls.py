@@ -23,7 +23,7 @@ from mathutils import Matrix
 from ..inference import quat
 from . import rigify
 from .evaluated import interpolated
-from .pose_io import bone_path, sample
+from .pose_io import Channels, bone_path, sample
 from .rig import affine_inverse, matrix_to_quat, quat_to_channels, rotation_part
 
 CHANNELS = [("BOTH", "Location and Rotation", "A root, torso or IK control: where it is and how it turns"),
@@ -226,13 +226,15 @@ def bake(obj, drive, frames, targets, wanted):
     scene = bpy.context.scene
     current, sub = scene.frame_current, scene.frame_subframe
     world = np.array(obj.matrix_world)
-    empties, constraints = [], []
+    empties, curves, constraints = [], [], []
     try:
         for c, (bone, entry) in enumerate(zip(drive.bones, drive.entries)):
-            empties.append(_keyed_empty(scene, frames, world @ targets[:, c]))
+            empty, keyed = _keyed_empty(scene, frames, world @ targets[:, c])
+            empties.append(empty)
+            curves.append(keyed)
             pb = obj.pose.bones[drive.rig.names[bone]]
             con = pb.constraints.new(KINDS[entry.channels])
-            con.name, con.target = BAKE, empties[-1]
+            con.name, con.target = BAKE, empty
             constraints.append((pb, con))
         rows = np.unique(np.r_[np.arange(0, len(frames), SPARSE), len(frames) - 1]) if len(frames) else []
         last = np.inf
@@ -251,8 +253,8 @@ def bake(obj, drive, frames, targets, wanted):
                 moved[:, roots] = _twisted(placed[:, roots], got[:, roots], wanted[rows][:, roots],
                                            wanted[rows][:, ends])
             targets = interpolated(moved @ affine_inverse(targets[rows]), rows, len(frames)) @ targets
-            for c, empty in enumerate(empties):
-                _rekey(empty, world @ targets[:, c])
+            for c, keyed in enumerate(curves):
+                _rekey(keyed, frames, world @ targets[:, c])
         got, _, channels = _evaluated(obj, drive, frames, local=True)
         return channels + (np.linalg.norm(got[..., :3, 3] - wanted[..., :3, 3], axis=-1),)
     finally:
@@ -313,35 +315,31 @@ def _values(matrices):
             "scale": np.linalg.norm(matrices[:, :3, :3], axis=-2)}
 
 
-def _rekey(empty, matrices):
-    """The Empty's keys (see :func:`_keyed_empty`) moved onto ``matrices``."""
+def _rekey(curves, frames, matrices):
+    """An Empty's ``curves`` (see :func:`_keyed_empty`) keyed on ``frames`` to the world ``matrices``."""
     values = _values(matrices)
-    for fc in empty.animation_data.action.layers[0].strips[0].channelbags[0].fcurves:
-        co = np.empty(2 * len(fc.keyframe_points))
-        fc.keyframe_points.foreach_get("co", co)
-        co[1::2] = values[fc.data_path][:, fc.array_index]
-        fc.keyframe_points.foreach_set("co", co)
+    at = np.asarray(frames, dtype=np.float64)
+    for fc in curves:
+        fc.keyframe_points.foreach_set("co", np.stack([at, values[fc.data_path][:, fc.array_index]], -1).reshape(-1))
         fc.update()
 
 
 def _keyed_empty(scene, frames, matrices):
-    """An Empty in ``scene`` keyed on ``frames`` to the world ``matrices`` (frames, 4, 4), linear between."""
+    """``(empty, curves)``: an Empty in ``scene`` keyed on ``frames`` to the world ``matrices`` (frames, 4, 4),
+    linear between, its curves made as the add-on makes any (:class:`.pose_io.Channels`)."""
     empty = bpy.data.objects.new(BAKE, None)
     scene.collection.objects.link(empty)
     empty.rotation_mode = "QUATERNION"
-    action = bpy.data.actions.new(BAKE)
-    empty.animation_data_create().action = action
-    values = _values(matrices)
+    empty.animation_data_create().action = bpy.data.actions.new(BAKE)
+    channels = Channels(empty)
+    curves = [channels.new(path, i, None) for path, count in (("location", 3), ("rotation_quaternion", 4),
+                                                                ("scale", 3)) for i in range(count)]
     linear = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["LINEAR"].value
-    at = np.asarray(frames, dtype=np.float64)
-    for path, array in values.items():
-        for i in range(array.shape[1]):
-            fc = action.fcurve_ensure_for_datablock(empty, path, index=i)
-            fc.keyframe_points.add(len(at))
-            fc.keyframe_points.foreach_set("co", np.stack([at, array[:, i]], -1).reshape(-1))
-            fc.keyframe_points.foreach_set("interpolation", np.full(len(at), linear, np.int32))
-            fc.update()
-    return empty
+    for fc in curves:
+        fc.keyframe_points.add(len(frames))
+        fc.keyframe_points.foreach_set("interpolation", np.full(len(frames), linear, np.int32))
+    _rekey(curves, frames, matrices)
+    return empty, curves
 
 
 def edits(obj, channels, drive, frames, gaps, wanted):

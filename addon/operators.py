@@ -15,8 +15,8 @@ import bpy
 import numpy as np
 
 from ..inference import contacts, guard, quat
-from ..inference.check import check_result
 from ..inference.bvh import read_bvh, write_bvh
+from ..inference.check import check_result
 from ..inference.errors import BetwixtError
 from ..inference.mapping import describe
 from ..inference.modelfile import KINDS, ModelError, runtime_class
@@ -152,16 +152,15 @@ def read_retarget(obj, model):
     joints, detected = mapping.mapping_for(obj, model.skeleton, rig)
     place = model.layout
     try:
-        moving = lambda: in_motion(obj, rig, sorted(joints.values()))   # noqa: E731
         if evaluated.driven(obj, rig, joints.values()):
             rig = evaluated.deform_rig(rig, joints, model.skeleton.parents)
             if rig is None:
                 raise MappingError("a mapped bone comes before the bone of its joint's parent in the rig's bone "
                                    "order; re-enter Edit Mode once, or map the bones again")
             joints = {j: int(np.searchsorted(rig.source[1], b)) for j, b in joints.items()}
-            moving = lambda: evaluated_motion(obj, rig)   # noqa: E731
         retarget = Retarget.build(model.skeleton, rig, joints, world_matrix(obj), up=place.up,
-                                  trajectory=place.trajectory, reference=reference_pose(model), moving=moving)
+                                  trajectory=place.trajectory, reference=reference_pose(model),
+                                  moving=lambda: in_motion(obj, rig, sorted(joints.values())))
     except MappingError as e:
         raise MappingError(f"armature {obj.name!r} for model {model.name}: {e}") from None
     return rig, retarget, detected
@@ -169,28 +168,20 @@ def read_retarget(obj, model):
 
 def in_motion(obj, rig, bones):
     """Armature-space pose matrices (F, bones, 4, 4) of the rig on up to STANCE_FRAMES frames spread evenly
-    from the first key of the ``bones``' curves to the last; None where the action has fewer than two."""
+    from the first key to the last (of the ``bones``' curves; of any bone on a control rig, whose deform
+    skeleton ``rig`` is then read as Blender evaluates it); None where the action has fewer than two."""
     if obj.animation_data is None or obj.animation_data.action is None:
         return None
     channels = Channels(obj)
-    keys = key_frames(channels, [rig.names[b] for b in bones])
+    keys = key_frames(channels, [b.name for b in obj.pose.bones] if rig.source is not None
+                      else [rig.names[b] for b in bones])
     if len(keys) < 2:
         return None
     frames = np.unique(np.round(np.linspace(keys[0], keys[-1], STANCE_FRAMES)))
+    if rig.source is not None:
+        return evaluated.pose_matrices(obj, frames, rig.source[1])
     location, rotation, scale, _ = sample(obj, channels, rig, frames, bones)
     return rig.pose(location, rotation, scale)
-
-
-def evaluated_motion(obj, rig):
-    """:func:`in_motion` of a control rig's deform skeleton ``rig``, as Blender evaluates it, over the keys of
-    its controls."""
-    if obj.animation_data is None or obj.animation_data.action is None:
-        return None
-    keys = key_frames(Channels(obj), [e.control for e in controls.entries_for(obj)])
-    if len(keys) < 2:
-        return None
-    frames = np.unique(np.round(np.linspace(keys[0], keys[-1], STANCE_FRAMES)))
-    return evaluated.pose_matrices(obj, frames, rig.source[1])
 
 
 def reference_pose(model):
