@@ -4,13 +4,16 @@ Imports ``bpy`` and ``..inference``; never torch. Modules: :mod:`.preferences` (
 :mod:`.mapping` (joints ↔ bones), :mod:`.rigify` and :mod:`.controls` (the controls that drive them),
 :mod:`.evaluated` (the pose Blender evaluates), :mod:`.rig` and :mod:`.retarget` (pose maths, numpy only),
 :mod:`.pose_io` (F-curves in, keys out), :mod:`.transitions` (the model over a scene's gaps),
-:mod:`.jobs` (worker thread, progress, Esc), :mod:`.operators`, :mod:`.locomotion` (Follow Path),
+:mod:`.jobs` (worker thread, progress, Esc), :mod:`.plan` (reading the scene), :mod:`.writing` (keys out),
+:mod:`.options` (shared operator options), :mod:`.generate` (Fill Gaps, Decompress), :mod:`.variants`,
+:mod:`.mapping_operators`, :mod:`.export` (training data), :mod:`.locomotion` (Follow Path),
 :mod:`.continuation` (Continue), :mod:`.library` (Transitions) and :mod:`.panels` (the user interface).
 """
 
 import bpy
 
-from . import continuation, controls, library, locomotion, mapping, operators, panels, preferences
+from . import (continuation, controls, export, generate, library, locomotion, mapping, mapping_operators, panels,
+               preferences, variants)
 
 CLASSES = (
     preferences.BetwixtPreferences,
@@ -19,17 +22,17 @@ CLASSES = (
     controls.BETWIXT_UL_controls,
     controls.BETWIXT_OT_control_add,
     controls.BETWIXT_OT_control_remove,
-    operators.BETWIXT_PG_action_choice,
+    export.BETWIXT_PG_action_choice,
     panels.BETWIXT_PG_settings,
-    operators.BETWIXT_OT_fill_gaps,
-    operators.BETWIXT_OT_decompress,
-    operators.BETWIXT_OT_variants,
-    operators.BETWIXT_OT_preview_variant,
-    operators.BETWIXT_OT_apply_variant,
-    operators.BETWIXT_OT_discard_variants,
-    operators.BETWIXT_OT_detect_mapping,
-    operators.BETWIXT_OT_clear_mapping,
-    operators.BETWIXT_OT_export_training_data,
+    generate.BETWIXT_OT_fill_gaps,
+    generate.BETWIXT_OT_decompress,
+    variants.BETWIXT_OT_variants,
+    variants.BETWIXT_OT_preview_variant,
+    variants.BETWIXT_OT_apply_variant,
+    variants.BETWIXT_OT_discard_variants,
+    mapping_operators.BETWIXT_OT_detect_mapping,
+    mapping_operators.BETWIXT_OT_clear_mapping,
+    export.BETWIXT_OT_export_training_data,
     locomotion.BETWIXT_OT_follow_path,
     continuation.BETWIXT_OT_continue_motion,
     library.BETWIXT_OT_transitions,

@@ -5,9 +5,9 @@ walk of a Motion VAE (:meth:`..inference.mvae.runtime.MVAEModel.walk`), kept as 
 (the start pose, the one before it, and the floor under the feet) to the frames to key; ``compute``
 (worker thread) walks the model from the current frame, one continuation after another (progress and
 Esc between them), samples each walk on the scene's frames and, with Plant Feet, plants its feet
-(:func:`.operators.planted`: the second before the current frame is their context, so a foot standing
+(:func:`.writing.planted`: the second before the current frame is their context, so a foot standing
 there stays where it stood, and nothing after the continuation is); ``finish`` keys each into its own copy
-of the action as Variants does (:func:`.operators.keep_variants`): up to N keys after the current
+of the action as Variants does (:func:`.variants.keep_variants`): up to N keys after the current
 frame are replaced, the keys up to it stay as they were. Preview, Apply and Discard are the Variants'.
 """
 
@@ -20,9 +20,11 @@ import numpy as np
 from ..inference import quat
 from ..inference.errors import BetwixtError
 from ..inference.inbetween import floor
-from . import transitions
+from . import options, transitions
 from .jobs import JobOperator
-from .operators import check_original, keep_variants, keyed_bones, plan_over, planted, read_retarget, scene_fps
+from .plan import keyed_bones, plan_over, read_retarget, scene_fps
+from .variants import check_original, keep_variants
+from .writing import planted
 from .pose_io import Channels, active_armature, key_frames
 from .preferences import model_for
 
@@ -103,14 +105,10 @@ class BETWIXT_OT_continue_motion(JobOperator, bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
     verb = "Continuing"
 
-    count: bpy.props.IntProperty(name="Continuations", description="How many continuations to make", default=4,
-                                 min=1, max=16)
-    frames: bpy.props.IntProperty(name="Frames", description="How many frames each continuation keys after the "
-                                  "current frame", default=60, min=1, soft_max=600, max=3600)
-    seed: bpy.props.IntProperty(name="Seed", description="Which continuations (continuation i is walk seed + i)",
-                                default=0, min=0)
-    plant_feet: bpy.props.BoolProperty(name="Plant Feet", description="Hold feet that touch the ground where "
-                                       "they stand (foot IK after the model)", default=True)
+    count: options.count("Continuations", "How many continuations to make", 1)
+    frames: options.FRAMES
+    seed: options.seed("Which continuations (continuation i is walk seed + i)")
+    plant_feet: options.PLANT_FEET
 
     def prepare(self, context):
         return read_start(context, self.count, self.frames, self.seed, self.plant_feet)
@@ -119,7 +117,7 @@ class BETWIXT_OT_continue_motion(JobOperator, bpy.types.Operator):
         return walks(plan, progress, cancelled)
 
     def finish(self, context, plan, result):
-        made = keep_variants(plan, result, label="continuation")
+        made = yield from keep_variants(plan, result, label="continuation")
         a, b = plan.gaps[0]
         return (f"Betwixt: {len(made)} continuation{'s' * (len(made) != 1)} of frames {a + 1}–{b - 1} by model "
                 f"{plan.model.name} in actions '{made[0].name}' … '{made[-1].name}'; preview and apply one in "

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import bpy
 import numpy as np
-from mathutils import Matrix
 
 from ..inference import quat
 from . import rigify
@@ -212,7 +211,7 @@ SPARSE = 4          # the passes evaluate every SPARSE-th frame; corrections are
 
 
 def bake(obj, drive, frames, targets, wanted):
-    """The controls' local channels that put the deform bones on ``wanted`` (frames, controls, 4, 4: each
+    """Steps (see :mod:`.jobs`) that return the controls' local channels that put the deform bones on ``wanted`` (frames, controls, 4, 4: each
     control's deform bone), armature space, on scene ``frames``, starting from the controls' ``targets``
     (frames, controls, 4, 4): location (frames, controls, 3), rotation quaternions (frames, controls, 4) and
     how far each deform bone's head ends from where it was wanted (frames, controls).
@@ -222,7 +221,7 @@ def bake(obj, drive, frames, targets, wanted):
     shift that would carry its deform bone from where it went onto where it was wanted (exact for an FK
     bone on its control; a few passes for a bone that IK or a spine's interpolation places), the moves
     interpolated over the frames between. A last evaluation of every frame reads the channels. Nothing of
-    the rig is changed when this returns."""
+    the rig is changed when this returns, or when the steps are closed (Esc) between two frames."""
     scene = bpy.context.scene
     current, sub = scene.frame_current, scene.frame_subframe
     world = np.array(obj.matrix_world)
@@ -237,9 +236,11 @@ def bake(obj, drive, frames, targets, wanted):
             con.name, con.target = BAKE, empty
             constraints.append((pb, con))
         rows = np.unique(np.r_[np.arange(0, len(frames), SPARSE), len(frames) - 1]) if len(frames) else []
-        last = np.inf
+        last, done = np.inf, 0
         for _ in range(PASSES):
-            got, placed, _ = _evaluated(obj, drive, np.asarray(frames)[rows])
+            got, placed, _ = yield from _evaluated(obj, drive, np.asarray(frames)[rows],
+                                                   (done, PASSES * len(rows) + len(frames)))
+            done += len(rows)
             apart = got - wanted[rows]   # heads, and the bones' directions over a REACH of their length
             miss = np.max(np.linalg.norm(apart[..., :3, 3], axis=-1) + REACH * np.linalg.norm(apart[..., :3, 1], axis=-1),
                           initial=0.0)
@@ -255,7 +256,7 @@ def bake(obj, drive, frames, targets, wanted):
             targets = interpolated(moved @ affine_inverse(targets[rows]), rows, len(frames)) @ targets
             for c, keyed in enumerate(curves):
                 _rekey(keyed, frames, world @ targets[:, c])
-        got, _, channels = _evaluated(obj, drive, frames, local=True)
+        got, _, channels = yield from _evaluated(obj, drive, frames, (done, done + len(frames)), local=True)
         return channels + (np.linalg.norm(got[..., :3, 3] - wanted[..., :3, 3], axis=-1),)
     finally:
         for pb, con in constraints:
@@ -268,9 +269,11 @@ def bake(obj, drive, frames, targets, wanted):
         scene.frame_set(current, subframe=sub)
 
 
-def _evaluated(obj, drive, frames, local=False):
-    """On each of ``frames``, evaluated: the followed deform bones (rigid) and the controls, armature-space
-    (frames, controls, 4, 4), and with ``local`` the controls' local channels ``(location, quaternion)``."""
+def _evaluated(obj, drive, frames, share, local=False):
+    """Steps that return, on each of ``frames``, evaluated: the followed deform bones (rigid) and the controls,
+    armature-space (frames, controls, 4, 4), and with ``local`` the controls' local channels ``(location,
+    quaternion)``. After each frame they yield the share of the bake done, ``(done + frames so far) / total``
+    for ``share`` ``(done, total)``."""
     scene = bpy.context.scene
     flat = np.empty(len(obj.pose.bones) * 16, dtype=np.float32)
     pose = [obj.pose.bones[drive.rig.names[b]] for b in drive.bones]
@@ -284,6 +287,7 @@ def _evaluated(obj, drive, frames, local=False):
         if local:
             for c, pb in enumerate(pose):
                 basis[i, c] = obj.convert_space(pose_bone=pb, matrix=pb.matrix, from_space="POSE", to_space="LOCAL")
+        yield (share[0] + i + 1) / share[1]
     got[..., :3, :3] = rotation_part(got)
     return got, placed, (basis[..., :3, 3], matrix_to_quat(rotation_part(basis))) if local else None
 
@@ -343,11 +347,12 @@ def _keyed_empty(scene, frames, matrices):
 
 
 def edits(obj, channels, drive, frames, gaps, wanted):
-    """(bone, channel, frames, values, ends) for :func:`.pose_io.write_bone_keys`: the controls' keys on
+    """Steps (:func:`bake`'s) that return (bone, channel, frames, values, ends) for
+    :func:`.pose_io.write_bone_keys`: the controls' keys on
     ``frames`` (inside ``gaps``) that put their deform bones on ``wanted`` (frames, controls, 4, 4); a
     control's new curve gets keys on the gaps' ends with its values there, so nothing outside the gaps
     moves. Sets ``drive.missed``."""
-    location, rotation, apart = bake(obj, drive, frames, wanted @ drive.offsets_at(frames), wanted)
+    location, rotation, apart = yield from bake(obj, drive, frames, wanted @ drive.offsets_at(frames), wanted)
     worst = np.argmax(apart, axis=0) if len(frames) else []
     drive.missed = [(drive.rig.names[d], int(frames[w]), float(apart[w, c]))
                     for c, (d, w) in enumerate(zip(drive.deform, worst))]

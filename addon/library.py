@@ -2,10 +2,10 @@
 
 A game's locomotion needs a transition from each of its states to each other (issue 44). ``prepare`` reads
 each chosen action into the model's space as the other operators read a gap (assigned to the armature for
-the time of its reading, :func:`.operators.plan_over` over its keys and the transition's length after them);
+the time of its reading, :func:`.plan.plan_over` over its keys and the transition's length after them);
 ``compute`` is :func:`..inference.library.generate` (numpy and the model only); ``finish`` keys each take's
 transition, from the source's leave frame to the target's enter frame, into an action of its own named
-"<source> -> <target> <i>" through :func:`.operators.key_edits` and :func:`.pose_io.write_bone_keys`, so that
+"<source> -> <target> <i>" through :func:`.writing.key_edits` and :func:`.pose_io.write_bone_keys`, so that
 a control rig gets keys on its controls. All or nothing, one undo step; the actions are listed in the panel
 for preview, discarded together, and exported as one FBX file with a take each (Blender's own exporter).
 """
@@ -17,9 +17,11 @@ import numpy as np
 
 from ..inference import library
 from ..inference.errors import BetwixtError
-from . import mapping
-from .jobs import JobOperator
-from .operators import armature_actions, key_edits, keyed_bones, plan_over, read_retarget, scene_fps
+from . import mapping, options
+from .jobs import JobOperator, drained
+from .export import armature_actions
+from .plan import keyed_bones, plan_over, read_retarget, scene_fps
+from .writing import key_edits
 from .pose_io import Channels, KeyStyle, active_armature, key_frames, write_bone_keys
 from .preferences import model_for
 from .transitions import SAME_RATE, Cancelled
@@ -39,7 +41,7 @@ ENTERS = [("AUTO", "Best Match", "The frame within a second of the start whose p
 @dataclass
 class Source:
     """One chosen action read in model space: its scene frames from ``start`` (its first key), the clip (its
-    keys' range), and the :class:`.operators.Plan` the transitions leaving it are written through (its frames
+    keys' range), and the :class:`.plan.Plan` the transitions leaving it are written through (its frames
     run on past its last key by the transition's length, the channels there as Blender extrapolates them)."""
 
     action: str
@@ -133,15 +135,12 @@ class BETWIXT_OT_transitions(JobOperator, bpy.types.Operator):
 
     length: bpy.props.IntProperty(name="Length", description="Frames of each transition, strictly between the "
                                   "leave and the enter frame", default=30, min=0, soft_min=1, soft_max=120)
-    count: bpy.props.IntProperty(name="Variants", description="Transitions per pair of actions", default=4,
-                                 min=1, max=16)
+    count: options.count("Variants", "Transitions per pair of actions", 1)
     leave: bpy.props.EnumProperty(name="Leave", description="Where the source action is left", items=LEAVES)
     enter: bpy.props.EnumProperty(name="Enter", description="Where the target action is entered", items=ENTERS)
-    variation: bpy.props.FloatProperty(name="Variation", description="How different the variants are",
-                                       default=1.0, min=0.0, soft_max=2.0)
-    seed: bpy.props.IntProperty(name="Seed", description="Which variants", default=0, min=0)
-    plant_feet: bpy.props.BoolProperty(name="Plant Feet", description="Hold feet that touch the ground where "
-                                       "they stand (foot IK after the model)", default=True)
+    variation: options.variation(1.0)
+    seed: options.seed("Which variants")
+    plant_feet: options.PLANT_FEET
 
     def prepare(self, context):
         obj = active_armature(context)
@@ -252,7 +251,7 @@ def write_take(obj, plan, source, channels, take):
     rotations[rows], positions[rows] = take.motion.rotations[a:b + 1], take.motion.positions[a:b + 1]
     motion = replace(p.motion, rotations=rotations, positions=positions)
     gaps = [(first - 1, last + 1)]
-    rig, edits = key_edits(p, channels, motion, gaps, 1)
+    rig, edits = drained(key_edits(p, channels, motion, gaps, 1))
     action = bpy.data.actions.new("betwixt transition")
     action.use_fake_user = True
     action[LIBRARY] = plan.object_name

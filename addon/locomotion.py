@@ -17,9 +17,10 @@ import numpy as np
 from ..inference import contacts
 from ..inference.errors import BetwixtError
 from ..inference.mann.path import GAITS, Path
-from . import transitions
+from . import options, transitions
 from .jobs import JobOperator
-from .operators import Plan, plan_over, read_retarget, resolve, scene_fps, write_plan
+from .plan import Plan, plan_over, read_retarget, resolve, scene_fps
+from .writing import write_plan
 from .pose_io import Channels, active_armature
 from .preferences import model_for
 
@@ -191,8 +192,7 @@ class BETWIXT_OT_follow_path(JobOperator, bpy.types.Operator):
                                      options={"SKIP_SAVE"})
     gait: bpy.props.EnumProperty(name="Speed", description="How fast the character moves along the curve",
                                  items=SPEEDS)
-    plant_feet: bpy.props.BoolProperty(name="Plant Feet", description="Hold feet that touch the ground where "
-                                       "they stand (foot IK after the model)", default=True)
+    plant_feet: options.PLANT_FEET
 
     def prepare(self, context):
         for prop, default in (("frame_start", context.scene.frame_start), ("frame_end", context.scene.frame_end)):
@@ -209,7 +209,7 @@ class BETWIXT_OT_follow_path(JobOperator, bpy.types.Operator):
         plan = route.keys
         obj, channels, undo = _target(plan)
         try:
-            keyed = write_plan(plan, channels, motion, plan.gaps, 1, False, path=route.path.points)
+            keyed = yield from write_plan(plan, channels, motion, plan.gaps, 1, False, path=route.path.points)
         except BaseException:
             if undo is not None:
                 undo()
@@ -219,7 +219,7 @@ class BETWIXT_OT_follow_path(JobOperator, bpy.types.Operator):
 
 
 def _target(plan):
-    """``(armature, channels, undo)``: the plan's armature and action as read (:func:`.operators.resolve`),
+    """``(armature, channels, undo)``: the plan's armature and action as read (:func:`.plan.resolve`),
     or, for an armature that had no action, a new one, which ``undo()`` takes away again (else None)."""
     if plan.action_name is not None:
         return (*resolve(plan), None)

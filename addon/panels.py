@@ -3,10 +3,10 @@
 import bpy
 
 from ..inference.modelfile import ModelError
-from . import controls, mapping
+from . import controls, mapping, options
 from .library import ENTERS, LEAVES, choices, transitions_of
 from .locomotion import SPEEDS
-from .operators import SOURCES, original_of, variants_of
+from .variants import SOURCES, original_of, variants_of
 from .preferences import draw_error, draw_model, model_for
 
 # What unmapped joints cost (docs/rig-suite.md: a rig without toes, a spine of one bone against the
@@ -17,36 +17,23 @@ UNMAPPED_COST = "Read in the model's average pose: 5-50 % more error"
 class BETWIXT_PG_settings(bpy.types.PropertyGroup):
     """The panel's options, kept per scene and handed to the operators."""
 
-    step: bpy.props.IntProperty(name="Key Every", description="Key every frame (1) or every Nth frame",
-                                default=1, min=1, soft_max=10)
-    breakdown: bpy.props.BoolProperty(name="As Breakdowns", description="Mark generated keys as Breakdowns",
-                                      default=False)
-    blend: bpy.props.IntProperty(name="Target Blend", description="Frames over which the motion is pulled "
-                                 "onto the next key (the whole gap when it is shorter; 0: the model's own, 10 "
-                                 "frames for a human model, the whole gap for the dog's)", default=0, min=0,
-                                 soft_max=60)
-    variation: bpy.props.FloatProperty(name="Variation", description="How far Fill Gaps and Decompress may "
-                                       "stray from the most likely motion", default=0.0, min=0.0, soft_max=2.0)
-    seed: bpy.props.IntProperty(name="Seed", default=0, min=0)
-    count: bpy.props.IntProperty(name="Variants", description="How many variants to make", default=4,
-                                 min=2, max=16)
-    source: bpy.props.EnumProperty(name="Source", description="Where the variants' variety comes from",
-                                   items=[("NOISE", "Noise (RTN)", "The in-betweening model's noise input"),
-                                          ("MVAE", "Motion VAE", "The Motion VAE's latent space")])
-    continuations: bpy.props.IntProperty(name="Continuations", description="How many continuations Continue "
-                                         "makes", default=4, min=1, max=16)
-    frames: bpy.props.IntProperty(name="Frames", description="How many frames each continuation keys after the "
-                                  "current frame", default=60, min=1, soft_max=600, max=3600)
-    plant_feet: bpy.props.BoolProperty(name="Plant Feet", description="Hold feet that touch the ground where "
-                                       "they stand (foot IK after the model)", default=True)
+    step: options.STEP
+    breakdown: options.BREAKDOWN
+    blend: options.BLEND
+    variation: options.variation(0.0, "How far Fill Gaps and Decompress may stray from the most likely motion")
+    seed: options.seed("Which variation, variants or continuations")
+    count: options.count("Variants", "How many variants to make", 2)
+    source: options.SOURCE
+    continuations: options.count("Continuations", "How many continuations Continue makes", 1)
+    frames: options.FRAMES
+    plant_feet: options.PLANT_FEET
     show_mapping: bpy.props.BoolProperty(name="Show Bone Mapping", default=False)
     gait: bpy.props.EnumProperty(name="Speed", description="How fast Follow Path moves the character along "
                                  "the curve", items=SPEEDS)
     show_transitions: bpy.props.BoolProperty(name="Transitions", default=False)
     transition_length: bpy.props.IntProperty(name="Length", description="Frames of each transition", default=30,
                                              min=1, soft_max=120)
-    transition_count: bpy.props.IntProperty(name="Variants", description="Transitions per pair of actions",
-                                            default=4, min=1, max=16)
+    transition_count: options.count("Variants", "Transitions per pair of actions", 1)
     leave: bpy.props.EnumProperty(name="Leave", description="Where each source action is left", items=LEAVES)
     enter: bpy.props.EnumProperty(name="Enter", description="Where each target action is entered", items=ENTERS)
     transition_index: bpy.props.IntProperty()

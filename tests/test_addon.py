@@ -405,19 +405,19 @@ def test_failures_change_nothing_and_say_what_to_do(addon, clip, tmp_path, monke
 def test_a_broken_result_is_refused_with_its_frames_and_nothing_is_written(addon, clip, monkeypatch):
     """The result check before writing: a fill that came back with NaN on some frames (a model that
     diverged, a planting that spread a NaN) is one error naming the scene frames, and no key changes."""
-    from betwixt.addon import operators
+    from betwixt.addon import transitions
     path, _ = clip
     obj = import_bvh(path)
     a, b = GAP
     cut(obj, a, b)
-    fill = operators.transitions.fill
+    fill = transitions.fill
 
     def diverged(*args, **kwargs):
         out = fill(*args, **kwargs)
         rotations = out.rotations.copy()
         rotations[a + 5 - args[2]:a + 8 - args[2]] = np.nan   # scene frames a+5 .. a+7
         return replace(out, rotations=rotations)
-    monkeypatch.setattr(operators.transitions, "fill", diverged)
+    monkeypatch.setattr(transitions, "fill", diverged)
     before = snapshot(obj)
     with pytest.raises(RuntimeError, match=r"not a number .*nothing was written") as refused:
         bpy.ops.betwixt.fill_gaps()
@@ -514,14 +514,14 @@ def key_rig(obj, names, motion):
     pose included): from rest positions a bone's twist about itself is a choice, and the model sees
     the clip only if writer and reader make the same one. Returns that Retarget.
     """
-    from betwixt.addon import operators, pose_io
+    from betwixt.addon import plan as reading, pose_io
     from betwixt.addon.preferences import load_model
     from betwixt.addon.retarget import Retarget
     from betwixt.addon.rig import channel_count, channel_path, quat_to_channels, quat_to_euler
     rig = pose_io.read_rig(obj)
     mapping = {j: rig.names.index(n) for j, n in enumerate(names)}
     retarget = Retarget.build(motion.skeleton, rig, mapping, pose_io.world_matrix(obj),
-                              reference=operators.reference_pose(load_model()))
+                              reference=reading.reference_pose(load_model()))
     n = motion.n_frames
     t = np.arange(n) / 30.0
     location = np.zeros((n, len(rig), 3))
@@ -609,11 +609,11 @@ def bandai_walk(mocap, tmp_path, a, b):
 
 def test_bandai_rig_is_mapped_and_its_bones_point_where_the_model_s_do(addon, mocap, tmp_path):
     """Another skeleton (Bandai: _L/_R names, joint_Root, two spine bones, other rest pose and units)."""
-    from betwixt.addon import operators, transitions
+    from betwixt.addon import plan as reading, writing, transitions
     a, b = 60, 85
     obj = bandai_walk(mocap, tmp_path, a, b)
     before = snapshot(obj)
-    plan = operators.read_plan(bpy.context, operators.selected_gaps)
+    plan = reading.read_plan(bpy.context, reading.selected_gaps)
     assert bpy.ops.betwixt.fill_gaps() == {"FINISHED"}
     stored = {i.joint: i.bone for i in obj.data.betwixt_joints}
     assert stored["Spine2"] == "Chest" and stored["LeftUpLeg"] == "UpperLeg_L" and stored["Spine1"] == ""
@@ -626,7 +626,7 @@ def test_bandai_rig_is_mapped_and_its_bones_point_where_the_model_s_do(addon, mo
         if not moved:
             assert all(np.array_equal(data[n], before[key][n]) for n in data), key
 
-    result = operators.planted(plan, transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps))
+    result = writing.planted(plan, transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps))
     _, world = forward_kinematics(result.rotations, result.positions, plan.model.skeleton.parents)
     inside = np.arange(a + 1, b)
     heads = evaluated(obj, inside)[..., :3, 3]
@@ -656,13 +656,13 @@ def test_feet_planted_on_a_rig_of_other_proportions_stand_still_on_it(addon, moc
     """Bandai's legs are not the model's: planted on the model's lengths, a foot that stands still in
     the model's skeleton slides on the rig; planted on the rig's own (``Retarget.on_rig``) it stands.
     With the shipped default model: the test model's feet never stand still."""
-    from betwixt.addon import operators, transitions
+    from betwixt.addon import plan as reading, writing, transitions
     bpy.context.preferences.addons["betwixt"].preferences.rtn_file = ""
     a, b = 60, 100
     obj = bandai_walk(mocap, tmp_path, a, b)
-    plan = operators.read_plan(bpy.context, operators.selected_gaps)
+    plan = reading.read_plan(bpy.context, reading.selected_gaps)
     assert bpy.ops.betwixt.fill_gaps(plant_feet=True) == {"FINISHED"}
-    result = operators.planted(plan, transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps))
+    result = writing.planted(plan, transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps))
     sk, retarget = plan.model.skeleton, plan.retarget
     feet = [sk.index(n) for n in ("LeftFoot", "RightFoot", "LeftToe", "RightToe")]
     bones = [obj.pose.bones.find({i.joint: i.bone for i in obj.data.betwixt_joints}[sk.names[j]]) for j in feet]
@@ -843,7 +843,7 @@ def test_a_rig_whose_rest_pose_is_no_stance_is_matched_in_its_natural_stance(bet
     """Bandai's BVH rest pose lays every bone along X: matched at rest, the shipped model read its walk bent
     and filled 1 s gaps at 1.26 of Bezier's error (rig suite); matched in the walk's natural stance (as
     training's retargeting matches data sets), the fills beat Bezier."""
-    from betwixt.addon import operators
+    from betwixt.addon import plan as reading
     from betwixt.addon.retarget import Retarget
     bpy.ops.wm.read_homefile(use_empty=True)
     bpy.context.preferences.addons["betwixt"].preferences.rtn_file = ""
@@ -851,7 +851,7 @@ def test_a_rig_whose_rest_pose_is_no_stance_is_matched_in_its_natural_stance(bet
         motion = parse_bvh(z.read("dataset-1_walk_old_001.bvh"), "walk").frames(0, 285)
     write_bvh(motion, tmp_path / "walk.bvh")
     obj = import_bvh(tmp_path / "walk.bvh")
-    rig, retarget, _ = operators.read_retarget(obj, operators.model_for(bpy.context, obj, "fill"))
+    rig, retarget, _ = reading.read_retarget(obj, reading.model_for(bpy.context, obj, "fill"))
     at_rest = replace(retarget, offsets=Retarget.build(retarget.skeleton, rig, retarget.mapping, retarget.world,
                                                        reference=retarget.missing).offsets)
     assert np.abs(at_rest.offsets - retarget.offsets).max() > 0.1     # another calibration than at rest
@@ -865,7 +865,7 @@ def test_the_root_leans_to_the_keys_spline_only_where_their_velocity_is_keyed(ad
     """Baked keys on every frame carry the velocity at the gap's keys, and Fill Gaps leans the root's path
     toward the spline through it; blocking keys every 5 frames leave it to Bezier's guess, and the root keeps
     the network's own path."""
-    from betwixt.addon import operators, transitions
+    from betwixt.addon import plan as reading, transitions
     assert transitions.keyed_momentum([9, 10, 20, 21], [(10, 20)], 1.0) == [True]
     assert transitions.keyed_momentum([5, 10, 20, 21], [(10, 20)], 1.0) == [False]
     assert transitions.keyed_momentum([10, 20, 21], [(10, 20)], 1.0) == [False]       # nothing before
@@ -882,7 +882,7 @@ def test_the_root_leans_to_the_keys_spline_only_where_their_velocity_is_keyed(ad
                     points.remove(k, fast=True)
             fc.update()
         cut(obj, a, b)
-        plan = operators.read_plan(bpy.context, operators.selected_gaps)
+        plan = reading.read_plan(bpy.context, reading.selected_gaps)
         assert plan.momentum == [keyed]
         made, own = (transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps, momentum=m)
                      for m in (plan.momentum, [False]))
@@ -894,7 +894,7 @@ def test_decompress_in_a_scene_at_another_frame_rate_leans_the_root_as_at_the_mo
     """At another frame rate each gap is filled alone at the model's (transitions._fill_resampled) and sees
     no neighbouring keys; the root's lean to the spline through the keys (tangents from the keys either
     side) must come with it, so that a 24 fps scene's Decompress leans as a 30 fps one does."""
-    from betwixt.addon import operators, transitions
+    from betwixt.addon import plan as reading, transitions
     from betwixt.inference.inbetween import between_keys
     from betwixt.inference.transition import hermite, key_rates
     path, _ = clip
@@ -909,7 +909,7 @@ def test_decompress_in_a_scene_at_another_frame_rate_leans_the_root_as_at_the_mo
                 if (k.co[0] - 1) % every:
                     fc.keyframe_points.remove(k, fast=True)
             fc.update()
-        plan = operators.read_plan(bpy.context, operators.all_gaps)
+        plan = reading.read_plan(bpy.context, reading.all_gaps)
         model, joint = plan.model, plan.model.layout.trajectory
         ground = [a for a in range(3) if a != model.layout.up]
         shares = {}

@@ -185,7 +185,7 @@ def rigify_rig(betwixt_addon, lafan1_zip):  # noqa: F811
     """A rig Rigify generated from its human metarig, with two of the stretches keyed on its controls as two
     actions (as tests/test_addon_rigify.py keys the capture), both ticked, the first assigned."""
     import addon_utils
-    from betwixt.addon import controls, operators, pose_io
+    from betwixt.addon import controls, pose_io, writing
     from betwixt.addon.library import play
     from betwixt.addon.preferences import model_for
     assert addon_utils.enable("rigify", default_set=True) is not None
@@ -207,7 +207,7 @@ def rigify_rig(betwixt_addon, lafan1_zip):  # noqa: F811
             for frame in (0, FRAMES + 1):
                 pb.keyframe_insert("location", frame=frame)
                 pb.keyframe_insert(pose_io.channel_path(pb.rotation_mode), frame=frame)
-        operators.key_motion(rig, model, capture.frames(STRETCHES[name], STRETCHES[name] + FRAMES), 1)
+        writing.key_motion(rig, model, capture.frames(STRETCHES[name], STRETCHES[name] + FRAMES), 1)
     play(rig, bpy.data.actions["walk"])
     yield rig
     addon_utils.disable("rigify", default_set=True)

@@ -370,16 +370,16 @@ def test_a_quadruped_rig_without_a_tail_is_taken_for_the_dog_by_its_pose(scene, 
 
 def test_fill_gaps_and_decompress_on_a_dog_rig_use_the_dogs_models(scene, dog):
     """The dog's RTN fills its gaps up to a second; a longer one goes to MANN."""
-    from betwixt.addon import operators
+    from betwixt.addon import plan as reading
     obj = import_dog(dog)
     cut(obj, 20, 220)
-    assert operators.read_plan(bpy.context, operators.selected_gaps).model.name == "mann-dog"
+    assert reading.read_plan(bpy.context, reading.selected_gaps).model.name == "mann-dog"
     obj = import_dog(dog)
     a, b = 100, 160
     inside_gap = range(a + 1, b)
     capture = heads(obj, inside_gap)
     cut(obj, a, b)
-    assert operators.read_plan(bpy.context, operators.selected_gaps).model.name == "rtn-dog"
+    assert reading.read_plan(bpy.context, reading.selected_gaps).model.name == "rtn-dog"
     before = snapshot(obj)
     bezier = heads(obj, inside_gap)
     assert bpy.ops.betwixt.fill_gaps() == {"FINISHED"}

@@ -259,7 +259,7 @@ def test_affine_inverse_inverts_turned_scaled_sheared_and_moved_matrices(betwixt
 def test_rotation_channels_of_many_gaps_at_once_continue_from_each_gap_s_key(betwixt_addon):
     """All gaps and bones converted together give what each gap alone gives, from its own first key."""
     from types import SimpleNamespace
-    from betwixt.addon.operators import rotation_channels
+    from betwixt.addon.writing import rotation_channels
     from betwixt.addon.rig import channels_to_quat, quat_to_channels, quat_to_euler
     from betwixt.inference import quat
     rng = np.random.default_rng(3)

@@ -57,7 +57,7 @@ def without_a_shipped_motion_vae(monkeypatch):
 
 
 def continuations(obj):
-    from betwixt.addon.operators import variants_of
+    from betwixt.addon.variants import variants_of
     return variants_of(obj.animation_data.action.name)
 
 
@@ -293,13 +293,13 @@ def test_variants_from_noise_are_the_rtn_s_own_variants_and_its_plain_fill_witho
     """Source Noise (RTN) calls the RTN's variants once for all K: on the clip's frames the add-on's gap
     is the runtime's, each variant Blender evaluates is the one made from the rig as read, and without
     noise each variant is Fill Gaps' fill, at the scene's rate and at another."""
-    from betwixt.addon import operators, transitions
+    from betwixt.addon import plan as reading, writing, transitions
     path, motion = clip
     a, b = GAP
     obj = import_bvh(path)
     original = obj.animation_data.action.name
     cut(obj, a, b)
-    plan = operators.read_plan(bpy.context, operators.selected_gaps, "variants", "rtn")
+    plan = reading.read_plan(bpy.context, reading.selected_gaps, "variants", "rtn")
     assert plan.model.name == "rtn-human"     # the default
     # the clip's own frames: what the runtime makes of the same gap, to rounding
     own = motion.frames(plan.first - 1, plan.first - 1 + plan.motion.n_frames)
@@ -314,7 +314,7 @@ def test_variants_from_noise_are_the_rtn_s_own_variants_and_its_plain_fill_witho
     made = transitions.variants(plan.model, plan.motion, plan.first, (a, b), plan.fps, 3, variation=1.0, seed=5)
     inside = np.arange(a + 1, b)
     for i, have in enumerate(made):
-        have = operators.planted(plan, have)
+        have = writing.planted(plan, have)
         want = forward_kinematics(have.rotations, have.positions, motion.skeleton.parents)[1]
         assert bpy.ops.betwixt.preview_variant(action=f"{original} variant {i + 1}") == {"FINISHED"}
         heads = evaluated(obj, inside)[..., :3, 3]
@@ -357,7 +357,7 @@ def test_variants_from_the_motion_vae_are_its_own_variants_and_leave_the_rest(sc
     """Source Motion VAE: K actions whose keys inside the gap Blender evaluates to the Motion VAE's variants of
     the gap as read (sampling toward the key, then the target blend), different from each other, the keys
     outside the gap as they were; without any Motion VAE, one clear error that names the other Source."""
-    from betwixt.addon import operators, panels, transitions
+    from betwixt.addon import plan as reading, writing, panels, transitions
     path, motion = clip
     a, b = GAP
     obj = import_bvh(path)
@@ -365,7 +365,7 @@ def test_variants_from_the_motion_vae_are_its_own_variants_and_leave_the_rest(sc
     cut(obj, a, b)
     before = snapshot(obj)
     assert panels._unable(bpy.context, obj, "variants", "mvae") is None
-    plan = operators.read_plan(bpy.context, operators.selected_gaps, "variants", "mvae")
+    plan = reading.read_plan(bpy.context, reading.selected_gaps, "variants", "mvae")
     assert plan.model.name == "mvae-tiny"
     assert bpy.ops.betwixt.variants(count=3, variation=1.0, seed=2, source="MVAE") == {"FINISHED"}
     made = transitions.variants(plan.model, plan.motion, plan.first, (a, b), plan.fps, 3, variation=1.0, seed=2)
@@ -373,7 +373,7 @@ def test_variants_from_the_motion_vae_are_its_own_variants_and_leave_the_rest(sc
     inside = np.arange(a + 1, b)
     wants = []
     for i, have in enumerate(made):
-        have = operators.planted(plan, have)
+        have = writing.planted(plan, have)
         want = forward_kinematics(have.rotations, have.positions, motion.skeleton.parents)[1][inside - plan.first]
         action = f"{original} variant {i + 1}"
         kept = keys_at(snapshot(obj, bpy.data.actions[action]), lambda f: (f <= a) | (f >= b))

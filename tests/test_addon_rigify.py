@@ -31,8 +31,8 @@ def betwixt(tmp_path_factory, lafan1_zip):
     sys.path.insert(0, str(folder))
     assert addon_utils.enable("betwixt", default_set=True) is not None
     assert addon_utils.enable("rigify", default_set=True) is not None
-    from betwixt.addon import controls, evaluated, operators, pose_io
-    yield {"controls": controls, "evaluated": evaluated, "operators": operators, "pose_io": pose_io}
+    from betwixt.addon import controls, evaluated, mapping, pose_io, writing
+    yield {"controls": controls, "evaluated": evaluated, "mapping": mapping, "pose_io": pose_io, "writing": writing}
     addon_utils.disable("betwixt", default_set=True)
     addon_utils.disable("rigify", default_set=True)
     sys.path.remove(str(folder))
@@ -61,7 +61,7 @@ def keyed_rigs(betwixt, lafan1_zip, tmp_path_factory):
             for frame in (0, FRAMES + 1):
                 pb.keyframe_insert("location", frame=frame)
                 pb.keyframe_insert(betwixt["pose_io"].channel_path(pb.rotation_mode), frame=frame)
-        betwixt["operators"].key_motion(rig, model_for(bpy.context, rig, "fill"), motion, 1)
+        betwixt["writing"].key_motion(rig, model_for(bpy.context, rig, "fill"), motion, 1)
         out[ik_fk] = tmp_path_factory.mktemp("rigify") / "rigify.blend"
         bpy.ops.wm.save_as_mainfile(filepath=str(out[ik_fk]))
     return out
@@ -80,7 +80,7 @@ def load(path):
 
 
 def deform_heads(betwixt, rig, frames):
-    bones = [rig.data.bones.find(n) for n in betwixt["operators"].mapping.rigify.DEFORM.values()]
+    bones = [rig.data.bones.find(n) for n in betwixt["mapping"].rigify.DEFORM.values()]
     return betwixt["evaluated"].pose_matrices(rig, frames, bones)[..., :3, 3]
 
 
@@ -127,7 +127,7 @@ def test_the_capture_keyed_on_the_controls_puts_the_deform_bones_on_it(betwixt, 
     heads = deform_heads(betwixt, rig, np.arange(1, FRAMES + 1))
     hips = heads[:, 0]
     assert np.ptp(hips[:, 1]) > 0.5                                  # the capture's walk carries the hips
-    feet = heads[:, [list(betwixt["operators"].mapping.rigify.DEFORM).index(f"{s}Foot") for s in ("Left", "Right")]]
+    feet = heads[:, [list(betwixt["mapping"].rigify.DEFORM).index(f"{s}Foot") for s in ("Left", "Right")]]
     assert 0.0 < np.min(feet[..., 2]) < 0.12                        # ankles on the floor, not under it
 
 
@@ -223,3 +223,32 @@ def test_continue_keys_the_controls_of_each_continuation(betwixt, keyed_rigs):
     keyed = {path.split('"')[1] for (path, _), fc in channels.curves().items()
              if any(60 < k.co[0] < 81 for k in fc.keyframe_points)}
     assert {"torso", "foot_ik.L"} <= keyed and not any(n.startswith(("DEF-", "ORG-", "MCH-")) for n in keyed)
+
+
+def test_esc_while_the_controls_are_baked_leaves_the_scene_as_it_was(betwixt, keyed_rigs):
+    """Keying controls runs on the main thread as steps (addon/jobs.py) so that Esc can stop it between
+    frames: closed half-way, with the bake's constraints and Empties in the scene, nothing is left of it and
+    no key has changed."""
+    from betwixt.addon import controls, jobs, plan as reading, transitions, writing
+    rig = load(keyed_rigs[0.0])
+    cut(betwixt, rig, *GAP)
+    bpy.context.scene.frame_set(7)
+    before = {k: np.array([p.co[:] for p in fc.keyframe_points]) for k, fc in
+              betwixt["pose_io"].Channels(rig).curves().items()}
+    objects, actions = set(bpy.data.objects.keys()), set(bpy.data.actions.keys())
+    plan = reading.read_plan(bpy.context, reading.selected_gaps)
+    result = transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps)
+    steps = writing.write_plan(plan, betwixt["pose_io"].Channels(rig), result, plan.gaps, 1, False)
+    shares = [next(steps) for _ in range(5)]
+    assert 0 < shares[0] < shares[-1] < 1                        # progress, part of the way
+    baking = [c for pb in rig.pose.bones for c in pb.constraints if c.name == controls.BAKE]
+    assert len(baking) > 10 and set(bpy.data.objects.keys()) > objects   # mid-bake
+    steps.close()
+    assert not [c for pb in rig.pose.bones for c in pb.constraints if c.name == controls.BAKE]
+    assert set(bpy.data.objects.keys()) == objects and set(bpy.data.actions.keys()) == actions
+    assert bpy.context.scene.frame_current == 7
+    after = {k: np.array([p.co[:] for p in fc.keyframe_points]) for k, fc in
+             betwixt["pose_io"].Channels(rig).curves().items()}
+    assert before.keys() == after.keys() and all(np.array_equal(before[k], after[k]) for k in before)
+    assert jobs.drained(writing.write_plan(plan, betwixt["pose_io"].Channels(rig), result, plan.gaps, 1, False))
+    assert "torso" in keyed_bones(betwixt, rig, *GAP)             # run to its end, the same steps key

@@ -12,7 +12,6 @@ it on a quiet machine: one evaluation of the generated rig is most of a fill.
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np

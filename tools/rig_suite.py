@@ -97,6 +97,8 @@ class Case:
     gap_at: int = None           # clip frame of the first key of every Fill Gaps gap (default: centred)
     make: object = None          # (betwixt, clip) -> armature: a rig built in Blender and keyed with the
                                  # clip through its controls, instead of the BVH importer's
+    onto: str = None             # "file.bvh" in the mocap folder: the clip retargeted onto its skeleton (its
+                                 # proportions, rest pose and units) before ``shape``
 
 
 def renamed(names):
@@ -210,7 +212,7 @@ def rigify(ik_fk, meta=False):
             for frame in (0, clip.n_frames + 1):
                 pb.keyframe_insert("location", frame=frame)
                 pb.keyframe_insert(betwixt.pose_io.channel_path(pb.rotation_mode), frame=frame)
-        betwixt.operators.key_motion(obj, betwixt.preferences.model_for(bpy.context, obj, "fill"), clip, 1)
+        betwixt.writing.key_motion(obj, betwixt.preferences.model_for(bpy.context, obj, "fill"), clip, 1)
         for fc in betwixt.pose_io.Channels(obj).curves().values():   # the rest keys on either side go
             for point in [p for p in fc.keyframe_points if p.co[0] in (0, clip.n_frames + 1)][::-1]:
                 fc.keyframe_points.remove(point, fast=True)
@@ -259,7 +261,7 @@ def gltf_character(clip_names=MIXAMO):
             for frame in (0, clip.n_frames + 1):
                 pb.keyframe_insert("location", frame=frame)
                 pb.keyframe_insert("rotation_quaternion", frame=frame)
-        betwixt.operators.key_motion(obj, betwixt.preferences.model_for(bpy.context, obj, "fill"), clip, 1)
+        betwixt.writing.key_motion(obj, betwixt.preferences.model_for(bpy.context, obj, "fill"), clip, 1)
         bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, clip.n_frames
         path = Path(tempfile.mkdtemp()) / "character.glb"
         bpy.ops.export_scene.gltf(filepath=str(path), export_format="GLB", export_animations=True,
@@ -312,6 +314,10 @@ CASES = [
     Case("biovision", "CMU 01_01 at 30 fps as another studio's Biovision layout: LeftHip, LeftKnee, LeftAnkle, "
          "LeftCollar, LeftShoulder, LeftElbow, Chest2..., no toes", "cmu-01_01.bvh", 240, 1440, units=CMU_UNIT,
          fps=30, rig=edits(deleted(["LeftToeBase", "RightToeBase"]), renamed(BIOVISION))),
+    Case("biovision-lafan1", "the LaFAN1 clip on the same toe-less Biovision layout: retargeted onto CMU 01_01's "
+         "skeleton (its proportions, rest pose and units), bones renamed and toes deleted as above", CLIP, 1000,
+         1300, units=CMU_UNIT, onto="cmu-01_01.bvh", rig=edits(deleted(["LeftToeBase", "RightToeBase"]),
+                                                              renamed(BIOVISION))),
     Case("lafan1", "LaFAN1 obstacles1_subject5, frames 1000-1300, as imported", CLIP, 1000, 1300),
     Case("mixamo", "the LaFAN1 clip, bones renamed mixamorig:Hips, mixamorig:LeftToeBase, ...", CLIP, 1000, 1300,
          rig=renamed(MIXAMO)),
@@ -366,6 +372,10 @@ def load_clip(case, mocap):
     motion = motion.frames(case.start, case.stop)
     if case.fps:
         motion = motion.resample(case.fps)
+    if case.onto:
+        body = parse_bvh((mocap / case.onto).read_bytes(), case.onto)
+        motion = Retargeting.build(motion.skeleton, body.skeleton, natural_pose([motion]), natural_pose([body]),
+                                   name=motion.name)(motion)
     return case.shape(motion) if case.shape else motion
 
 
@@ -381,11 +391,12 @@ class Betwixt:
     pose_io: object = field(init=False)
     preferences: object = field(init=False)
     transitions: object = field(init=False)
-    operators: object = field(init=False)
+    plan: object = field(init=False)
+    writing: object = field(init=False)
     controls: object = field(init=False)
 
     def __post_init__(self):
-        for name in ("pose_io", "preferences", "transitions", "operators", "controls"):
+        for name in ("pose_io", "preferences", "transitions", "plan", "writing", "controls"):
             setattr(self, name, importlib.import_module(f"{self.module}.addon.{name}"))
 
 
@@ -742,14 +753,14 @@ def view_angles(betwixt, obj, model, joints, capture):
     by the line across its two sided children (its directions to each are the bodies' proportions); bones
     of some length only; the mean over frames per bone; the mean over bones, the worst and its joint;
     None where the add-on cannot read the rig."""
-    operators = betwixt.operators
+    reading = betwixt.plan
     try:
-        rig, retarget, detected = operators.read_retarget(obj, model)
+        rig, retarget, detected = reading.read_retarget(obj, model)
     except Exception:   # a rig the operators refuse (its row says why): no view of it
         return None
     frames = np.arange(1, len(capture.truth) + 1)
-    plan = operators.plan_over(betwixt.pose_io.Channels(obj), model, rig, retarget, detected, [(1, 2)],
-                               bpy.context.scene.render.fps, frames)
+    plan = reading.plan_over(betwixt.pose_io.Channels(obj), model, rig, retarget, detected, [(1, 2)],
+                             bpy.context.scene.render.fps, frames)
     seen = forward_kinematics(plan.motion.rotations, plan.motion.positions, model.skeleton.parents)[1]
     names = list(model.skeleton.names)
     angles = []

@@ -1,0 +1,35 @@
+"""Operator options that several operators, and the panel's settings that hand them on, share: declared once
+here so that their names, limits and help read the same wherever they appear."""
+
+import bpy
+
+STEP = bpy.props.IntProperty(name="Key Every", description="Key every frame (1) or every Nth frame of each gap",
+                             default=1, min=1, soft_max=10)
+BREAKDOWN = bpy.props.BoolProperty(name="As Breakdowns", description="Mark the generated keys as Breakdown keys "
+                                   "rather than Keyframes", default=False)
+BLEND = bpy.props.IntProperty(name="Target Blend", description="Frames over which the motion is pulled onto the "
+                              "next key (the whole gap when it is shorter; 0: the model's own, 10 frames for a human "
+                              "model, the whole gap for the dog's)", default=0, min=0, soft_max=60)
+PLANT_FEET = bpy.props.BoolProperty(name="Plant Feet", description="Hold feet that touch the ground where they "
+                                    "stand (foot IK after the model)", default=True)
+FRAMES = bpy.props.IntProperty(name="Frames", description="How many frames each continuation keys after the "
+                               "current frame", default=60, min=1, soft_max=600, max=3600)
+
+SOURCE = bpy.props.EnumProperty(
+    name="Source", description="Where the variants' variety comes from",
+    items=[("NOISE", "Noise (RTN)", "The in-betweening model's noise input, drawn anew for each variant"),
+           ("MVAE", "Motion VAE", "The Motion VAE's latent space: transitions sampled toward the key (needs a "
+            "Motion VAE model that makes variants)")])
+
+
+def variation(default, description="How different the variants are"):
+    return bpy.props.FloatProperty(name="Variation", description=description, default=default, min=0.0,
+                                   soft_max=2.0)
+
+
+def seed(description):
+    return bpy.props.IntProperty(name="Seed", description=description, default=0, min=0)
+
+
+def count(name, description, least):
+    return bpy.props.IntProperty(name=name, description=description, default=4, min=least, max=16)

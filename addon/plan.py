@@ -1,0 +1,206 @@
+"""Reading the scene: the active armature's keys, in the model's space, as a :class:`Plan`.
+
+A plain rig is read from its F-curves; a control rig's deform bones as Blender evaluates them
+(:mod:`.evaluated`), with the controls that drive them (:mod:`.controls`). Everything the worker thread
+and the writing need is read here, on the main thread, and checked: keys that are not numbers, a mapping
+that cannot be used, gaps the model cannot reach, each refused with what to do.
+"""
+
+import json
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+
+from ..inference.errors import BetwixtError
+from ..inference.motion import Motion
+from . import controls, evaluated, mapping, transitions
+from .pose_io import Channels, active_armature, key_frames, read_rig, sample, world_matrix
+from .preferences import model_for
+from .retarget import MappingError, Retarget
+
+
+@dataclass
+class Plan:
+    """Everything ``compute`` and ``finish`` need, read from the scene by ``prepare``."""
+
+    object_name: str
+    action_name: str
+    slot: str
+    model: object
+    rig: object
+    retarget: object
+    first: int                 # scene frame of row 0 of the arrays below
+    gaps: list                 # (a, b) scene frames
+    fps: float
+    motion: Motion             # model space, one frame per scene frame
+    location: np.ndarray       # rig channels (frames, bones, …)
+    rotation: np.ndarray
+    scale: np.ndarray
+    raw: dict                  # rotation channels as keyed, per bone
+    detected: dict             # a mapping found now, stored on success; None when it was stored
+    options: dict = None       # for the model: variation, seed, blend (read on the main thread)
+    count: int = 1             # transitions per gap (variants)
+    plant: bool = True         # feet planted after the model (inference/contacts.py)
+    momentum: list = None      # per gap: the velocity at both its keys is keyed (transitions.keyed_momentum)
+    drive: object = None       # a control rig's controls that the keys go onto (controls.Drive)
+
+
+STANCE_FRAMES = 60   # frames of an action read for the rig's natural stance (read_retarget)
+
+
+def scene_fps(scene):
+    return scene.render.fps / scene.render.fps_base
+
+
+def read_plan(context, keys_from, serves="fill", kind=None):
+    """Read the active armature for the gaps that ``keys_from(channels, bone names)`` chooses, with the
+    model for its skeleton (of ``kind``, when given) that ``serves`` them (see :func:`.preferences.model_for`)."""
+    obj = active_armature(context)
+    channels = Channels(obj)
+    model = model_for(context, obj, serves, kind)
+    rig, retarget, detected = read_retarget(obj, model)
+    fps = scene_fps(context.scene)
+    bones = keyed_bones(obj, rig, retarget)
+    gaps = keys_from(channels, bones)
+    if gaps and not transitions.reaches(model, gaps, fps):
+        model = model_for(context, obj, serves, kind, fits=lambda m: transitions.reaches(m, gaps, fps))
+        rig, retarget, detected = read_retarget(obj, model)
+    ratio = fps / model.layout.fps
+    transitions.check_gaps(model, gaps, ratio)
+    before, after = transitions.margins(model, ratio)
+    plan = plan_over(channels, model, rig, retarget, detected, gaps, fps,
+                     np.arange(gaps[0][0] - before, gaps[-1][1] + after + 1))
+    plan.momentum = transitions.keyed_momentum(key_frames(channels, bones), gaps, ratio)
+    return plan
+
+
+def unusable(rig, frames, values):
+    """Refuse ``values`` (frames, bones, …) read from the rig on scene ``frames`` where one is NaN or infinite,
+    naming the first such bone and frame: a key the model cannot read."""
+    bad = ~np.isfinite(values).all(axis=-1)
+    if bad.any():
+        row, bone = np.argwhere(bad)[0]
+        raise BetwixtError(f"bone {rig.names[bone]!r} is not a number (NaN or infinite) on frame {int(frames[row])}"
+                           f"{f' and {int(bad.sum()) - 1} more places' if bad.sum() > 1 else ''}; fix its key in the "
+                           "Graph Editor (or delete it) and run Betwixt again")
+
+
+def keyed_bones(obj, rig, retarget):
+    """The bones whose keys make the gaps: the mapped ones; on a control rig, any bone (its deform bones
+    are keyed through whichever controls the animator uses)."""
+    if rig.source is not None:
+        return [b.name for b in obj.pose.bones]
+    return [rig.names[b] for b in retarget.bones]
+
+
+def plan_over(channels, model, rig, retarget, detected, gaps, fps, frames, obj=None):
+    """The :class:`Plan` of the ``gaps`` with the armature's channels read on the scene ``frames`` (whole,
+    consecutive) and in model space: a plain rig's from its F-curves, a control rig's deform bones as
+    Blender evaluates them (:mod:`.evaluated`), with the controls that drive them. ``channels`` None: the
+    armature ``obj`` has no action yet, and its pose is read."""
+    obj = channels.obj if channels is not None else obj
+    action = channels.action.name if channels is not None else None
+    drive = None
+    if rig.source is None:
+        location, rotation, scale, raw = sample(obj, channels, rig, frames, retarget.bones)
+        unusable(rig, frames, np.concatenate([location, rotation, scale], axis=-1))
+        pose = rig.pose(location, rotation, scale)
+    else:
+        real, bones = rig.source
+        entries = controls.active(obj, channels, controls.entries_for(obj), gaps[0][0])
+        index = {n: i for i, n in enumerate(real.names)}
+        driving = [index[e.control] for e in entries if e.control in index]
+        both = evaluated.pose_around(obj, frames, np.concatenate([bones, driving]).astype(np.int64), gaps)
+        unusable(rig, frames, both[:, :len(bones)].reshape(len(frames), len(bones), -1))
+        pose = both[:, :len(bones)]
+        location, rotation, scale = evaluated.channels_of(rig, pose)
+        raw = {}
+        drive = controls.drive(real, [e for e in entries if e.control in index], rig, retarget.mapping,
+                               list(model.skeleton.names), both[:, len(bones):], pose, int(frames[0]))
+        if not len(drive.bones):
+            raise MappingError(f"armature {obj.name!r}: its deform bones ({', '.join(rig.names[:3])}, ...) are "
+                               "moved by constraints, and no control of its control map drives them; keys on "
+                               "them would change nothing. Map the controls in the Betwixt panel (Control Map)")
+    rotations, positions = retarget.to_model(pose)
+    motion = Motion(model.skeleton, rotations, positions, model.layout.fps, name=action or obj.name)
+    return Plan(obj.name, action, channels and channels.slot_identifier, model, rig, retarget, int(frames[0]),
+                gaps, fps, motion, location, rotation, scale, raw, detected, drive=drive)
+
+
+def read_retarget(obj, model):
+    """``(rig, retarget, detected)``: the armature ``obj``'s bones, calibrated against ``model``'s skeleton
+    through its bone mapping (stored, or ``detected`` now: see :func:`.mapping.mapping_for`), at rest and,
+    where it is animated, in its natural stance (:meth:`.retarget.Retarget.build`). A mapping that cannot
+    be used is one error naming the armature and the model whose skeleton it was mapped to."""
+    rig = read_rig(obj)
+    joints, detected = mapping.mapping_for(obj, model.skeleton, rig)
+    place = model.layout
+    try:
+        if evaluated.driven(obj, rig, joints.values()):
+            rig = evaluated.deform_rig(rig, joints, model.skeleton.parents)
+            if rig is None:
+                raise MappingError("a mapped bone comes before the bone of its joint's parent in the rig's bone "
+                                   "order; re-enter Edit Mode once, or map the bones again")
+            joints = {j: int(np.searchsorted(rig.source[1], b)) for j, b in joints.items()}
+        retarget = Retarget.build(model.skeleton, rig, joints, world_matrix(obj), up=place.up,
+                                  trajectory=place.trajectory, reference=reference_pose(model),
+                                  moving=lambda: in_motion(obj, rig, sorted(joints.values())))
+    except MappingError as e:
+        raise MappingError(f"armature {obj.name!r} for model {model.name}: {e}") from None
+    return rig, retarget, detected
+
+
+def in_motion(obj, rig, bones):
+    """Armature-space pose matrices (F, bones, 4, 4) of the rig on up to STANCE_FRAMES frames spread evenly
+    from the first key to the last (of the ``bones``' curves; of any bone on a control rig, whose deform
+    skeleton ``rig`` is then read as Blender evaluates it); None where the action has fewer than two."""
+    if obj.animation_data is None or obj.animation_data.action is None:
+        return None
+    channels = Channels(obj)
+    keys = key_frames(channels, [b.name for b in obj.pose.bones] if rig.source is not None
+                      else [rig.names[b] for b in bones])
+    if len(keys) < 2:
+        return None
+    frames = np.unique(np.round(np.linspace(keys[0], keys[-1], STANCE_FRAMES)))
+    if rig.source is not None:
+        return evaluated.pose_matrices(obj, frames, rig.source[1])
+    location, rotation, scale, _ = sample(obj, channels, rig, frames, bones)
+    return rig.pose(location, rotation, scale)
+
+
+def reference_pose(model):
+    """A natural pose of the model's skeleton from its metadata (local rotations), if the model has one."""
+    text = model.metadata.get("betwixt.reference_pose")
+    if not text:
+        return None
+    try:
+        pose = np.asarray(json.loads(text), dtype=np.float64)
+    except ValueError:
+        return None
+    return pose if pose.shape == (len(model.skeleton), 4) else None
+
+
+def selected_gaps(channels, bones):
+    keys = key_frames(channels, bones, selected=True)
+    if len(keys) < 2:
+        raise BetwixtError("select the keys on both sides of each gap to fill (at least two keys on "
+                           "the mapped bones), in the Dope Sheet or Graph Editor")
+    return transitions.gaps_between(keys)
+
+
+def all_gaps(channels, bones):
+    keys = key_frames(channels, bones)
+    if len(keys) < 2:
+        raise BetwixtError("the mapped bones have fewer than two keys; key at least a first and a last pose")
+    return transitions.gaps_between(keys)
+
+
+def resolve(plan):
+    """The plan's armature and action, still there and unchanged in kind, on the main thread."""
+    obj = bpy.data.objects.get(plan.object_name)
+    if obj is None or obj.animation_data is None or obj.animation_data.action is None \
+            or obj.animation_data.action.name != plan.action_name:
+        raise BetwixtError(f"armature {plan.object_name!r} or its action {plan.action_name!r} changed while "
+                           "Betwixt was working; nothing was written, run it again")
+    return obj, Channels(obj)
