@@ -18,8 +18,8 @@ import numpy as np
 from ..inference import library
 from ..inference.errors import BetwixtError
 from . import mapping, options
-from .jobs import JobOperator, drained
 from .export import armature_actions
+from .jobs import JobOperator, drained
 from .plan import keyed_bones, plan_over, read_retarget, scene_fps
 from .writing import key_edits
 from .pose_io import Channels, KeyStyle, active_armature, key_frames, write_bone_keys
