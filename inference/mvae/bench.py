@@ -234,7 +234,7 @@ def _pairwise(points):
     return np.linalg.norm(points[a] - points[b], axis=-1)
 
 
-def variants_against_rtn(model, rtn, clips, starts, k=SPREAD_K, planted=True):
+def variants_against_rtn(model, rtn, clips, starts, k=SPREAD_K, planted=True, reference=None):
     """``k`` variants of a gap of VARIANT_GAP frames after each start pose by ``model`` (anything with RTN's
     ``variants(gap, k, seed=..., blend=...)``) against ``rtn``'s noise variants of the same gaps at the same
     error, each gap cut with the method's own ``past``. Per method (:func:`_variants`): ``error``, the
@@ -244,10 +244,11 @@ def variants_against_rtn(model, rtn, clips, starts, k=SPREAD_K, planted=True):
     their mean pairwise joint distance over the gap's middle third (metrics.md); and ``skating`` beside
     the capture's. ``planted``: both methods' variants with their feet planted (all but the miss, the
     model's own). RTN runs at each of VARIATIONS; the one whose error is nearest the model's is its
-    match, and ``spread_over_rtn`` the model's spread over that one's."""
+    match, and ``spread_over_rtn`` the model's spread over that one's. ``reference``
+    (:func:`floor_reference`): the model's variants' floor measures beside the capture's (``floor``)."""
     worlds = {c.name: c.global_transforms()[1] for c in clips}
     keys = start_poses(clips, starts)
-    measured = {"model": _variants(model, {}, keys, worlds, k, planted)}
+    measured = {"model": _variants(model, {}, keys, worlds, k, planted, reference)}
     ladder = {v: _variants(rtn, {"variation": v}, keys, worlds, k, planted) for v in VARIATIONS}
     variation = min(ladder, key=lambda v: abs(ladder[v]["error"] - measured["model"]["error"]))
     measured.update({"rtn": {**ladder[variation], "variation": variation},
@@ -257,12 +258,13 @@ def variants_against_rtn(model, rtn, clips, starts, k=SPREAD_K, planted=True):
     return measured
 
 
-def _variants(method, options, keys, worlds, k, planted=True):
+def _variants(method, options, keys, worlds, k, planted=True, reference=None):
     """Error, miss, spread and skating (see :func:`variants_against_rtn`) of ``method.variants(gap, k,
     seed=..., **options)`` (arrays (k, 1, VARIANT_GAP, J, ...)) of the gap after each (clip, key frame) of
     ``keys``, ``planted`` in the clip (:func:`..contacts.plant_windows`, all but the miss); ``worlds`` the
-    clips' world joint positions (F, J, 3) by name."""
-    rows = []
+    clips' world joint positions (F, J, 3) by name. Where a :func:`floor_reference` is given, ``floor``: the
+    floor measures of the in-between frames (``model``) and of the capture's same frames (``capture``)."""
+    rows, floor = [], {"model": [], "capture": []}
     third = slice(VARIANT_GAP // 3, 2 * VARIANT_GAP // 3)
     for s, (clip, first) in enumerate(keys):
         gap = gap_in(clip, first, first + VARIANT_GAP + 1, method.past)
@@ -270,8 +272,16 @@ def _variants(method, options, keys, worlds, k, planted=True):
         made = method.variants(gap, k, seed=s, **options)
         if planted:
             made = _planted_variants(method, clip, first, *made)
-        world, raw = (forward_kinematics(rot[:, 0], pos[:, 0], clip.skeleton.parents)[1]   # (k, VARIANT_GAP, J, 3)
-                      for rot, pos in (made, method.variants(gap, k, seed=s, blend=1, **options)))  # 1: the key alone
+        (grot, world), raw = (forward_kinematics(rot[:, 0], pos[:, 0], clip.skeleton.parents)   # (k, VARIANT_GAP, J, .)
+                              for rot, pos in (made, method.variants(gap, k, seed=s, blend=1, **options)))  # 1: the key
+        raw = raw[1]
+        if reference is not None:
+            feet, grounds, size = reference
+            points = floor_metrics.foot_points(feet, grot, world)
+            floor["model"] += [floor_metrics.row(w, p, feet, grounds[clip.name], size, clip.fps)
+                               for w, p in zip(world, points)]
+            floor["capture"].append(floor_metrics.measure(clip.frames(first + 1, first + VARIANT_GAP + 1), feet,
+                                                          grounds[clip.name], size))
         miss = raw[:, -1] - window[-1]                                          # (k, J, 3)
         ground = paw_ground(foot_positions(worlds[clip.name], clip.skeleton))
         keyed = np.concatenate([np.repeat(window[None, :1], k, 0), world, np.repeat(window[None, -1:], k, 0)], axis=1)
@@ -282,7 +292,8 @@ def _variants(method, options, keys, worlds, k, planted=True):
                      "miss_joints": np.linalg.norm(miss, axis=-1).mean(), "spread": _pairwise(world[:, third]).mean(),
                      "skating": skating,
                      "skating_capture": foot_skating(foot_positions(window, clip.skeleton), ground).mean()})
-    return {name: float(np.mean([r[name] for r in rows])) for name in rows[0]}
+    return {**{name: float(np.mean([r[name] for r in rows])) for name in rows[0]},
+            **({"floor": {name: floor_metrics.pooled(r) for name, r in floor.items()}} if reference else {})}
 
 
 def _planted_variants(method, clip, first, rotations, positions):
@@ -390,7 +401,8 @@ def measure(model, data, starts=20, frames=10_000, rtn=None, progress=None, seco
     followed, tracks = paths(model, reference, seconds, path_progress, planted)
     results = {"model": model.name, "file": str(model.path), "data": data.source, "test_clips": [c.name for c in clips],
                "starts": starts, "planted": planted, "walks": walked, "continuations": spread, "staying_up": up,
-               "variants": None if rtn is None else variants_against_rtn(model, rtn, clips, starts, planted=planted),
+               "variants": None if rtn is None else variants_against_rtn(model, rtn, clips, starts, planted=planted,
+                                                                     reference=reference),
                "latent": latent(model, clips), "paths": followed, "speed": speed(model, clips[0], planted=planted),
                "floor_capture": floor_at_speeds(data, reference, model.units_per_metre)}
     results["goals"] = goals(results)
@@ -495,6 +507,10 @@ def _floor_lines(results):
     if u:
         named += [(f"continuations of standing starts, {u['seconds']:g} s", u["floor"]["model"]),
                   ("  the capture after the same starts", u["floor"]["capture"])]
+    v = (results["variants"] or {}).get("model", {}).get("floor")
+    if v:
+        named += [(f"variants of {VARIANT_GAP}-frame gaps", v["model"]),
+                  ("  the capture in the same gaps", v["capture"])]
     for gait in BANDS:
         named += [(name, r["floor"]) for name, r in results["paths"].items() if name.endswith(f" {gait}")]
         named.append((f"  the capture at a {gait} ({BANDS[gait][0]:g}-{BANDS[gait][1]:g} m/s)",

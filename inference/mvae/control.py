@@ -37,6 +37,7 @@ BEHIND = 1.0            # s of the path before where its timing has got to that 
 UPRIGHT = (0.45, 0.72)  # of the body's height: the hips of a walk or a run along a path (LaFAN1's: 0.55)
 COMMIT = 5              # frames of the best one kept before choosing again
 REFINED = 64            # of the roll-outs, those that refine the plan chosen before
+OVER = 0.5              # s: how much a roll-out's root going faster than its path counts (as a distance)
 NUDGE = 1.0             # how far (in the prior's spreads) a refinement's latents stray from the plan's
 
 
@@ -121,7 +122,7 @@ def drawn(rng, plan, shape):
     return z
 
 
-def along(rolled, start, line, timed, facing, fps, height):
+def along(rolled, start, line, timed, facing, fps, height, speed=None):
     """(C,) how far C roll-outs ``rolled`` (C, T, D) from the root ``start`` ``(origin (3,), facing angle)``
     stray from a path: their root's mean distance to where the path's timing has got to, ``line[timed]``
     (``line`` (N, 2) the path's positions as (x, z), ``timed`` (T,) indices into it), plus its mean
@@ -132,12 +133,19 @@ def along(rolled, start, line, timed, facing, fps, height):
     walk or a run, and the roll-outs that keep nearest it otherwise now and then hop (the hips to 1.9 m)
     or go down to a crouch. Every frame's facing counts, not the last alone: judged at the horizon only, a
     roll-out facing sideways all along and turning back at its end scored as well as one keeping to the
-    path's direction."""
+    path's direction. ``speed`` (T,): the path's own speed (units a second) there, which the root's going
+    faster than counts OVER seconds of it: where the path has ended (speed 0) a roll-out that stops scores
+    better than one that circles its end point, which kept the character walking after every path."""
     origins, turned = root_path(rolled, start[0], start[1], fps)
     ground = origins[..., [0, 2]]
     off = np.abs(np.angle(np.exp(1j * (turned[:, 1:] - facing))))
     on_path = nearest(ground.reshape(-1, 2), line)[2].reshape(ground.shape[:-1])
     hips = rolled[..., fields((rolled.shape[-1] - 3) // 12)["positions"][0] + 1]
     outside = np.maximum(UPRIGHT[0] * height - hips, 0) + np.maximum(hips - UPRIGHT[1] * height, 0)
-    return ((np.linalg.norm(ground - line[timed], axis=-1) + on_path + outside).mean(axis=-1)
-            + FACING * height * off.mean(axis=-1))
+    score = ((np.linalg.norm(ground - line[timed], axis=-1) + on_path + outside).mean(axis=-1)
+             + FACING * height * off.mean(axis=-1))
+    if speed is not None:
+        before = np.broadcast_to(np.asarray(start[0])[[0, 2]], ground[:, :1].shape)
+        pace = np.linalg.norm(np.diff(ground, axis=-2, prepend=before), axis=-1) * fps   # (C, T)
+        score += OVER * np.maximum(pace - speed, 0.0).mean(axis=-1)
+    return score

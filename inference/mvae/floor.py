@@ -1,10 +1,12 @@
-"""The floor step of a Motion VAE's roll-out: each generated pose lifted so that no foot, nor any other
-joint, is under the floor.
+"""The floor step of a Motion VAE's roll-out: each generated pose stood on the floor, and its standing foot
+kept where it stands.
 
 A walk's poses drift in height (each is predicted from the last, and nothing in the pose says where the
-floor is but the heights themselves), so without this step a walk sinks. After every step the lowest
-foot or toe is found and the whole pose raised by how far it is under the floor, before it is fed back
-to the network, so the next step starts standing on the floor too.
+floor is but the heights themselves), so without this step a walk sinks; lifted only, it floated, the
+lowest foot 5-8 cm up on half the frames of a path (docs/experiments.md, "The Motion VAE on the floor").
+After every step the lowest foot or toe is found and the whole pose moved up or down by how far it is
+from the floor (:meth:`Legs.ground`), before it is fed back to the network, so the next step starts
+standing on the floor too.
 
 A foot's height is taken two ways, and the lower counts: from the network's own joint positions, which
 the motion's bones are aimed at (:func:`.features.motion_of`, :mod:`..aim`), so that no foot the user sees
@@ -17,7 +19,15 @@ The other joints count by the network's positions: a walk that lies down (LaFAN1
 on its hips, hands and head, and with the feet alone watched they sank through the floor. Each of them
 is held at the least height the training data gave it, where that is above the floor: a joint inside
 the body (the hips, the spine, the head) never touches the floor, and a body lying down rests on its back
-or front, as the capture's did, rather than on its sunk hips.
+or front, as the capture's did, rather than on its sunk hips. Such a body is never pulled down onto its
+feet: a joint held up holds the whole pose up.
+
+Then the root's step is taken from the feet on the floor (:meth:`Legs.anchor`): the network moves the
+root and the feet each its own way, and a foot that should stand slid along the floor several
+centimetres a frame, which no planting after the model can hide (a lock that far from the leg's reach
+drags). The root moves instead by what keeps the standing feet where they stood, so the body walks on
+its legs: a roll-out that glides without stepping goes nowhere, and the control (:mod:`.control`) picks
+one that steps.
 """
 
 from dataclasses import dataclass
@@ -26,6 +36,10 @@ import numpy as np
 
 from ..contacts import legs
 from .features import fields, matrices_from
+
+SUNK = 10.0           # units (LaFAN1's cm): how far under the floor a foot may go by the orientations
+STANDS = (2.0, 6.0)   # units (LaFAN1's cm) above the floor: a foot joint lower stands fully, higher not at all
+NEARER = 2.0          # units: a foot joint this much higher than the lowest does not stand (a swing passing by)
 
 
 @dataclass(frozen=True)
@@ -40,6 +54,8 @@ class Legs:
     orientations: slice
     heights: slice      # every joint's height (y) in the positions field; the hips' first
     feet: np.ndarray    # (F,) the feet's indices among those heights
+    positions: slice    # every joint's position field
+    velocities: slice   # and velocity field
 
     @classmethod
     def of(cls, skeleton):
@@ -54,25 +70,67 @@ class Legs:
         return cls(skeleton.parents[bones], skeleton.offsets[bones],
                    np.array([[b in chain for b in bones] for chain in chains], dtype=np.float64),
                    slice(*part["orientations"]), slice(part["positions"][0] + 1, part["positions"][1], 3),
-                   np.array(ends))
+                   np.array(ends), slice(*part["positions"]), slice(*part["velocities"]))
 
     def lowest(self, pose):
         """(B,) the height of the lowest foot of raw poses ``pose`` (B, D), by the orientations or by the
         network's own positions, whichever is lower."""
+        return np.minimum(*self.lowest_each(pose))
+
+    def lowest_each(self, pose):
+        """The heights (B,) of the lowest foot of raw poses ``pose`` (B, D) by the orientations, and by the
+        network's own positions."""
         b = len(pose)
         orient = pose[:, self.orientations].reshape(b, -1, 6)[:, self.parents].astype(np.float64)
         rise = (matrices_from(orient[..., :3], orient[..., 3:])[..., 1, :] * self.offsets).sum(axis=-1)   # (B, E)
         heights = pose[:, self.heights]
-        return np.minimum(heights[:, 0] + (rise @ self.sums.T).min(axis=1), heights[:, self.feet].min(axis=1))
+        return heights[:, 0] + (rise @ self.sums.T).min(axis=1), heights[:, self.feet].min(axis=1)
 
-    def lift(self, pose, floor, least=None):
-        """``pose`` (B, D) raised, in place, wherever a foot (:meth:`lowest`) is under ``floor`` or another
-        joint under its ``least`` height (J,) (default ``floor``): every joint's height by the deepest
-        one's depth."""
+    def ground(self, pose, floor, least=None):
+        """``pose`` (B, D) moved up or down, in place, so that its lowest foot by its positions stands on
+        ``floor``, but no foot by its orientations is more than SUNK under it nor any joint under its
+        ``least`` height (J,) (default ``floor``): every joint's height by the same amount. The positions
+        are what the user sees (the bones are aimed at them); the orientations put the feet 4 cm lower
+        on a median frame of a path, and stood on those, the feet the user sees floated."""
         least = floor if least is None else least
-        depth = np.maximum(floor - self.lowest(pose), (least - pose[:, self.heights]).max(axis=1))
-        pose[:, self.heights] += np.maximum(depth, 0.0)[:, None].astype(pose.dtype)
+        by_orientations, by_positions = self.lowest_each(pose)
+        shift = np.maximum(np.maximum(floor - by_positions, floor - SUNK - by_orientations),
+                           (least - pose[:, self.heights]).max(axis=1))
+        pose[:, self.heights] += shift[:, None].astype(pose.dtype)
 
+    def stands(self, pose, floor):
+        """(..., F) how much each foot joint of raw poses ``pose`` (..., D) stands on ``floor`` (or each on its
+        own ground, (F,)), 0 to 1: fully up to STANDS[0] above it, not at all from STANDS[1], nor where it
+        is NEARER higher than the lowest (a swing passing by)."""
+        heights = pose[..., self.heights][..., self.feet] - floor
+        return (np.clip(1.0 - (heights - heights.min(axis=-1, keepdims=True)) / NEARER, 0.0, 1.0)
+                * np.clip((STANDS[1] - heights) / (STANDS[1] - STANDS[0]), 0.0, 1.0))
+
+    def anchor(self, previous, pose, floor, fps):
+        """``pose`` (B, D), which follows raw poses ``previous`` (B, D), with the root's step, in place, what
+        keeps its feet on ``floor`` where they stood in ``previous``: each foot joint counts as much as it
+        stands (STANDS, by its height in ``pose``), the network's own step as much as the most standing one
+        does not; every joint's velocity moved with the root."""
+        b = len(pose)
+        turn = pose[:, 2].astype(np.float64) / fps
+        cos, sin = np.cos(turn)[:, None], np.sin(turn)[:, None]
+        now = pose[:, self.positions].reshape(b, -1, 3)[:, self.feet].astype(np.float64)
+        before = previous[:, self.positions].reshape(b, -1, 3)[:, self.feet]
+        # the foot now in the previous root frame (turned by the root's turn), and the step that keeps it still
+        x, z = now[..., 0] * cos + now[..., 2] * sin, -now[..., 0] * sin + now[..., 2] * cos
+        keep = np.stack([before[..., 0] - x, before[..., 2] - z], axis=-1)           # (B, F, 2)
+        weight = self.stands(pose, floor)
+        share = weight.max(axis=1, keepdims=True)                                     # (B, 1)
+        kept = (weight[..., None] * keep).sum(axis=1) / np.maximum(weight.sum(axis=1, keepdims=True), 1e-9)
+        step = pose[:, :2].astype(np.float64) / fps
+        moved = share * (kept - step)                                                 # (B, 2), the previous frame
+        pose[:, :2] += (moved * fps).astype(pose.dtype)
+        # every joint's world displacement changes by it: in this frame's root frame, turned back
+        dx, dz = moved[:, :1] * cos - moved[:, 1:] * sin, moved[:, :1] * sin + moved[:, 1:] * cos
+        velocities = pose[:, self.velocities].reshape(b, -1, 3)
+        velocities[..., 0] += (dx * fps).astype(pose.dtype)
+        velocities[..., 2] += (dz * fps).astype(pose.dtype)
+        pose[:, self.velocities] = velocities.reshape(b, -1)
 
 def _chain(parents, joint):
     """The joints (other than the root) from ``joint`` up to the root: the bones its position sums."""

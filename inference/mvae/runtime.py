@@ -5,12 +5,13 @@ sampling-based control (§4.2, :mod:`.control`).
 From a pose of a motion (and the frame before it, which its velocities need), every frame of K
 continuations is one onnxruntime call of batch K: each continuation's last pose and a z drawn from
 N(0, I) give its next pose, kept within the training data's range of every value (widened by
-RANGE_MARGIN) and lifted onto the floor (:mod:`.floor`). The range is what keeps a long walk finite: a
+RANGE_MARGIN) and stood on the floor (:mod:`.floor`). The range is what keeps a long walk finite: a
 roll-out fed its own slightly-off poses can wander where the network never learned anything, and there
 its errors compound each frame until the pose is no longer a number; held near the data, it gets up
 and walks on (docs/experiments.md, "A long walk kept near the data"). The poses then go back to motions
 (:func:`.features.motion_of`): the root integrated from where the start stood, each joint's rotation
-from its forward and up vectors, at the model's frame rate.
+from its forward and up vectors, at the model's frame rate; walks and paths then with the hips' track
+smoothed and the feet held where the poses stood them (:mod:`.stance`).
 """
 
 import base64
@@ -19,7 +20,7 @@ from dataclasses import replace
 import numpy as np
 
 from .. import quat
-from ..contacts import legs, plant
+from ..contacts import GROUND, legs, plant
 from ..inbetween import floor
 from ..mann.path import Path, check, desired, paced
 from ..modelfile import Model, ModelError, Placement, session
@@ -28,6 +29,7 @@ from .control import (BEHIND, COMMIT, FOLLOWERS, HORIZON, STEER, along, candidat
                       steered)
 from .features import fields, hips_pair, motion_of, poses, root_path
 from .floor import Legs
+from .stance import settled
 
 MAX_K = 256             # continuations of one request
 MAX_VARIANTS = 64       # variants of one gap
@@ -83,8 +85,9 @@ class MVAEModel(Model):
         up to ``frame`` then the generated frames. ``seed``: a numpy Generator's seed (None: fresh).
 
         The walks stand on the floor under the start's feet (the lowest they reach in the second up to it),
-        which the network sees as its own (``floor``); ``grounded``: each generated pose lifted so that no
-        foot goes under it (:mod:`.floor`). A walk whose network output is not finite (a start beyond the
+        which the network sees as its own (``floor``); ``grounded``: each generated pose stood on it, its
+        root stepped by its standing feet (:mod:`.floor`), and the walk's hips smoothed and its feet held
+        where the poses stood them (:mod:`.stance`). A walk whose network output is not finite (a start beyond the
         network's 32-bit inputs) is refused (:class:`BlewUp`) rather than returned with NaN."""
         motion, frame = self._start(motion, frame, frames, k)
         level = floor(motion.frames(max(0, frame + 1 - self.past), frame + 1), []) - self.floor
@@ -98,8 +101,9 @@ class MVAEModel(Model):
             raise BlewUp(f"walk {i + 1} of model {self.name} blew up at its generated frame {t + 1} of {frames} "
                          "(the network's output is no longer finite there); start from another frame, ask for "
                          "fewer frames or another seed, or use a model trained to stay stable")
-        return [self._joined(motion, frame, walked[i].astype(np.float64), origin[1], theta[1], level, i)
+        made = [self._joined(motion, frame, walked[i].astype(np.float64), origin[1], theta[1], level, i)
                 for i in range(k)]
+        return [self._settled(m, walked[i], frame + 1) for i, m in enumerate(made)] if grounded else made
 
     def planted(self, walk, frames):
         """``walk`` (a motion of :meth:`walk`, or any whose last ``frames`` frames were generated after the
@@ -172,11 +176,22 @@ class MVAEModel(Model):
         for (pose, level), root, w, path in zip(begun, roots, wants, paths):
             still = pose.copy()
             still[:, :3] = 0.0   # the start pose where the path starts, facing along it
-            made = motion_of(np.concatenate([still, chosen[len(motions), :w.frames - 1]]), *root, self.skeleton,
-                             self.fps, name=f"{self.name} following {path.source}")
+            raw = np.concatenate([still, chosen[len(motions), :w.frames - 1]])
+            made = motion_of(raw, *root, self.skeleton, self.fps, name=f"{self.name} following {path.source}")
             made.positions[:, 0, 1] += level
-            motions.append(made)
+            motions.append(self._settled(made, raw[1:], 1))
         return motions
+
+    def _settled(self, motion, raw, first):
+        """``motion``, whose frames from ``first`` on the raw poses ``raw`` (F - first, D) made, with its hips'
+        track smoothed and its feet held where those poses stand (:func:`.stance.settled`), each foot joint
+        on its own ground (an ankle stands higher than its toe), the GROUND percentile of its height there."""
+        if self.legs is None:
+            return motion
+        grounds = np.percentile(raw[:, self.legs.heights][:, self.legs.feet], GROUND, axis=0)
+        standing = np.zeros((motion.n_frames, len(self.legs.feet)), dtype=bool)
+        standing[first:] = self.legs.stands(raw, grounds) >= 0.5
+        return settled(motion, standing, first, self.layout.height)
 
     def _begun(self, start):
         """``(pose (1, D), level)``: a start ``(motion, frame)``'s raw pose on the model's floor and how
@@ -213,7 +228,7 @@ class MVAEModel(Model):
                 first = max(0, min(t + 1 - behind, ahead[-1] - 1))   # two points at least, past its end
                 facing = np.arctan2(*w.directions[ahead].T)
                 chosen = np.argmin(along(rolled[i], roots[i], w.positions[first:ahead[-1] + 1], ahead - first, facing,
-                                         self.fps, self.layout.height))
+                                         self.fps, self.layout.height, np.linalg.norm(w.velocities[ahead], axis=-1)))
                 best, plan[i] = rolled[i, chosen], z[i, chosen]
                 out[i, t:t + COMMIT] = best[:COMMIT]
                 origins, turned = root_path(best[:COMMIT], *roots[i], self.fps)
@@ -267,15 +282,18 @@ class MVAEModel(Model):
     def _rollout(self, pose, steps, draw, grounded=True, steer=None):
         """``steps`` poses (B, steps, D) generated after raw poses ``pose`` (B, D), z (B, latent) of step
         t ``draw(t)``: one onnxruntime call of batch B a step, each pose then kept within ``bounds``;
-        ``grounded``: each pose lifted onto the model's floor; ``steer(poses so far (B, t + 1, D), frames
+        ``grounded``: each pose stood on the model's floor and its root stepped by its standing feet
+        (:mod:`.floor`); ``steer(poses so far (B, t + 1, D), frames
         left)``, every STEER frames, the indices (B,) of the roll-outs to go on with."""
         with np.errstate(over="ignore"):   # a pose beyond 32 bits walks on as inf, and walk() refuses it
             pose = pose.astype(np.float32)
         out = np.empty((len(pose), steps, pose.shape[1]), dtype=np.float32)
         for t in range(steps):
+            previous = pose
             pose = np.clip(self.session.run(["pose"], {"previous": pose, "z": draw(t)})[0], *self.bounds)
             if grounded and self.legs is not None:
-                self.legs.lift(pose, self.floor, self.least)
+                self.legs.ground(pose, self.floor, self.least)
+                self.legs.anchor(previous, pose, self.floor, self.fps)
             out[:, t] = pose
             if steer is not None and (t + 1) % STEER == 0 and t + 1 < steps:
                 index = steer(out[:, :t + 1], steps - t - 1)

@@ -1,0 +1,72 @@
+"""A Motion VAE's motion as it is given to the user: the root's track smoothed, and the feet held where
+the roll-out stood them.
+
+The floor step (:mod:`.floor`) steps the root by the feet on the floor, so the feet stand; but the
+network's feet shake a few centimetres from frame to frame in the root frame, and a root stepped by them
+shakes as much (the hips' velocity changed 4-5 cm a frame per frame on a path, 10x the capture's). So the
+hips' track over the generated frames is smoothed (:func:`smoothed`, a Gaussian of SMOOTH seconds), and
+the body moves with it; the feet the roll-out stood on (:meth:`.floor.Legs.standing`, which knows them by
+their height however they shake) are then held where they stood by :mod:`..contacts`' locks and leg IK
+(:func:`held`). Planting by speed alone (:func:`..contacts.plant`, which runs after this as for any
+model) missed them: a shaking foot is too fast to count as standing.
+"""
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..contacts import REACH, fade_frames, legs, offsets, solve_leg, steps
+from ..motion import forward_kinematics
+
+SMOOTH = 0.07   # s: the spread (sigma) of the Gaussian that smooths the hips' track (2 frames at 30 fps)
+
+
+def smoothed(track, fps, first=0):
+    """``track`` (F, 3) with its frames from ``first`` on smoothed by a Gaussian of SMOOTH seconds, the
+    frames before them (a continuation's context) and the last frame repeated at its ends held as they
+    are: a track that joins what came before without a jump."""
+    sigma = SMOOTH * fps
+    reach = int(np.ceil(3 * sigma))
+    if reach < 1 or len(track) - first < 2:
+        return track
+    kernel = np.exp(-0.5 * (np.arange(-reach, reach + 1) / sigma) ** 2)
+    kernel /= kernel.sum()
+    padded = np.concatenate([np.repeat(track[:1], reach, axis=0), track, np.repeat(track[-1:], reach, axis=0)])
+    out = track.copy()
+    for c in range(track.shape[1]):
+        out[first:, c] = np.convolve(padded[:, c], kernel, mode="valid")[first:]
+    return out
+
+
+def held(motion, standing, first, height):
+    """``motion`` (Y up) with its frames from ``first`` on changed in the legs' rotations alone: each foot
+    joint of ``standing`` (F, K) bool (K: :class:`.floor.Legs`' feet, every leg's foot, then every toe) held
+    at its mean position over each stretch it stands (cut into steps no longer than the contacts' REACH of
+    ``height``), fading to its own path over the contacts' fade; the legs put there by
+    :func:`..contacts.solve_leg`, the foot aimed at its toe's target."""
+    found = legs(motion.skeleton)
+    if not found or first >= motion.n_frames:
+        return motion
+    feet = [leg.foot for leg in found] + [leg.toe for leg in found if leg.toe >= 0]
+    parents = motion.skeleton.parents
+    grot, gpos = forward_kinematics(motion.rotations, motion.positions, parents)
+    generated = np.arange(motion.n_frames) >= first
+    fade = fade_frames(motion.fps)
+    path = gpos[:, feet]
+    stood = steps(path, standing & generated[:, None], generated, 1, REACH * height, fade)
+    target = path + offsets(path, stood, generated, fade)
+    rows = np.flatnonzero(generated)
+    rotations = motion.rotations.copy()
+    toes = {leg.toe: len(found) + i for i, leg in enumerate(leg for leg in found if leg.toe >= 0)}
+    for k, leg in enumerate(found):
+        toe = target[rows, toes[leg.toe]] if leg.toe in toes else None
+        rotations[rows] = solve_leg(rotations[rows], grot[rows], gpos[rows], parents, leg, target[rows, k], toe, 1)
+    return replace(motion, rotations=rotations)
+
+
+def settled(motion, standing, first, height):
+    """``motion`` with its hips' track smoothed from ``first`` on (:func:`smoothed`) and its feet then
+    :func:`held` where ``standing`` (F, K) says they stand."""
+    positions = motion.positions.copy()
+    positions[:, 0] = smoothed(positions[:, 0], motion.fps, first)
+    return held(replace(motion, positions=positions), standing, first, height)
