@@ -53,7 +53,11 @@ FADE = 0.2                        # seconds over which a lock's offset fades in 
 REACH = 0.05                      # of the body's height: how far a path may stray from its step's start
 LIFT, LIFT_HIGH = 0.2, 0.15       # a swing's clearance: of the way it travels, at most this of the body's height
 TOE_LIFT_HIGH = 0.08              # a toe's, less: lifted higher, the foot turns faster than the capture's ever do
+STRAIGHT, TOP = 0.97, 0.99        # of a leg's length: how far from its hip a target pulls an ankle unhindered, and
+#                                   at most, eased in between
+ARC = 6.0                         # body heights a second squared: the most a swing's arc accelerates a foot
 MAX_SWING = 2.0                   # seconds: a foot off the ground longer is not stepping (a swing lasts under one)
+HINGE = 0.1                       # a knee bent less than this (a sine: 6 degrees) bends in its hinge's plane
 SWING = 4.0                       # the most the hip's swing moves the knee, in lengths of the ankle's move by it
 # a quadruped's paws: of its leg's length (MANN's Placement height), a person's thresholds in leg lengths
 # (about half the body's height) for LOW, looser for SLOW (experiments.md, "Planted paws")
@@ -143,7 +147,8 @@ def plant(motion, gaps, height):
         height = max(np.linalg.norm(leg.paw) + np.linalg.norm(offsets[leg.foot]) + np.linalg.norm(offsets[leg.knee])
                      for leg in found if leg.paw)
     floor = ground(stands, seen, slice(None), motion.up, GROUND)
-    held, stood = _held(stands, floor, generated, u, height, motion.fps, paws)
+    held, stood = _held(stands, floor, generated, u, height, motion.fps, paws,
+                        sharpest=np.inf if paws.any() else ARC)   # a paw's swings are the dog's own
     toed = [k for k, leg in enumerate(found) if leg.toe >= 0]
     toes = [found[k].toe for k in toed]
     # a toe moves with its foot's target where it has no contact of its own, and is lifted no higher off
@@ -151,7 +156,7 @@ def plant(motion, gaps, height):
     path = gpos[:, toes] + held[:, toed] - stands[:, toed]
     ankle_clear = np.maximum(held[:, toed, u] - floor[toed], 0.0)
     toe_held, toe_on = _held(path, ground(gpos, seen, toes, motion.up, GROUND), generated, u, height, motion.fps,
-                             high=TOE_LIFT_HIGH, ceiling=ankle_clear)
+                             high=TOE_LIFT_HIGH, ceiling=ankle_clear, sharpest=np.inf)
     fade = fade_frames(motion.fps, FADE)
     for i, k in enumerate(toed):
         length = np.linalg.norm(motion.skeleton.offsets[toes[i]])
@@ -161,9 +166,9 @@ def plant(motion, gaps, height):
     rows = np.flatnonzero(generated)
     rotations = motion.rotations.copy()
     for k, leg in enumerate(found):
+        ankle = reachable(gpos[:, leg.hip], gpos[:, leg.foot], held[:, k] - below[:, k], motion.skeleton.offsets, leg)
         toe = toe_targets[k][rows] if k in toe_targets else None
-        ankle = held[rows, k] - below[rows, k]
-        rotations[rows] = solve_leg(rotations[rows], grot[rows], gpos[rows], parents, leg, ankle, toe, u)
+        rotations[rows] = solve_leg(rotations[rows], grot[rows], gpos[rows], parents, leg, ankle[rows], toe, u)
     return replace(motion, rotations=rotations)
 
 
@@ -183,17 +188,36 @@ def plant_windows(clip, starts, rotations, positions, past, height):
     return out
 
 
-def _held(path, lowest, generated, up, height, fps, paws=False, high=LIFT_HIGH, ceiling=np.inf):
+def _held(path, lowest, generated, up, height, fps, paws=False, high=LIFT_HIGH, ceiling=np.inf, sharpest=ARC):
     """(F, K, 3) the points ``path`` (F, K, 3) held where they are in contact (:func:`contacts` with their
     grounds ``lowest`` (K,), :func:`offsets`), in steps (:func:`steps`), never below their grounds and clear
     of them on the way between steps (:func:`lifts`, at most ``high`` of the body's height and ``ceiling``
-    (F, K) above them); and (F, K) bool, the frames held (:func:`held_contacts`)."""
+    (F, K) above them, accelerating them by at most ``sharpest`` body heights a second squared: a toe's arc is
+    bounded by its ankle's clearance already); and (F, K) bool, the frames held (:func:`held_contacts`)."""
     fade = fade_frames(fps, PAW_FADE if np.any(paws) else FADE)
     contact = held_contacts(path, lowest, generated, up, height, fps, paws)
     held = path + offsets(path, contact, generated, fade)
-    clear = np.minimum(lifts(held, contact, generated, up, height, round(MAX_SWING * fps), high), ceiling)
+    clear = lifts(held, contact, generated, up, height, fps, round(MAX_SWING * fps), high, sharpest)
+    clear = np.minimum(clear, ceiling)
     held[..., up] = np.maximum(held[..., up], lowest + clear)
     return held, contact
+
+
+def reachable(hip, ankle, target, offsets, leg):
+    """(F, 3) ``target`` (F, 3) for the ankle, drawn toward the ``hip`` (F, 3) where it lies further from it than
+    :data:`STRAIGHT` of the leg's length (``offsets`` of its knee and foot) and than the leg's own ``ankle``
+    (F, 3): eased onto no further than :data:`TOP` of the length (or the leg's own ankle, where that is
+    further), never stopping at once. A lock left behind as the body moves on pulls the leg straight, and the
+    knee's bend changes ever faster as the leg nears straight: a target at its full length snaps the knee
+    straight and back within a few frames."""
+    length = np.linalg.norm(offsets[leg.knee]) + np.linalg.norm(offsets[leg.foot])
+    own = np.linalg.norm(ankle - hip, axis=-1)
+    bound = np.maximum(own, STRAIGHT * length)
+    soft = np.maximum(np.maximum(own, TOP * length) - bound, 1e-12)
+    way = target - hip
+    far = np.linalg.norm(way, axis=-1)
+    eased = np.where(far > bound, bound + soft * np.tanh((far - bound) / soft), far)
+    return hip + way * (eased / np.maximum(far, 1e-12))[:, None]
 
 
 def nearness(contact, fade):
@@ -264,13 +288,16 @@ def steps(path, contact, generated, up, reach, swing):
     return out
 
 
-def lifts(held, contact, generated, up, height, longest, high=LIFT_HIGH):
+def lifts(held, contact, generated, up, height, fps, longest, high=LIFT_HIGH, sharpest=ARC):
     """(F, K) the least height above its ground of each joint on its generated frames off the ground: an arc
     over each swing (a run of them between contacts or user frames) of at most ``longest`` frames, as high
     as ``LIFT`` of the way it travels, at most ``high`` of the body's ``height``, so a foot that travels
     clears the floor, as a stepping or jumping foot does, rather than sliding along it; a swing the network
-    lifts higher keeps its own height. A longer run is a foot gliding where no contact was found (a Motion
-    VAE's walk: runs of seconds), and an arc over it would only float the foot above its glide."""
+    lifts higher keeps its own height. The arc accelerates the joint by at most ``sharpest`` body heights a
+    second squared (:data:`ARC`, about what a walking foot's does on its tenth sharpest frame): the few frames
+    between a key and a foot landing are the tail of a swing, and a full arc squeezed into them kicks the
+    knee up and down again. A longer run is a foot gliding where no contact was found (a Motion VAE's walk:
+    runs of seconds), and an arc over it would only float the foot above its glide."""
     out = np.zeros(held.shape[:2])
     frames = len(held)
     free = ~contact & generated[:, None]
@@ -281,7 +308,8 @@ def lifts(held, contact, generated, up, height, longest, high=LIFT_HIGH):
             if e - s > longest:
                 continue
             way = np.linalg.norm(flat[min(e, frames - 1), k] - flat[max(s - 1, 0), k])
-            peak = min(LIFT * way, high * height)
+            span = (e - s + 1) / fps
+            peak = min(LIFT * way, high * height, sharpest * height * span * span / np.pi ** 2)
             out[s:e, k] = peak * np.sin(np.pi * np.arange(1, e - s + 1) / (e - s + 1))
     return out
 
@@ -384,12 +412,21 @@ def solve_leg(rotations, grot, gpos, parents, leg, target, toe_target=None, up=1
     normal = np.cross(a - b, c - b)
     hinge = quat.rotate(quat.inv(grot[:, leg.hip]), normal).sum(axis=0)       # the knee's axis, in the thigh's frame
     hinge /= max(np.linalg.norm(hinge), 1e-12)
-    normal = normal + 1e-3 * (thigh * shin)[:, None] * quat.rotate(grot[:, leg.hip], hinge)
+    hinge = quat.rotate(grot[:, leg.hip], hinge)
+    # the knee bends about its leg's own plane's normal turned to the hinge's side, or about the hinge where the
+    # leg is nearly straight (within HINGE, a sine), whose plane says nothing of where the knee points; a knee
+    # the model straightened a little past straight bends forward again, one it bent further back stays back
+    sine = np.linalg.norm(normal, axis=-1) / np.maximum(thigh * shin, 1e-12)
+    side = np.where(np.sum(normal * hinge, axis=-1) < 0, -1.0, 1.0)
+    own = np.clip(sine / HINGE, 0.0, 1.0)
+    normal = (own * side / np.maximum(sine * thigh * shin, 1e-12))[:, None] * normal + (1.0 - own)[:, None] * hinge
     normal /= np.maximum(np.linalg.norm(normal, axis=-1, keepdims=True), 1e-12)
     reach = np.clip(np.linalg.norm(target - a, axis=-1), np.abs(thigh - shin) * 1.0001, (thigh + shin) * 0.9999)
-    now = _angle(a - b, c - b)
+    now = np.arctan2(np.sum(np.cross(a - b, c - b) * normal, axis=-1), np.sum((a - b) * (c - b), axis=-1)) % (2 * np.pi)
     wanted = np.arccos(np.clip((thigh ** 2 + shin ** 2 - reach ** 2) / (2 * thigh * shin), -1.0, 1.0))
-    bend = quat.from_angle_axis(wanted - now, normal)
+    back = np.where(now > np.pi, own, 0.0)
+    wanted = wanted + back * (2 * np.pi - 2 * wanted)
+    bend = quat.from_angle_axis((wanted - now + np.pi) % (2 * np.pi) - np.pi, normal)
     bent = b + quat.rotate(bend, c - b)
     swing = quat.normalize(quat.between(bent - a, target - a))
     turn = 2.0 * np.arctan2(np.linalg.norm(swing[:, 1:], axis=-1), swing[:, 0])
@@ -419,7 +456,3 @@ def solve_leg(rotations, grot, gpos, parents, leg, target, toe_target=None, up=1
     out[:, joints] = np.where(flip, -out[:, joints], out[:, joints])
     return out
 
-
-def _angle(u, v):
-    """(F,) the angle between vectors ``u`` and ``v`` (F, 3)."""
-    return np.arctan2(np.linalg.norm(np.cross(u, v), axis=-1), np.sum(u * v, axis=-1))
