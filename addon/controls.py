@@ -119,10 +119,11 @@ def store(armature, entries):
 
 
 def detect(obj):
-    """The control map found for the armature ``obj``: a Rigify human rig's (:mod:`.rigify`), else none."""
-    if not rigify.is_rigify(obj):
+    """The control map found for the armature ``obj``: a Rigify human or wolf rig's (:mod:`.rigify`), else none."""
+    layout = rigify.layout_of(obj)
+    if layout is None:
         return []
-    return [Entry(*e) for e in rigify.control_entries(obj.pose.bones)]
+    return [Entry(*e) for e in rigify.control_entries(layout, obj.pose.bones)]
 
 
 def entries_for(obj):

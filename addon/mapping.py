@@ -91,9 +91,10 @@ def status(obj, skeleton):
 def detected(obj, skeleton):
     """{model joint: bone} that detection (:func:`..inference.mapping.detect`) finds for ``skeleton`` among
     the armature ``obj``'s bones, from their names and hierarchy; on a rig Rigify generated from the human
-    metarig, its deform bones (:mod:`.rigify`)."""
-    if rigify.is_rigify(obj) and not is_quadruped(skeleton):
-        return rigify.deform_mapping(skeleton.names)
+    or the wolf metarig, its deform bones (:mod:`.rigify`), and none for a skeleton of the other kind."""
+    layout = rigify.layout_of(obj)
+    if layout is not None:
+        return rigify.deform_mapping(layout, skeleton.names) if layout.quadruped == is_quadruped(skeleton) else {}
     bones = [b.name for b in obj.data.bones]
     parents = [bones.index(b.parent.name) if b.parent else -1 for b in obj.data.bones]
     return detect(skeleton.names, skeleton.parents, bones, parents)

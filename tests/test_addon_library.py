@@ -221,7 +221,7 @@ def test_a_control_rig_gets_its_transitions_on_its_controls(rigify_rig):
     assert transitions(length=10, count=1) == {"FINISHED"}
     actions = made(rig)
     assert sorted(a.name for a in actions) == ["slow -> walk 1", "walk -> slow 1"]
-    bones = [rig.data.bones.find(n) for n in mapping.rigify.DEFORM.values()]
+    bones = [rig.data.bones.find(n) for n in mapping.rigify.HUMAN.deform.values()]
 
     def heads(action, frame):
         play(rig, action)

@@ -80,7 +80,7 @@ def load(path):
 
 
 def deform_heads(betwixt, rig, frames):
-    bones = [rig.data.bones.find(n) for n in betwixt["mapping"].rigify.DEFORM.values()]
+    bones = [rig.data.bones.find(n) for n in betwixt["mapping"].rigify.HUMAN.deform.values()]
     return betwixt["evaluated"].pose_matrices(rig, frames, bones)[..., :3, 3]
 
 
@@ -127,7 +127,7 @@ def test_the_capture_keyed_on_the_controls_puts_the_deform_bones_on_it(betwixt, 
     heads = deform_heads(betwixt, rig, np.arange(1, FRAMES + 1))
     hips = heads[:, 0]
     assert np.ptp(hips[:, 1]) > 0.5                                  # the capture's walk carries the hips
-    feet = heads[:, [list(betwixt["mapping"].rigify.DEFORM).index(f"{s}Foot") for s in ("Left", "Right")]]
+    feet = heads[:, [list(betwixt["mapping"].rigify.HUMAN.deform).index(f"{s}Foot") for s in ("Left", "Right")]]
     assert 0.0 < np.min(feet[..., 2]) < 0.12                        # ankles on the floor, not under it
 
 
@@ -252,3 +252,31 @@ def test_esc_while_the_controls_are_baked_leaves_the_scene_as_it_was(betwixt, ke
     assert before.keys() == after.keys() and all(np.array_equal(before[k], after[k]) for k in before)
     assert jobs.drained(writing.write_plan(plan, betwixt["pose_io"].Channels(rig), result, plan.gaps, 1, False))
     assert "torso" in keyed_bones(betwixt, rig, *GAP)             # run to its end, the same steps key
+
+
+def test_a_rigify_wolf_reads_as_the_dog_and_follow_path_keys_its_controls(betwixt):
+    """A four-legged control rig: Rigify's wolf, generated, plays the dog's skeleton (its deform bones, the
+    tail left to the model's average pose), its controls (torso, paw IK, heels, poles) are detected, and the
+    dog's Follow Path walks it through keys on those controls alone."""
+    from test_addon_locomotion import bezier, follow_with
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.context.scene.render.fps = 30
+    bpy.ops.object.armature_wolf_metarig_add()
+    bpy.ops.pose.rigify_generate()
+    rig = bpy.context.active_object
+    bpy.data.objects.remove(bpy.data.objects["metarig"])
+    assert bpy.ops.betwixt.detect_mapping() == {"FINISHED"}
+    mapped = {item.joint: item.bone for item in rig.data.betwixt_joints if item.bone}
+    assert len(mapped) == 19 and "Tail" not in mapped and all(b.startswith("DEF-") for b in mapped.values())
+    assert {"torso", "front_foot_ik.L", "foot_heel_ik.R", "thigh_ik_target.L"} <= \
+        {e.control for e in betwixt["controls"].detect(rig)}
+    a, b = 1, 60
+    curve = bezier([(0.0, 0.0, 0.0), (1.0, 0.5, 0.0), (2.0, 0.0, 0.0)], "AUTO")
+    follow_with(rig, curve)
+    assert bpy.ops.betwixt.follow_path(frame_start=a, frame_end=b, gait="WALK") == {"FINISHED"}
+    keyed = keyed_bones(betwixt, rig, a - 1, b + 1)
+    assert {"torso", "foot_ik.L", "front_foot_ik.R"} <= keyed
+    assert not any(n.startswith(("DEF-", "ORG-", "MCH-")) for n in keyed)
+    hips = betwixt["evaluated"].pose_matrices(rig, np.arange(a, b + 1), [rig.data.bones.find(mapped["Hips"])])
+    assert np.linalg.norm(hips[-1, 0, :2, 3] - hips[0, 0, :2, 3]) > 1.0   # metres along the path
+    assert 0.6 < hips[:, 0, 2, 3].min() and hips[:, 0, 2, 3].max() < 0.9   # about its rest height, 0.79 m
