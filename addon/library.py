@@ -3,11 +3,13 @@
 A game's locomotion needs a transition from each of its states to each other (issue 44). ``prepare`` reads
 each chosen action into the model's space as the other operators read a gap (assigned to the armature for
 the time of its reading, :func:`.plan.plan_over` over its keys and the transition's length after them);
-``compute`` is :func:`..inference.library.generate` (numpy and the model only); ``finish`` keys each take's
-transition, from the source's leave frame to the target's enter frame, into an action of its own named
-"<source> -> <target> <i>" through :func:`.writing.key_edits` and :func:`.pose_io.write_bone_keys`, so that
-a control rig gets keys on its controls. All or nothing, one undo step; the actions are listed in the panel
-for preview, discarded together, and exported as one FBX file with a take each (Blender's own exporter).
+``compute`` is :func:`..inference.library.generate` and its report (numpy and the model only); ``finish``
+keys each take's transition, from the source's leave frame to the target's enter frame, into an action of
+its own named "<source> -> <target> <i>" through :func:`.writing.key_edits` and
+:func:`.pose_io.write_bone_keys`, so that a control rig gets keys on its controls, and lays them out in the
+NLA, a muted track a pair. All or nothing, one undo step; the actions are listed in the panel for preview
+(the flagged ones marked, their poor measures named), discarded together, and exported as one FBX file with
+a take each (Blender's own exporter).
 """
 
 from dataclasses import dataclass, replace
@@ -28,6 +30,9 @@ from .transitions import SAME_RATE, Cancelled
 
 LIBRARY = "betwixt_library"      # on a transition's action: the armature it was made for
 RETURN = "betwixt_library_back"  # ... and the action the armature had, to go back to on Discard
+FLAGS = "betwixt_flags"          # ... and its report's flags: the measures past its clips' own, comma-separated
+TRACK = "Betwixt: "              # the NLA tracks of a library's pairs and their strips: this and their names
+SPACING = 10                     # frames between one variant's strip and the next in a pair's track
 LEAVES = [("AUTO", "Best Match", "The frame within a second of the end whose pose and velocity fit the other "
            "action's best (as motion graphs choose)"),
           ("EDGE", "Last Frame", "The source's last key"),
@@ -184,17 +189,22 @@ class BETWIXT_OT_transitions(JobOperator, bpy.types.Operator):
             if cancelled():
                 raise Cancelled()
             progress(done, total)
-        return library.generate(plan.model, clips, joins, plan.length, plan.count, plan.variation, plan.seed,
-                                plan.plant, step)
+        takes = library.generate(plan.model, clips, joins, plan.length, plan.count, plan.variation, plan.seed,
+                                 plan.plant, step)
+        report = library.report(takes, clips, plan.model.layout.height, plan.model.layout.up)
+        return takes, [row["flags"] for row in report["transitions"]]
 
     def finish(self, context, plan, result):
         obj = bpy.data.objects.get(plan.object_name)
         if obj is None:
             raise BetwixtError(f"armature {plan.object_name!r} was removed while Betwixt was working")
-        made = write_library(obj, plan, result)
+        takes, flags = result
+        made = write_library(obj, plan, takes, flags)
+        flagged = sum(bool(f) for f in flags)
         return (f"Betwixt: {len(made)} transitions ({len(plan.sources) * (len(plan.sources) - 1)} pairs x "
-                f"{plan.count}) by model {plan.model.name}, in actions '{made[0].name}' … '{made[-1].name}'; "
-                "preview them in the Betwixt panel")
+                f"{plan.count}) by model {plan.model.name}, in actions '{made[0].name}' … '{made[-1].name}'"
+                + (f", {flagged} flagged (their measures past the clips' own, named in the list)" if flagged else "")
+                + "; preview them in the Betwixt panel")
 
 
 def _put_back(obj, action, slot):
@@ -206,8 +216,9 @@ def _put_back(obj, action, slot):
         anim.action_slot = slot
 
 
-def write_library(obj, plan, takes):
-    """Each take's transition keyed into a new action, all or none; the armature's earlier library replaced."""
+def write_library(obj, plan, takes, flags):
+    """Each take's transition keyed into a new action, all or none, its ``flags`` (:func:`..inference.library.flags`,
+    a list a take) stored on it for the panel's list; the armature's earlier library replaced."""
     anim = obj.animation_data
     back = (anim.action, getattr(anim, "action_slot", None))
     old = transitions_of(obj)
@@ -219,8 +230,8 @@ def write_library(obj, plan, takes):
                 raise BetwixtError(f"action {source.action!r} was removed while Betwixt was working; run it again")
             play(obj, action)
             channels = Channels(obj, action=action, slot=slot_of(action, obj))
-            for take in (t for t in takes if t.join.source == s):
-                made.append((write_take(obj, plan, source, channels, take), take.motion.name))
+            for take, flagged in ((t, f) for t, f in zip(takes, flags) if t.join.source == s):
+                made.append((write_take(obj, plan, source, channels, take, flagged), take.motion.name))
     except BaseException:
         for action, _ in made:
             bpy.data.actions.remove(action)
@@ -229,19 +240,22 @@ def write_library(obj, plan, takes):
         _put_back(obj, *back)
     if anim.action in old:
         play(obj, bpy.data.actions.get(plan.back))
+    clear_tracks(obj)
     for action in old:
         bpy.data.actions.remove(action)
     for action, name in made:
         action.name = name
+    lay_out(obj, [action for action, _ in made])
     if plan.detected is not None:
         mapping.store(obj.data, plan.model.skeleton.names, plan.detected)
     return [action for action, _ in made]
 
 
-def write_take(obj, plan, source, channels, take):
+def write_take(obj, plan, source, channels, take, flags=()):
     """One take's transition, from the source's leave frame to the target's enter frame (scene frames from
     the source's), keyed into a new action through the source's plan: the keys the plan's gap around those
-    frames puts on its ends are taken off again, so that the action holds the transition alone."""
+    frames puts on its ends are taken off again, so that the action holds the transition alone. ``flags``:
+    the names of its poor measures, kept on the action (``betwixt_flags``, comma-separated)."""
     p = source.plan
     a, b = take.gap
     first = source.start + take.join.leave
@@ -258,6 +272,7 @@ def write_take(obj, plan, source, channels, take):
     action[RETURN] = plan.back
     action["betwixt_source"], action["betwixt_target"] = source.action, plan.sources[take.join.target].action
     action["betwixt_enter"] = plan.sources[take.join.target].start + take.join.enter
+    action[FLAGS] = ", ".join(flags)
     target = Channels(obj, action=action)
     try:
         write_bone_keys(target, rig, edits, gaps, KeyStyle(), pin=p.drive is not None)
@@ -270,6 +285,33 @@ def write_take(obj, plan, source, channels, take):
             points.remove(point, fast=True)
         fc.update()
     return action
+
+
+def lay_out(obj, actions):
+    """The transitions ``actions`` in the armature's NLA, muted (the armature plays its action as before): a
+    track a pair of actions, named "Betwixt: <source> -> <target>", its variants one after another from the
+    first's own frames, :data:`SPACING` frames apart, so that soloing a track plays a pair's variants in turn."""
+    anim = obj.animation_data or obj.animation_data_create()
+    pairs = {}
+    for action in actions:
+        pairs.setdefault((action["betwixt_source"], action["betwixt_target"]), []).append(action)
+    for (source, target), variants in pairs.items():
+        track = anim.nla_tracks.new()
+        track.name, track.mute = f"{TRACK}{source} -> {target}", True
+        frame = variants[0].frame_range[0]
+        for action in variants:
+            strip = track.strips.new(f"{TRACK}{action.name}", int(frame), action)   # the FBX takes keep the names
+            slot = slot_of(action, obj)
+            if slot is not None and hasattr(strip, "action_slot"):
+                strip.action_slot = slot
+            frame = strip.frame_end + SPACING
+
+
+def clear_tracks(obj):
+    """The armature's NLA tracks that :func:`lay_out` made, removed."""
+    anim = obj.animation_data
+    for track in [t for t in (anim.nla_tracks if anim is not None else ()) if t.name.startswith(TRACK)]:
+        anim.nla_tracks.remove(track)
 
 
 class BETWIXT_OT_preview_transition(bpy.types.Operator):
@@ -316,6 +358,7 @@ class BETWIXT_OT_discard_transitions(bpy.types.Operator):
         current = obj.animation_data.action if obj.animation_data else None
         if current in made:
             play(obj, back)
+        clear_tracks(obj)
         for action in made:
             bpy.data.actions.remove(action)
         return {"FINISHED"}
@@ -390,12 +433,15 @@ def export_fbx(context, obj, actions, path):
 
 
 class BETWIXT_UL_transitions(bpy.types.UIList):
-    """The active armature's transitions among the file's actions, each a button that previews it."""
+    """The active armature's transitions among the file's actions, each a button that previews it, the flagged
+    ones (their report's measures past their clips' own) marked and their flags named."""
 
     def draw_item(self, context, layout, data, item, icon, active_data, active_property, index=0, flt_flag=0):
         current = context.active_object.animation_data.action if context.active_object.animation_data else None
-        layout.operator("betwixt.preview_transition", text=item.name, emboss=False,
-                        icon="PLAY" if item == current else "ACTION").action = item.name
+        flags = item.get(FLAGS, "")
+        layout.operator("betwixt.preview_transition", text=f"{item.name}  ({flags})" if flags else item.name,
+                        emboss=False, icon="PLAY" if item == current else "ERROR" if flags else "ACTION"
+                        ).action = item.name
 
     def filter_items(self, context, data, propname):
         obj = context.active_object

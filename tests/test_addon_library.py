@@ -172,8 +172,10 @@ def test_fbx_export_holds_a_take_per_transition(rig, tmp_path):
     assert transitions(count=1) == {"FINISHED"}
     names = {a.name for a in made(rig)}
     path = tmp_path / "library.fbx"
+    tracks = [(t.name, t.mute) for t in rig.animation_data.nla_tracks]            # the library's, muted
     assert bpy.ops.betwixt.export_transitions(filepath=str(path)) == {"FINISHED"}
-    assert rig.animation_data.action.name == "walk" and not len(rig.animation_data.nla_tracks)
+    assert rig.animation_data.action.name == "walk"
+    assert [(t.name, t.mute) for t in rig.animation_data.nla_tracks] == tracks
     bpy.ops.wm.read_homefile(use_empty=True)
     assert bpy.ops.import_scene.fbx(filepath=str(path)) == {"FINISHED"}
     takes = {a.name.split("|")[-1] for a in bpy.data.actions}
@@ -283,3 +285,26 @@ def test_the_panel_box_lists_the_actions_the_options_and_the_library(rig):
     assert sorted(d for d in drawn if d in STRETCHES) == sorted(STRETCHES)   # a tick box an action, no transition
     assert "betwixt.transitions.count" in drawn and "BETWIXT_UL_transitions" in drawn
     assert "betwixt.discard_transitions" in drawn and "betwixt.export_transitions" in drawn
+
+
+def test_the_library_is_laid_out_in_the_nla_and_its_flags_listed(rig):
+    """A muted NLA track a pair, its variants one after another; each action carries its report's flags (the
+    measures past its clips' own), which the panel's list names; Discard takes the tracks away with them."""
+    from betwixt.addon.library import FLAGS, SPACING, TRACK
+    assert transitions(count=2) == {"FINISHED"}
+    tracks = [t for t in rig.animation_data.nla_tracks if t.name.startswith(TRACK)]
+    pairs = sorted(f"{s} -> {t}" for s in STRETCHES for t in STRETCHES if s != t)
+    assert sorted(t.name.removeprefix(TRACK) for t in tracks) == pairs
+    for track in tracks:
+        assert track.mute
+        strips = list(track.strips)
+        assert [s.action.name for s in strips] == [f"{track.name.removeprefix(TRACK)} {i}" for i in (1, 2)]
+        assert strips[1].frame_start == strips[0].frame_end + SPACING
+    assert rig.animation_data.action.name == "walk"                # the armature plays its own action still
+    flags = [a[FLAGS] for a in made(rig)]
+    assert all(isinstance(f, str) for f in flags)
+    assert transitions(count=1) == {"FINISHED"}                     # a new library replaces the old one's tracks
+    assert len([t for t in rig.animation_data.nla_tracks if t.name.startswith(TRACK)]) == len(pairs)
+    assert all(len(t.strips) == 1 for t in rig.animation_data.nla_tracks if t.name.startswith(TRACK))
+    assert bpy.ops.betwixt.discard_transitions() == {"FINISHED"}
+    assert not [t for t in rig.animation_data.nla_tracks if t.name.startswith(TRACK)]

@@ -64,9 +64,9 @@ def main():
     plan = op.prepare(options, bpy.context)
     lap("read the actions")
     takes = op.compute(options, plan, lambda done, total: None, lambda: False)
-    lap("the model (joins, 224 transitions, planted)")
+    lap("the model (224 transitions), planting, report")
     op.finish(options, bpy.context, plan, takes)
-    lap("write 224 actions")
+    lap("write 224 actions, lay them out in the NLA")
     made = transitions_of(objects[0])
     print(f"{len(plan.sources)} actions, {len(made)} transitions written, {LENGTH} frames, K = {K}")
     for name, (wall, cpu) in times.items():
