@@ -100,11 +100,8 @@ class Legs:
 
     def stands(self, pose, floor):
         """(..., F) how much each foot joint of raw poses ``pose`` (..., D) stands on ``floor`` (or each on its
-        own ground, (F,)), 0 to 1: fully up to STANDS[0] above it, not at all from STANDS[1], nor where it
-        is NEARER higher than the lowest (a swing passing by)."""
-        heights = pose[..., self.heights][..., self.feet] - floor
-        return (np.clip(1.0 - (heights - heights.min(axis=-1, keepdims=True)) / NEARER, 0.0, 1.0)
-                * np.clip((STANDS[1] - heights) / (STANDS[1] - STANDS[0]), 0.0, 1.0))
+        own ground, (F,)), 0 to 1 (:func:`standing_share`)."""
+        return standing_share(pose[..., self.heights][..., self.feet] - floor)
 
     def anchor(self, previous, pose, floor, fps):
         """``pose`` (B, D), which follows raw poses ``previous`` (B, D), with the root's step, in place, what
@@ -131,6 +128,14 @@ class Legs:
         velocities[..., 0] += (dx * fps).astype(pose.dtype)
         velocities[..., 2] += (dz * fps).astype(pose.dtype)
         pose[:, self.velocities] = velocities.reshape(b, -1)
+
+def standing_share(heights):
+    """(..., F) how much each of F foot joints stands, 0 to 1, from their ``heights`` (..., F) above their
+    grounds: fully up to STANDS[0], not at all from STANDS[1], nor where it is NEARER higher than the
+    lowest (a swing passing by)."""
+    return (np.clip(1.0 - (heights - heights.min(axis=-1, keepdims=True)) / NEARER, 0.0, 1.0)
+            * np.clip((STANDS[1] - heights) / (STANDS[1] - STANDS[0]), 0.0, 1.0))
+
 
 def _chain(parents, joint):
     """The joints (other than the root) from ``joint`` up to the root: the bones its position sums."""

@@ -29,7 +29,7 @@ from .control import (BEHIND, COMMIT, FOLLOWERS, HORIZON, STEER, along, candidat
                       steered)
 from .features import fields, hips_pair, motion_of, poses, root_path
 from .floor import Legs
-from .stance import settled
+from .stance import settled, stood
 
 MAX_K = 256             # continuations of one request
 MAX_VARIANTS = 64       # variants of one gap
@@ -140,10 +140,13 @@ class MVAEModel(Model):
         for b, start in enumerate(starts):
             score = misses(rolled[b], start["root"], start["key"], self.fps, self.layout.height)
             chosen = rolled[b, diverse(score, rolled[b], start["root"], self.fps, k)]
-            made = [motion_of(pose.astype(np.float64), *start["root"], self.skeleton, self.fps) for pose in chosen]
+            made = [self._settled(motion_of(pose.astype(np.float64), *start["root"], self.skeleton, self.fps), pose, 0)
+                    for pose in chosen]
             hips = np.stack([m.positions[:, 0] for m in made]) + [0.0, start["level"], 0.0]
             rot, hips = onto_key(np.stack([m.rotations for m in made]), hips, gap.target_rotations[b],
                                  gap.target_positions[b, 0], blend)
+            if self.legs is not None:   # stood on the floor around the gap again, after the blend
+                rot, hips = self._stood(rot, hips, gap.past_positions[b, -1], start["grounds"])
             # signs continuous with the caller's own last key
             last = np.repeat(gap.past_rotations[None, b, -1:], k, axis=0)
             rotations[:, b] = quat.unroll(np.concatenate([last, rot[:, :n]], axis=1), axis=1)[:, 1:]
@@ -192,6 +195,16 @@ class MVAEModel(Model):
         standing = np.zeros((motion.n_frames, len(self.legs.feet)), dtype=bool)
         standing[first:] = self.legs.stands(raw, grounds) >= 0.5
         return settled(motion, standing, first, self.layout.height)
+
+    def _stood(self, rotations, hips, offsets, grounds):
+        """Local rotations (K, T, J, 4) and hips (K, T, 3) of K variants, the other joints at ``offsets`` (J,
+        3), each stood on its foot joints' ``grounds`` (:func:`.stance.stood`)."""
+        positions = np.repeat(offsets[None], rotations.shape[1], axis=0)
+        out = []
+        for r, h in zip(rotations, hips):
+            positions[:, 0] = h
+            out.append(stood(Motion(self.skeleton, r, positions.copy(), self.fps), grounds, self.layout.height))
+        return np.stack([m.rotations for m in out]), np.stack([m.positions[:, 0] for m in out])
 
     def _begun(self, start):
         """``(pose (1, D), level)``: a start ``(motion, frame)``'s raw pose on the model's floor and how
@@ -276,8 +289,10 @@ class MVAEModel(Model):
         pose, origin, theta = poses(_lowered(start, level), self.pair)
         key, key_origin, key_theta = poses(_lowered(_held(around.frames(last + 1, last + 2)), level), self.pair)
         joints = key[0, slice(*fields(len(self.skeleton))["positions"])].reshape(-1, 3)
+        grounds = np.percentile(around.global_transforms()[1][:, self.legs.feet, 1], GROUND, axis=0) \
+            if self.legs is not None else None
         return {"pose": pose, "root": (origin[1], theta[1]), "key": (key_origin[1], key_theta[1], joints),
-                "level": level}
+                "level": level, "grounds": grounds}
 
     def _rollout(self, pose, steps, draw, grounded=True, steer=None):
         """``steps`` poses (B, steps, D) generated after raw poses ``pose`` (B, D), z (B, latent) of step

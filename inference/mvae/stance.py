@@ -15,8 +15,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..contacts import REACH, fade_frames, legs, offsets, solve_leg, steps
+from ..contacts import REACH, fade_frames, legs, nearness, offsets, pivoted, solve_leg, steps
 from ..motion import forward_kinematics
+from .floor import standing_share
 
 SMOOTH = 0.07   # s: the spread (sigma) of the Gaussian that smooths the hips' track (2 frames at 30 fps)
 
@@ -42,8 +43,9 @@ def held(motion, standing, first, height):
     """``motion`` (Y up) with its frames from ``first`` on changed in the legs' rotations alone: each foot
     joint of ``standing`` (F, K) bool (K: :class:`.floor.Legs`' feet, every leg's foot, then every toe) held
     at its mean position over each stretch it stands (cut into steps no longer than the contacts' REACH of
-    ``height``), fading to its own path over the contacts' fade; the legs put there by
-    :func:`..contacts.solve_leg`, the foot aimed at its toe's target."""
+    ``height``), fading to its own path over the contacts' fade; where a toe is held and its ankle is not,
+    the ankle's target on the foot's length about the toe's (:func:`..contacts.pivoted`); the legs put
+    there by :func:`..contacts.solve_leg`, the foot aimed at its toe's target."""
     found = legs(motion.skeleton)
     if not found or first >= motion.n_frames:
         return motion
@@ -58,6 +60,12 @@ def held(motion, standing, first, height):
     rows = np.flatnonzero(generated)
     rotations = motion.rotations.copy()
     toes = {leg.toe: len(found) + i for i, leg in enumerate(leg for leg in found if leg.toe >= 0)}
+    for k, leg in enumerate(found):   # a held toe and a free ankle: the foot pivots on the toe
+        if leg.toe in toes:
+            t = toes[leg.toe]
+            weight = nearness(stood[:, t], fade) * (1.0 - nearness(stood[:, k], fade))
+            target[:, k] = pivoted(target[:, k], target[:, t], np.linalg.norm(motion.skeleton.offsets[leg.toe]),
+                                   weight)
     for k, leg in enumerate(found):
         toe = target[rows, toes[leg.toe]] if leg.toe in toes else None
         rotations[rows] = solve_leg(rotations[rows], grot[rows], gpos[rows], parents, leg, target[rows, k], toe, 1)
@@ -70,3 +78,25 @@ def settled(motion, standing, first, height):
     positions = motion.positions.copy()
     positions[:, 0] = smoothed(positions[:, 0], motion.fps, first)
     return held(replace(motion, positions=positions), standing, first, height)
+
+
+def stood(motion, grounds, height):
+    """``motion`` (Y up) moved up or down, each frame by its hips, so that its lowest foot joint (every leg's
+    foot, then every toe) stands on its ground ``grounds`` (K,), smoothed (:func:`smoothed`) and its feet
+    :func:`held` where they stand (:func:`.floor.standing_share`): a variant's
+    frames after the target blend (:func:`.control.onto_key`), which turns the legs and moves the hips
+    toward the key without regard to the floor, and floated the feet in 42 % of the frames where the
+    capture floats in 5 %."""
+    found = legs(motion.skeleton)
+    if not found:
+        return motion
+    feet = [leg.foot for leg in found] + [leg.toe for leg in found if leg.toe >= 0]
+
+    def heights(m):   # (F, K) of the foot joints above their grounds
+        return forward_kinematics(m.rotations, m.positions, m.skeleton.parents)[1][:, feet, 1] - grounds
+
+    positions = motion.positions.copy()
+    positions[:, 0, 1] -= heights(motion).min(axis=1)
+    positions[:, 0] = smoothed(positions[:, 0], motion.fps)
+    moved = replace(motion, positions=positions)
+    return held(moved, standing_share(heights(moved)) >= 0.5, 1, height)   # the first frame, next to the key, as it is
