@@ -7,9 +7,10 @@ the time of its reading, :func:`.plan.plan_over` over its keys and the transitio
 keys each take's transition, from the source's leave frame to the target's enter frame, into an action of
 its own named "<source> -> <target> <i>" through :func:`.writing.key_edits` and
 :func:`.pose_io.write_bone_keys`, so that a control rig gets keys on its controls, and lays them out in the
-NLA, a muted track a pair. All or nothing, one undo step; the actions are listed in the panel for preview
-(the flagged ones marked, their poor measures named), discarded together, and exported as one FBX file with
-a take each (Blender's own exporter).
+NLA, a muted track a pair. A scene at another frame rate than the model's is read, and written back, on its
+own frames (the actions resampled to the model's rate, each transition to the scene's). All or nothing, one
+undo step; the actions are listed in the panel for preview (the flagged ones marked, their poor measures
+named), discarded together, and exported as one FBX file with a take each (Blender's own exporter).
 """
 
 from dataclasses import dataclass, replace
@@ -17,7 +18,7 @@ from dataclasses import dataclass, replace
 import bpy
 import numpy as np
 
-from ..inference import library
+from ..inference import library, quat
 from ..inference.errors import BetwixtError
 from . import mapping, options
 from .export import armature_actions
@@ -26,7 +27,7 @@ from .plan import keyed_bones, plan_over, read_retarget, scene_fps
 from .writing import key_edits
 from .pose_io import Channels, KeyStyle, active_armature, key_frames, write_bone_keys
 from .preferences import model_for
-from .transitions import SAME_RATE, Cancelled
+from .transitions import SAME_RATE, Cancelled, model_frames
 
 LIBRARY = "betwixt_library"      # on a transition's action: the armature it was made for
 RETURN = "betwixt_library_back"  # ... and the action the armature had, to go back to on Discard
@@ -46,8 +47,9 @@ ENTERS = [("AUTO", "Best Match", "The frame within a second of the start whose p
 @dataclass
 class Source:
     """One chosen action read in model space: its scene frames from ``start`` (its first key), the clip (its
-    keys' range), and the :class:`.plan.Plan` the transitions leaving it are written through (its frames
-    run on past its last key by the transition's length, the channels there as Blender extrapolates them)."""
+    keys' range, at the model's frame rate), and the :class:`.plan.Plan` the transitions leaving it are written
+    through (its scene frames run on past its last key by the transition's length, the channels there as
+    Blender extrapolates them)."""
 
     action: str
     start: int
@@ -67,11 +69,12 @@ class Library:
     sources: list
     leave: list            # per action: "auto", "last" or a frame of its clip
     enter: list
-    length: int
+    length: int            # model frames
     count: int
     variation: float
     seed: int
     plant: bool
+    ratio: float           # scene frames a model frame
 
 
 def slot_of(action, obj):
@@ -103,8 +106,9 @@ def transitions_of(obj):
     return sorted((a for a in bpy.data.actions if a.get(LIBRARY) == obj.name), key=lambda a: a.name)
 
 
-def _marker(action, name, source):
-    """The frame of ``source``'s clip at the action's pose marker ``name``."""
+def _marker(action, name, source, ratio):
+    """The frame of ``source``'s clip (model frames, ``ratio`` scene frames each) at the action's pose marker
+    ``name``."""
     marker = next((m for m in action.pose_markers if m.name == name), None)
     if marker is None:
         raise BetwixtError(f"action {action.name!r} has no pose marker named {name!r}; add one in the Action "
@@ -113,11 +117,13 @@ def _marker(action, name, source):
     if not source.start <= marker.frame <= last:
         raise BetwixtError(f"action {action.name!r}: its pose marker {name!r} is on frame {marker.frame}, outside its "
                            f"keys (frames {source.start} to {last})")
-    return int(marker.frame) - source.start
+    return min(int(round((marker.frame - source.start) / ratio)), source.clip.n_frames - 1)
 
 
 def read_source(obj, action, model, rig, retarget, detected, length, fps):
-    """:class:`Source` of ``action``, assigned to ``obj`` while it is read (put back by the caller)."""
+    """:class:`Source` of ``action``, assigned to ``obj`` while it is read (put back by the caller): ``length``
+    scene frames read past its last key, its clip at the model's frame rate (resampled from the scene's
+    ``fps``)."""
     play(obj, action)
     channels = Channels(obj, action=action, slot=slot_of(action, obj))
     keys = key_frames(channels, keyed_bones(obj, rig, retarget))
@@ -126,8 +132,10 @@ def read_source(obj, action, model, rig, retarget, detected, length, fps):
     start, end = int(keys[0]), int(keys[-1])
     frames = np.arange(start - 1, end + length + 3)
     plan = plan_over(channels, model, rig, retarget, detected, [(end, int(frames[-1]))], fps, frames)
-    clip = replace(plan.motion.frames(1, end - start + 2), name=action.name)
-    return Source(action.name, start, clip, plan)
+    clip = replace(plan.motion.frames(1, end - start + 2), name=action.name, fps=fps)
+    if abs(fps / model.layout.fps - 1.0) >= SAME_RATE:
+        clip = clip.resample(model.layout.fps)
+    return Source(action.name, start, replace(clip, fps=model.layout.fps), plan)
 
 
 class BETWIXT_OT_transitions(JobOperator, bpy.types.Operator):
@@ -154,12 +162,12 @@ class BETWIXT_OT_transitions(JobOperator, bpy.types.Operator):
             raise BetwixtError("tick at least two actions in the Transitions list (a transition goes from one to "
                                "another)")
         model = model_for(context, obj, "variants", "rtn")
-        if self.length < 1 or self.length > model.max_gap:
-            raise BetwixtError(f"a transition's length must be 1 to {model.max_gap} frames (it is {self.length})")
         fps = scene_fps(context.scene)
-        if abs(fps / model.layout.fps - 1.0) >= SAME_RATE:
-            raise BetwixtError(f"the scene runs at {fps:g} fps and model {model.name} at {model.layout.fps:g}; set "
-                               f"the scene's Frame Rate (Output Properties) to {model.layout.fps:g} for Transitions")
+        ratio = fps / model.layout.fps
+        length = model_frames(0, self.length + 1, ratio) - 1          # model frames strictly between the keys
+        if self.length < 1 or length > model.max_gap:
+            most = int(model.max_gap * ratio)
+            raise BetwixtError(f"a transition's length must be 1 to {most} frames at {fps:g} fps (it is {self.length})")
         anim = obj.animation_data
         back = (anim.action, getattr(anim, "action_slot", None)) if anim is not None else (None, None)
         sources = []
@@ -169,13 +177,13 @@ class BETWIXT_OT_transitions(JobOperator, bpy.types.Operator):
                 sources.append(read_source(obj, action, model, rig, retarget, detected, self.length, fps))
         finally:
             _put_back(obj, *back)
-        leave = [_marker(a, "leave", s) if self.leave == "MARKER" else
+        leave = [_marker(a, "leave", s, ratio) if self.leave == "MARKER" else
                  {"AUTO": "auto", "EDGE": "last"}[self.leave] for a, s in zip(chosen, sources)]
-        enter = [_marker(a, "enter", s) if self.enter == "MARKER" else
+        enter = [_marker(a, "enter", s, ratio) if self.enter == "MARKER" else
                  {"AUTO": "auto", "EDGE": "first"}[self.enter] for a, s in zip(chosen, sources)]
         home = back[0].get(RETURN, back[0].name) if back[0] is not None else ""
-        return Library(obj.name, home, model, detected, sources, leave, enter, self.length, self.count,
-                       self.variation, self.seed, self.plant_feet)
+        return Library(obj.name, home, model, detected, sources, leave, enter, length, self.count,
+                       self.variation, self.seed, self.plant_feet, ratio)
 
     def compute(self, plan, progress, cancelled):
         if cancelled():
@@ -258,11 +266,11 @@ def write_take(obj, plan, source, channels, take, flags=()):
     the names of its poor measures, kept on the action (``betwixt_flags``, comma-separated)."""
     p = source.plan
     a, b = take.gap
-    first = source.start + take.join.leave
-    last = first + b - a
+    first = source.start + int(round(take.join.leave * plan.ratio))
+    last = first + int(round((b - a) * plan.ratio))
     rows = np.arange(first, last + 1) - p.first
     rotations, positions = p.motion.rotations.copy(), p.motion.positions.copy()
-    rotations[rows], positions[rows] = take.motion.rotations[a:b + 1], take.motion.positions[a:b + 1]
+    rotations[rows], positions[rows] = retimed(take.motion, a, b, last - first)
     motion = replace(p.motion, rotations=rotations, positions=positions)
     gaps = [(first - 1, last + 1)]
     rig, edits = drained(key_edits(p, channels, motion, gaps, 1))
@@ -271,7 +279,7 @@ def write_take(obj, plan, source, channels, take, flags=()):
     action[LIBRARY] = plan.object_name
     action[RETURN] = plan.back
     action["betwixt_source"], action["betwixt_target"] = source.action, plan.sources[take.join.target].action
-    action["betwixt_enter"] = plan.sources[take.join.target].start + take.join.enter
+    action["betwixt_enter"] = plan.sources[take.join.target].start + int(round(take.join.enter * plan.ratio))
     action[FLAGS] = ", ".join(flags)
     target = Channels(obj, action=action)
     try:
@@ -285,6 +293,20 @@ def write_take(obj, plan, source, channels, take, flags=()):
             points.remove(point, fast=True)
         fc.update()
     return action
+
+
+def retimed(motion, a, b, steps):
+    """``(rotations, positions)`` of ``motion``'s frames ``a`` to ``b`` (model frames) at ``steps`` + 1 evenly
+    spaced times from ``a`` to ``b``: the scene's frames, where they run at another rate than the model's (the
+    transition at most half a scene frame longer or shorter, its ends kept); the frames themselves at the same
+    rate."""
+    t = np.linspace(a, b, steps + 1)
+    i0 = np.minimum(np.floor(t).astype(np.int64), max(b - 1, a))
+    i1 = np.minimum(i0 + 1, b)
+    w = (t - i0)[:, None]
+    rotations = quat.slerp(motion.rotations[i0], motion.rotations[i1], w)
+    positions = motion.positions[i0] * (1.0 - w[..., None]) + motion.positions[i1] * w[..., None]
+    return quat.unroll(rotations), positions
 
 
 def lay_out(obj, actions):

@@ -308,3 +308,25 @@ def test_the_library_is_laid_out_in_the_nla_and_its_flags_listed(rig):
     assert all(len(t.strips) == 1 for t in rig.animation_data.nla_tracks if t.name.startswith(TRACK))
     assert bpy.ops.betwixt.discard_transitions() == {"FINISHED"}
     assert not [t for t in rig.animation_data.nla_tracks if t.name.startswith(TRACK)]
+
+
+def test_a_scene_at_24_fps_gets_its_transitions_on_its_own_frames(rig):
+    """A scene at another rate than the model's: each action read at the model's rate, the transition made
+    there and written back on the scene's frames, the length asked for in scene frames and the ends within half
+    a scene frame of the source's leave pose and the target's enter pose."""
+    from betwixt.addon.library import slot_of
+    from betwixt.addon.pose_io import Channels
+    bpy.context.scene.render.fps, bpy.context.scene.render.fps_base = 24, 1.0
+    assert transitions(length=16, count=1) == {"FINISHED"}
+    actions = made(rig)
+    assert len(actions) == 6
+    for action in actions:
+        first, last = (int(f) for f in action.frame_range)
+        assert last - first == 17
+        curves = Channels(rig, action=action, slot=slot_of(action, rig)).curves().values()
+        assert np.isfinite(np.concatenate([[k.co[1] for k in fc.keyframe_points] for fc in curves])).all()
+        source = bpy.data.actions[action["betwixt_source"]]
+        start, leave = local_pose(rig, action, first), local_pose(rig, source, first)
+        assert np.abs(start[:, :3, :3] - leave[:, :3, :3]).max() < 0.05   # 0.026: a degree and a half
+    with pytest.raises(RuntimeError, match="1 to"):
+        transitions(length=200)
