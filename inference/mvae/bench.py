@@ -22,7 +22,8 @@ the capture on LaFAN1's test subject 5, from start poses spread evenly over its 
 5. speed: milliseconds per generated frame at batch 1, and K = 16 continuations of 10 s (one thread);
 6. the floor (:mod:`..floor_metrics`, issue 43): the legs' contact, floating, slide, longest time off the
    floor, hips and jitter of the walks beside the capture's (every frame), of the continuations of
-   standing starts beside the capture after the same starts, and of the paths beside the capture at the
+   standing starts beside the capture after the same starts, of the variants beside the capture in the
+   same gaps, and of the paths beside the capture at the
    path's speed (the root within BANDS): LaFAN1's clips of every subject there, but for the themes of
    OFF_FLOOR, whose boxes' tops would count as floating. Each clip's feet's grounds its own; the paths'
    those of subject 5 together; the body's height subject 5's.

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..contacts import REACH, fade_frames, legs, nearness, offsets, pivoted, solve_leg, steps
+from ..contacts import GROUND, REACH, fade_frames, legs, nearness, offsets, pivoted, solve_leg, steps
 from ..motion import forward_kinematics
 from .floor import standing_share
 
@@ -43,7 +43,8 @@ def held(motion, standing, first, height):
     """``motion`` (Y up) with its frames from ``first`` on changed in the legs' rotations alone: each foot
     joint of ``standing`` (F, K) bool (K: :class:`.floor.Legs`' feet, every leg's foot, then every toe) held
     at its mean position over each stretch it stands (cut into steps no longer than the contacts' REACH of
-    ``height``), fading to its own path over the contacts' fade; where a toe is held and its ankle is not,
+    ``height``), and down on its ground (the GROUND percentile of its height), fading to its own path over
+    the contacts' fade; where a toe is held and its ankle is not,
     the ankle's target on the foot's length about the toe's (:func:`..contacts.pivoted`); the legs put
     there by :func:`..contacts.solve_leg`, the foot aimed at its toe's target."""
     found = legs(motion.skeleton)
@@ -57,6 +58,10 @@ def held(motion, standing, first, height):
     path = gpos[:, feet]
     stood = steps(path, standing & generated[:, None], generated, 1, REACH * height, fade)
     target = path + offsets(path, stood, generated, fade)
+    # down onto its ground as it stands, fading as the lock does
+    grounds = np.percentile(path[generated, :, 1], GROUND, axis=0)
+    weight = np.stack([nearness(stood[:, k], fade) for k in range(len(feet))], axis=1) * generated[:, None]
+    target[..., 1] -= weight * np.maximum(target[..., 1] - grounds, 0.0)
     rows = np.flatnonzero(generated)
     rotations = motion.rotations.copy()
     toes = {leg.toe: len(found) + i for i, leg in enumerate(leg for leg in found if leg.toe >= 0)}
