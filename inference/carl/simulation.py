@@ -1,8 +1,12 @@
 """One simulated body in MuJoCo: set its state, drive its joints toward target rotations, read it back.
 
-The policy runs at ``POLICY_RATE``; each of its steps holds the PD targets for the physics steps
-between (480 Hz / 30 Hz = 16). A target is a ball joint's rotation from its natural pose as a rotation
-vector (the three position actuators' controls).
+The policy runs at ``POLICY_RATE``; each of its steps drives the physics steps between (480 Hz / 30 Hz
+= 16) toward PD targets that move from where the step starts to where it ends, linearly, one physics
+step at a time. A target is a ball joint's rotation from its natural pose as a rotation vector (the
+three position actuators' controls). With kd = kp / 10 a light limb follows its target like a lag of
+kd / kp = 0.1 s, three policy steps: a target held for a whole policy step at the frame it ends on
+runs ahead of the motion by half a frame's turn, and a front leg's joints, turning at up to 20-40 rad/s,
+miss their reference by tens of degrees; ramped, they follow it within a few.
 """
 
 import numpy as np
@@ -55,10 +59,22 @@ class Simulation:
         pose = rotation_vectors(qpos[self.ball[:, None] + np.arange(4)])
         return pose if qvel is None else pose + DAMPING * qvel[self.dofs[:, None] + np.arange(3)]
 
-    def step(self, targets):
-        """One policy step: the ball joints driven toward ``targets`` (J-1, 3) for ``substeps`` physics steps."""
-        self.data.ctrl[:] = np.ravel(targets)
-        for _ in range(self.substeps):
+    def step(self, targets, start=None):
+        """One policy step: the ball joints driven toward ``targets`` (J-1, 3) for ``substeps`` physics
+        steps, the targets ramped from ``start`` (J-1, 3), where given, to ``targets`` one physics step at
+        a time (a joint whose target turns past pi in the step, a rotation vector wrapping round, jumps)."""
+        end = np.ravel(targets)
+        if start is None:
+            self.data.ctrl[:] = end
+            for _ in range(self.substeps):
+                self.mj.mj_step(self.model, self.data)
+            return
+        start = np.ravel(start).copy()
+        wrapped = np.repeat(np.linalg.norm((end - start).reshape(-1, 3), axis=1) > np.pi, 3)
+        start[wrapped] = end[wrapped]
+        for i in range(1, self.substeps + 1):
+            a = i / self.substeps
+            self.data.ctrl[:] = start + a * (end - start)
             self.mj.mj_step(self.model, self.data)
 
     def fallen(self):

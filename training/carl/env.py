@@ -3,14 +3,19 @@
 An episode starts on a random frame of a random clip, the body put in the reference's state there
 (reference state initialisation; the gait drawn first, then a clip by its length, so that the few
 trots and canters are not drowned by the walks). Each policy step the policy's action moves the PD
-targets off those that track the reference's next pose and velocity (``Simulation.targets``: the
-pose led against the damping; ``ACTION_SCALE`` radians per unit of action), the body is
-simulated to that frame and rewarded for matching it (:mod:`.reward`). The episode ends when the
+targets off those that track the reference from its frame to the next (``Simulation.targets``: the
+pose led against the damping, ramped through the step; ``ACTION_SCALE`` radians per unit of action),
+the body is simulated to that frame and rewarded for matching it (:mod:`.reward`). The episode ends when the
 torso, head or a thigh touches the floor (early termination, no further reward), and is cut (not
 ended: its value goes on) at the clip's end or after ``MAX_SECONDS``. The dog is pushed every 2-4 s
 by a change of its root's horizontal speed, and each episode's body masses and floor friction are
 drawn anew (``MASS``, ``FRICTION``), so that the policy does not lean on one body or one floor.
+A stretch whose reference leaves the flat floor (a paw more than ``BELOW`` under it, or a body that
+ends an episode touching it: a dog on stairs or a ramp, or sniffing the floor) is left out
+(``Tracking.dropped``): the floor is flat, and the body could not follow it without a fall.
 """
+
+import copy
 
 import numpy as np
 
@@ -25,6 +30,7 @@ PUSH_EVERY = (2.0, 4.0)    # s between pushes
 PUSH_SPEED = (0.1, 0.5)    # m/s: the change of the root's horizontal speed
 MASS = 0.15                # each body's mass (and inertia) scaled within 1 +- this
 FRICTION = (0.6, 1.2)      # the floor's sliding friction
+BELOW = 0.02               # m: a reference's paw this far under the floor leaves it
 
 
 class Tracking:
@@ -34,18 +40,43 @@ class Tracking:
         self.sim = Simulation(body)
         self.rng, self.pushes, self.randomise = rng, pushes, randomise
         model = self.sim.model
-        self.references, self.gaits = [], []
+        self.references, self.gaits, self.dropped = [], [], []
         for motion, gait in clips:
             ref = states(body, model, motion.resample(POLICY_RATE))
-            if len(ref) > max(AHEAD) + 2:     # long enough to look ahead from its first frame
-                self.references.append(ref)
-                self.gaits.append(gait)
+            if len(ref) <= max(AHEAD) + 2:    # too short to look ahead from its first frame
+                continue
+            if not self._on_the_floor(ref):
+                self.dropped.append(ref.name)
+                continue
+            self.references.append(ref)
+            self.gaits.append(gait)
         self.scratch = self.sim.mj.MjData(model)   # the reference posed on this episode's body, for its centre of mass
         self.radius = paw_radius(body)
         self.base = (model.body_mass.copy(), model.body_inertia.copy(), model.geom_friction.copy())
         self.observation_size = size(len(body.skeleton))
         self.state_size = state_size(len(body.skeleton))
         self.action_size = 3 * (len(body.skeleton) - 1)
+
+    def twin(self, rng):
+        """Another episode of the same task (its own simulated body and floor, drawn by ``rng``), sharing
+        this one's references."""
+        other = copy.copy(self)
+        other.sim = Simulation(self.sim.body)
+        other.rng = rng
+        other.scratch = other.sim.mj.MjData(other.sim.model)
+        return other
+
+    def _on_the_floor(self, ref):
+        """Whether reference ``ref`` keeps its paws on or over the floor and every body that ends an
+        episode off it."""
+        if ref.paws[..., 2].min() < -BELOW:
+            return False
+        sim = self.sim
+        for qpos in ref.qpos:
+            sim.set_state(qpos, np.zeros(sim.model.nv))
+            if sim.fallen():
+                return False
+        return True
 
     def _com(self, qpos):
         """(3,) the centre of mass of the body posed at ``qpos`` (nq,), with this episode's masses."""
@@ -101,8 +132,9 @@ class Tracking:
             if self.next_push <= 0:
                 self.push()
                 self.next_push = self._push_delay()
-        targets = sim.targets(ref.qpos[self.t + 1], ref.qvel[self.t + 1]) + ACTION_SCALE * np.reshape(action, (-1, 3))
-        sim.step(targets)
+        offset = ACTION_SCALE * np.reshape(action, (-1, 3))
+        sim.step(sim.targets(ref.qpos[self.t + 1], ref.qvel[self.t + 1]) + offset,
+                 start=sim.targets(ref.qpos[self.t], ref.qvel[self.t]) + offset)
         self.t += 1
         self.steps += 1
         fell = sim.fallen()
