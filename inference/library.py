@@ -45,7 +45,7 @@ SKATE = 2.5 / 165.0   # of the body's height: H of the skating measure (2.5 cm o
 POOR = {"skating": 2.0, "fastest": 1.5, "join": 1.5, "contacts": 0.5}
 JOIN = 0.2        # seconds either side of a join (and of a clip's own cut) over which its acceleration is read
 LANDING = 0.05    # of the body's height, times the variation: how far apart variants' targets land (see generate)
-EASE = 20         # frames over which a join's velocity mismatch is eased out (see eased)
+EASE = 30         # frames over which a join's velocity mismatch is eased out (see eased)
 BATCH = 1024      # transitions a call of the model at most (its views make the network's batch five times as many),
                   # so that a large library's intermediate arrays stay within a few hundred MiB
 STRIP = 9         # poses drawn per transition in the contact sheet, the two joins included
