@@ -38,6 +38,7 @@ CLASSES = (
     library.BETWIXT_OT_transitions,
     library.BETWIXT_OT_preview_transition,
     library.BETWIXT_OT_discard_transitions,
+    library.BETWIXT_OT_show_contact_sheet,
     library.BETWIXT_OT_export_transitions,
     library.BETWIXT_UL_transitions,
     panels.BETWIXT_UL_joints,

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..inference import quat
 from .rig import Rig, affine_inverse, matrix_to_quat, rotation_part
+from .steps import drained
 
 INSIDE = 4   # a gap's frames evaluated: every INSIDE-th
 
@@ -33,9 +34,15 @@ def driven(obj, rig, bones):
     return False
 
 
-def pose_matrices(obj, frames, bones, progress=None):
+def pose_matrices(obj, frames, bones):
     """Armature-space matrices ``(len(frames), len(bones), 4, 4)`` of ``bones`` (indices) as Blender
     evaluates them on each of ``frames``; the scene's current frame is put back afterwards."""
+    return drained(pose_matrices_steps(obj, frames, bones))
+
+
+def pose_matrices_steps(obj, frames, bones):
+    """:func:`pose_matrices` as steps (:mod:`.steps`), a share after each frame: a long action's frames
+    take seconds to evaluate."""
     scene = bpy.context.scene
     current, sub = scene.frame_current, scene.frame_subframe
     pose = obj.pose.bones
@@ -47,25 +54,24 @@ def pose_matrices(obj, frames, bones, progress=None):
             scene.frame_set(int(frame))
             pose.foreach_get("matrix", flat)
             out[i] = np.swapaxes(flat.reshape(-1, 4, 4)[bones], -1, -2)
-            if progress is not None:
-                progress(i + 1, len(frames))
+            yield (i + 1) / len(frames)
     finally:
         scene.frame_set(current, subframe=sub)
     return out
 
 
 def pose_around(obj, frames, bones, gaps):
-    """:func:`pose_matrices` on the whole, consecutive ``frames``, evaluated outside the ``gaps`` ((a, b)
-    key pairs) and on every INSIDE-th frame within them, blended between (:func:`interpolated`): the model
-    replaces a gap's pose, and only a control's place beside its bone is read there, which changes
-    slowly (an IK chain's root turns with the solution) but changes."""
+    """Steps (:mod:`.steps`) that return :func:`pose_matrices` on the whole, consecutive ``frames``,
+    evaluated outside the ``gaps`` ((a, b) key pairs) and on every INSIDE-th frame within them, blended
+    between (:func:`interpolated`): the model replaces a gap's pose, and only a control's place beside its
+    bone is read there, which changes slowly (an IK chain's root turns with the solution) but changes."""
     frames = np.asarray(frames)
     inside = np.zeros(len(frames), dtype=bool)
     for a, b in gaps:
         inside |= (frames > a) & (frames < b)
     inside[::INSIDE] = False
     rows = np.flatnonzero(~inside)
-    return interpolated(pose_matrices(obj, frames[rows], bones), rows, len(frames))
+    return interpolated((yield from pose_matrices_steps(obj, frames[rows], bones)), rows, len(frames))
 
 
 def interpolated(matrices, rows, n):

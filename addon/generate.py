@@ -7,7 +7,7 @@ from ..inference import contacts, guard
 from ..inference.motion import AXES
 from . import options, transitions
 from .jobs import JobOperator
-from .plan import all_gaps, read_plan, resolve, selected_gaps
+from .plan import all_gaps, read_plan_steps, resolve, selected_gaps
 from .writing import planted, unfollowed_limbs, write_plan
 
 
@@ -22,8 +22,9 @@ class _Generate(JobOperator):
     serves = "fill"   # what the model must serve (see preferences.model_for)
 
     def read(self, context, keys_from, kind=None):
-        """The plan, with this operator's options copied in: the worker thread never touches ``self``."""
-        plan = read_plan(context, keys_from, self.serves, kind)
+        """Steps (:mod:`.steps`) that return the plan, with this operator's options copied in: the worker
+        thread never touches ``self``."""
+        plan = yield from read_plan_steps(context, keys_from, self.serves, kind)
         plan.options = {"variation": self.variation, "seed": self.seed, "blend": self.blend or None}
         plan.plant = self.plant_feet
         return plan

@@ -8,11 +8,11 @@ interface it runs as a modal operator with a progress bar and Esc to cancel; in 
 when called from a script (``execute``) it runs the same three steps in one go, so the result and the
 single undo step are the same either way.
 
-Writing that needs Blender to evaluate the scene frame by frame (keying a control rig's controls:
-:func:`.controls.bake`) cannot leave the main thread. ``finish`` may then be a generator of *steps*: it
-yields the share of its work done (0 to 1) between frames and returns its report. The modal operator
-runs them in slices between timer events, so the progress bar moves and Esc closes the generator
-between two frames, whose ``finally`` clauses put the scene back before anything is written.
+Reading a control rig as Blender evaluates it and writing keys cannot leave the main thread, and on a
+long action each takes seconds. ``prepare`` and ``finish`` may then be generators of *steps*
+(:mod:`.steps`): they yield the share of their work done between frames or curves and return the plan,
+or the report. The modal operator runs them in slices between timer events, so the progress bar moves
+and Esc closes the generator between two steps, whose clauses put the scene back as it was.
 """
 
 import inspect
@@ -23,6 +23,7 @@ import traceback
 import bpy
 
 from ..inference.errors import BetwixtError
+from .steps import drained
 from .transitions import Cancelled
 
 
@@ -61,28 +62,6 @@ class Job:
 SLICE = 0.1   # seconds of main-thread steps between two looks at the user's events
 
 
-def drained(steps):
-    """The result of ``steps`` run to their end at once (background mode, scripts, tools)."""
-    while True:
-        try:
-            next(steps)
-        except StopIteration as end:
-            return end.value
-
-
-def share(steps, done, parts):
-    """``steps`` seen as part ``done`` of ``parts`` equal parts: their shares scaled; their result."""
-    try:
-        while True:
-            try:
-                fraction = next(steps)
-            except StopIteration as end:
-                return end.value
-            yield (done + fraction) / parts
-    finally:
-        steps.close()
-
-
 def message(error):
     if isinstance(error, BetwixtError):
         return str(error)
@@ -116,23 +95,15 @@ class JobOperator:
         self.report({"ERROR"}, message(error))
         return {"CANCELLED"}
 
-    def _finish(self, context, plan, result):
+    def execute(self, context):
         try:
-            text = self.finish(context, plan, result)
-            if inspect.isgenerator(text):
-                text = drained(text)
-        except Exception as e:   # finish has put back whatever it had written
+            plan = _run(self._prepare(context))
+            result = self.compute(plan, lambda done, total: None, lambda: False)
+            text = _run(self.finish(context, plan, result))
+        except Exception as e:   # the steps have put back whatever they had changed
             return self._fail(e)
         self.report({"INFO"}, text)
         return {"FINISHED"}
-
-    def execute(self, context):
-        try:
-            plan = self._prepare(context)
-            result = self.compute(plan, lambda done, total: None, lambda: False)
-        except Exception as e:
-            return self._fail(e)
-        return self._finish(context, plan, result)
 
     def invoke(self, context, event):
         if bpy.app.background or context.window is None:
@@ -141,9 +112,11 @@ class JobOperator:
             plan = self._prepare(context)
         except Exception as e:
             return self._fail(e)
-        self._plan = plan
-        self._steps = None
-        self._job = Job(lambda progress, cancelled: self.compute(plan, progress, cancelled))
+        self._job = None
+        if inspect.isgenerator(plan):
+            self._steps, self._reading = plan, True
+        else:
+            self._compute(plan)
         wm = context.window_manager
         self._timer = wm.event_timer_add(0.1, window=context.window)
         wm.modal_handler_add(self)
@@ -151,6 +124,11 @@ class JobOperator:
         JobOperator.busy = True
         self._status(context, 0.0)
         return {"RUNNING_MODAL"}
+
+    def _compute(self, plan):
+        """The worker's turn, once the plan is read."""
+        self._plan, self._steps, self._reading = plan, None, False
+        self._job = Job(lambda progress, cancelled: self.compute(plan, progress, cancelled))
 
     def _status(self, context, fraction, verb=None):
         context.window_manager.progress_update(int(100 * fraction))
@@ -167,24 +145,25 @@ class JobOperator:
         JobOperator.busy = False
 
     def modal(self, context, event):
-        job = self._job
         if event.type == "ESC":
             if self._steps is not None:
                 self._steps.close()
-            job.cancel()
+            if self._job is not None:
+                self._job.cancel()
             self._end(context)
             self.report({"WARNING"}, f"Betwixt: {self.verb.lower()} cancelled; nothing was changed")
             return {"CANCELLED"}
-        if event.type != "TIMER":   # while keys are written the scene is the steps' alone
+        if event.type != "TIMER":   # while steps read or write, the scene is theirs alone
             return {"PASS_THROUGH"} if self._steps is None else {"RUNNING_MODAL"}
         if self._steps is not None:
             return self._advance(context)
+        job = self._job
         self._status(context, job.fraction)
         if not job.done:
             return {"RUNNING_MODAL"}
-        if isinstance(job.error, Cancelled) or job.error is not None:
+        if job.error is not None:
             self._end(context)
-            if job.error is not None and not isinstance(job.error, Cancelled):
+            if not isinstance(job.error, Cancelled):
                 self.report({"ERROR"}, message(job.error))   # the worker printed any traceback
             return {"CANCELLED"}
         try:
@@ -200,7 +179,7 @@ class JobOperator:
         return self._advance(context)
 
     def _advance(self, context):
-        """Run the finishing steps for one SLICE; the operator's end when they end."""
+        """Run the reading or writing steps for one SLICE; then the worker, or the end, when they end."""
         until = time.monotonic() + SLICE
         try:
             while True:
@@ -208,11 +187,19 @@ class JobOperator:
                 if time.monotonic() > until:
                     break
         except StopIteration as end:
+            if self._reading:
+                self._compute(end.value)
+                return {"RUNNING_MODAL"}
             self._end(context)
             self.report({"INFO"}, end.value)
             return {"FINISHED"}
         except Exception as e:   # the steps have put back whatever they had changed
             self._end(context)
             return self._fail(e)
-        self._status(context, fraction, "Keying the controls")
+        self._status(context, fraction, "Reading the keys" if self._reading else "Writing keys")
         return {"RUNNING_MODAL"}
+
+
+def _run(work):
+    """``work``'s result: steps run to their end, or a value as it is."""
+    return drained(work) if inspect.isgenerator(work) else work

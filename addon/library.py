@@ -7,10 +7,12 @@ the time of its reading, :func:`.plan.plan_over` over its keys and the transitio
 keys each take's transition, from the source's leave frame to the target's enter frame, into an action of
 its own named "<source> -> <target> <i>" through :func:`.writing.key_edits` and
 :func:`.pose_io.write_bone_keys`, so that a control rig gets keys on its controls, and lays them out in the
-NLA, a muted track a pair. A scene at another frame rate than the model's is read, and written back, on its
-own frames (the actions resampled to the model's rate, each transition to the scene's). All or nothing, one
-undo step; the actions are listed in the panel for preview (the flagged ones marked, their poor measures
-named), discarded together, and exported as one FBX file with a take each (Blender's own exporter).
+NLA, a muted track a pair, and draws its contact sheet into an image (in numpy: Blender has no matplotlib).
+A scene at another frame rate than the model's is read, and written back, on its own frames (the actions
+resampled to the model's rate, each transition to the scene's). All or nothing, one undo step; the actions
+are listed in the panel for preview (the flagged ones marked, their poor measures named), discarded
+together (with their tracks and sheet), and exported as one FBX file with a take each (Blender's own
+exporter).
 """
 
 from dataclasses import dataclass, replace
@@ -22,17 +24,19 @@ from ..inference import library, quat
 from ..inference.errors import BetwixtError
 from . import mapping, options
 from .export import armature_actions
-from .jobs import JobOperator, drained
+from .jobs import JobOperator
 from .plan import keyed_bones, plan_over, read_retarget, scene_fps
-from .writing import key_edits
 from .pose_io import Channels, KeyStyle, active_armature, key_frames, write_bone_keys
 from .preferences import model_for
+from .steps import drained
 from .transitions import SAME_RATE, Cancelled, model_frames
+from .writing import key_edits
 
 LIBRARY = "betwixt_library"      # on a transition's action: the armature it was made for
 RETURN = "betwixt_library_back"  # ... and the action the armature had, to go back to on Discard
 FLAGS = "betwixt_flags"          # ... and its report's flags: the measures past its clips' own, comma-separated
 TRACK = "Betwixt: "              # the NLA tracks of a library's pairs and their strips: this and their names
+SHEET = "Betwixt sheet: "        # the image of an armature's library's contact sheet: this and its name
 SPACING = 10                     # frames between one variant's strip and the next in a pair's track
 LEAVES = [("AUTO", "Best Match", "The frame within a second of the end whose pose and velocity fit the other "
            "action's best (as motion graphs choose)"),
@@ -199,15 +203,17 @@ class BETWIXT_OT_transitions(JobOperator, bpy.types.Operator):
             progress(done, total)
         takes = library.generate(plan.model, clips, joins, plan.length, plan.count, plan.variation, plan.seed,
                                  plan.plant, step)
-        report = library.report(takes, clips, plan.model.layout.height, plan.model.layout.up)
-        return takes, [row["flags"] for row in report["transitions"]]
+        lay = plan.model.layout
+        flags = [row["flags"] for row in library.report(takes, clips, lay.height, lay.up)["transitions"]]
+        return takes, flags, library.sheet_pixels(takes, lay.height, lay.up, flags)
 
     def finish(self, context, plan, result):
         obj = bpy.data.objects.get(plan.object_name)
         if obj is None:
             raise BetwixtError(f"armature {plan.object_name!r} was removed while Betwixt was working")
-        takes, flags = result
+        takes, flags, pixels = result
         made = write_library(obj, plan, takes, flags)
+        sheet_image(obj, pixels)
         flagged = sum(bool(f) for f in flags)
         return (f"Betwixt: {len(made)} transitions ({len(plan.sources) * (len(plan.sources) - 1)} pairs x "
                 f"{plan.count}) by model {plan.model.name}, in actions '{made[0].name}' … '{made[-1].name}'"
@@ -283,7 +289,7 @@ def write_take(obj, plan, source, channels, take, flags=()):
     action[FLAGS] = ", ".join(flags)
     target = Channels(obj, action=action)
     try:
-        write_bone_keys(target, rig, edits, gaps, KeyStyle(), pin=p.drive is not None)
+        drained(write_bone_keys(target, rig, edits, gaps, KeyStyle(), pin=p.drive is not None))
     except BaseException:
         bpy.data.actions.remove(action)
         raise
@@ -307,6 +313,19 @@ def retimed(motion, a, b, steps):
     rotations = quat.slerp(motion.rotations[i0], motion.rotations[i1], w)
     positions = motion.positions[i0] * (1.0 - w[..., None]) + motion.positions[i1] * w[..., None]
     return quat.unroll(rotations), positions
+
+
+def sheet_image(obj, pixels):
+    """The library's contact sheet (:func:`..inference.library.sheet_pixels`, RGBA (H, W, 4)) as the image
+    "Betwixt sheet: <armature>", packed into the file, in place of the armature's earlier one."""
+    name = f"{SHEET}{obj.name}"
+    old = bpy.data.images.get(name)
+    if old is not None:
+        bpy.data.images.remove(old)
+    image = bpy.data.images.new(name, pixels.shape[1], pixels.shape[0], alpha=True)
+    image.pixels.foreach_set(pixels.astype(np.float32).ravel())
+    image.pack()
+    return image
 
 
 def lay_out(obj, actions):
@@ -383,6 +402,34 @@ class BETWIXT_OT_discard_transitions(bpy.types.Operator):
         clear_tracks(obj)
         for action in made:
             bpy.data.actions.remove(action)
+        image = bpy.data.images.get(f"{SHEET}{obj.name}")
+        if image is not None:
+            bpy.data.images.remove(image)
+        return {"FINISHED"}
+
+
+class BETWIXT_OT_show_contact_sheet(bpy.types.Operator):
+    """Open the library's contact sheet (a filmstrip a transition, the flagged ones' floor red) in a new window"""
+
+    bl_idname = "betwixt.show_contact_sheet"
+    bl_label = "Contact Sheet"
+    bl_options = {"REGISTER"}
+
+    def execute(self, context):
+        try:
+            obj = active_armature(context)
+            image = bpy.data.images.get(f"{SHEET}{obj.name}")
+            if image is None:
+                raise BetwixtError(f"armature {obj.name!r} has no contact sheet; make its transitions first")
+            if not bpy.ops.wm.window_new.poll():
+                raise BetwixtError("the contact sheet opens in a window of its own, which needs Blender's interface")
+        except BetwixtError as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        bpy.ops.wm.window_new()
+        area = context.window_manager.windows[-1].screen.areas[0]
+        area.type = "IMAGE_EDITOR"
+        area.spaces.active.image = image
         return {"FINISHED"}
 
 

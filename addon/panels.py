@@ -172,7 +172,7 @@ class _BetwixtPanel:
 
 def _draw_transitions(box, context, obj, settings):
     """The Transitions section, folded by default: the ticked actions, where each leaves and enters, the
-    length and K; the library made, to preview, discard or export."""
+    length and K; the library made, to preview, see on its contact sheet, discard or export."""
     box.prop(settings, "show_transitions", icon="TRIA_DOWN" if settings.show_transitions else "TRIA_RIGHT",
              emboss=False)
     if not settings.show_transitions:
@@ -193,6 +193,7 @@ def _draw_transitions(box, context, obj, settings):
     if transitions_of(obj):
         box.template_list("BETWIXT_UL_transitions", "", bpy.data, "actions", settings, "transition_index", rows=4)
         row = box.row(align=True)
+        row.operator("betwixt.show_contact_sheet", icon="IMAGE_DATA", text="Sheet")
         row.operator("betwixt.discard_transitions", icon="TRASH")
         row.operator("betwixt.export_transitions", icon="EXPORT", text="FBX")
 

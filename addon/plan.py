@@ -12,12 +12,14 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
+from ..inference import quat
 from ..inference.errors import BetwixtError
 from ..inference.motion import Motion
 from . import controls, evaluated, mapping, transitions
 from .pose_io import Channels, active_armature, key_frames, read_rig, sample, world_matrix
 from .preferences import model_for
 from .retarget import MappingError, Retarget
+from .steps import drained
 
 
 @dataclass
@@ -47,6 +49,7 @@ class Plan:
 
 
 STANCE_FRAMES = 60   # frames of an action read for the rig's natural stance (read_retarget)
+CHUNK = 2000         # a plain rig's frames read at once: a tenth of a second or so, between two looks at Esc
 
 
 def scene_fps(scene):
@@ -56,6 +59,11 @@ def scene_fps(scene):
 def read_plan(context, keys_from, serves="fill", kind=None):
     """Read the active armature for the gaps that ``keys_from(channels, bone names)`` chooses, with the
     model for its skeleton (of ``kind``, when given) that ``serves`` them (see :func:`.preferences.model_for`)."""
+    return drained(read_plan_steps(context, keys_from, serves, kind))
+
+
+def read_plan_steps(context, keys_from, serves="fill", kind=None):
+    """:func:`read_plan` as steps (:mod:`.steps`): a control rig's long action takes seconds to evaluate."""
     obj = active_armature(context)
     channels = Channels(obj)
     model = model_for(context, obj, serves, kind)
@@ -69,8 +77,8 @@ def read_plan(context, keys_from, serves="fill", kind=None):
     ratio = fps / model.layout.fps
     transitions.check_gaps(model, gaps, ratio)
     before, after = transitions.margins(model, ratio)
-    plan = plan_over(channels, model, rig, retarget, detected, gaps, fps,
-                     np.arange(gaps[0][0] - before, gaps[-1][1] + after + 1))
+    plan = yield from plan_over_steps(channels, model, rig, retarget, detected, gaps, fps,
+                                      np.arange(gaps[0][0] - before, gaps[-1][1] + after + 1))
     plan.momentum = transitions.keyed_momentum(key_frames(channels, bones), gaps, ratio)
     return plan
 
@@ -99,19 +107,32 @@ def plan_over(channels, model, rig, retarget, detected, gaps, fps, frames, obj=N
     consecutive) and in model space: a plain rig's from its F-curves, a control rig's deform bones as
     Blender evaluates them (:mod:`.evaluated`), with the controls that drive them. ``channels`` None: the
     armature ``obj`` has no action yet, and its pose is read."""
+    return drained(plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames, obj))
+
+
+def plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames, obj=None):
+    """:func:`plan_over` as steps (:mod:`.steps`): a share after each frame Blender evaluates, or after
+    each CHUNK frames of F-curves."""
     obj = channels.obj if channels is not None else obj
     action = channels.action.name if channels is not None else None
     drive = None
     if rig.source is None:
-        location, rotation, scale, raw = sample(obj, channels, rig, frames, retarget.bones)
-        unusable(rig, frames, np.concatenate([location, rotation, scale], axis=-1))
-        pose = rig.pose(location, rotation, scale)
+        parts = []
+        for start in range(0, len(frames), CHUNK):
+            part = frames[start:start + CHUNK]
+            location, rotation, scale, raw = sample(obj, channels, rig, part, retarget.bones)
+            unusable(rig, part, np.concatenate([location, rotation, scale], axis=-1))
+            parts.append((location, rotation, scale, raw, *retarget.to_model(rig.pose(location, rotation, scale))))
+            yield (start + len(part)) / len(frames)
+        location, rotation, scale, rotations, positions = (np.concatenate([p[k] for p in parts]) for k in (0, 1, 2, 4, 5))
+        rotations = quat.unroll(rotations)   # signs continuous across the parts, as in one
+        raw = {b: np.concatenate([p[3][b] for p in parts]) for b in parts[0][3]}
     else:
         real, bones = rig.source
         entries = controls.active(obj, channels, controls.entries_for(obj), gaps[0][0])
         index = {n: i for i, n in enumerate(real.names)}
         driving = [index[e.control] for e in entries if e.control in index]
-        both = evaluated.pose_around(obj, frames, np.concatenate([bones, driving]).astype(np.int64), gaps)
+        both = yield from evaluated.pose_around(obj, frames, np.concatenate([bones, driving]).astype(np.int64), gaps)
         unusable(rig, frames, both[:, :len(bones)].reshape(len(frames), len(bones), -1))
         pose = both[:, :len(bones)]
         location, rotation, scale = evaluated.channels_of(rig, pose)
@@ -122,7 +143,7 @@ def plan_over(channels, model, rig, retarget, detected, gaps, fps, frames, obj=N
             raise MappingError(f"armature {obj.name!r}: its deform bones ({', '.join(rig.names[:3])}, ...) are "
                                "moved by constraints, and no control of its control map drives them; keys on "
                                "them would change nothing. Map the controls in the Betwixt panel (Control Map)")
-    rotations, positions = retarget.to_model(pose)
+        rotations, positions = retarget.to_model(pose)
     motion = Motion(model.skeleton, rotations, positions, model.layout.fps, name=action or obj.name)
     return Plan(obj.name, action, channels and channels.slot_identifier, model, rig, retarget, int(frames[0]),
                 gaps, fps, motion, location, rotation, scale, raw, detected, drive=drive)

@@ -297,31 +297,37 @@ def _outer_handles_kept(points, at, gaps, frames):
     curve has them) keeping the handle that faces away from the gap where it was automatic: new keys
     beside a key move its automatic handles, and with them the curve outside the gap. Both handles are
     freed (Blender realigns a free handle to an automatic one), the inner one pointing the way the outer
-    one does, a third of the way to the nearest new key."""
+    one does, a third of the way to the nearest new key. Searched and set in bulk: a long action keyed
+    once a second has thousands of gaps."""
     automatic = [_enum("handle_left_type", t) for t in ("AUTO", "AUTO_CLAMPED")]
     free = _enum("handle_left_type", "FREE")
     points = {**points, **{k: points[k].copy() for k in ("handle_left", "handle_right", "handle_left_type",
                                                            "handle_right_type")}}
     co = points["co"].reshape(-1, 2)
-    before = [k[np.argmax(at[k])] for a, _ in gaps for k in [np.flatnonzero(at < a + 1e-4)] if len(k)]
-    after = [k[np.argmin(at[k])] for _, b in gaps for k in [np.flatnonzero(at > b - 1e-4)] if len(k)]
-    for i in sorted(set(before)):
-        _free(points, co, i, "left", "right", frames[frames > at[i]], automatic, free)
-    for i in sorted(set(after)):
-        _free(points, co, i, "right", "left", frames[frames < at[i]], automatic, free)
+    new = np.sort(frames)
+    if not len(new) or not len(at):
+        return points
+    order = np.argsort(at, kind="stable")
+    ranked = at[order]
+    last = np.searchsorted(ranked, np.array([a for a, _ in gaps]) + 1e-4, side="left") - 1   # up to a gap
+    first = np.searchsorted(ranked, np.array([b for _, b in gaps]) - 1e-4, side="right")     # from its end
+    for outer, inner, keys in (("left", "right", np.unique(order[last[last >= 0]])),
+                               ("right", "left", np.unique(order[first[first < len(at)]]))):
+        if outer == "left":   # new keys follow it
+            k = np.searchsorted(new, at[keys], side="right")
+            nearest, found = new[np.minimum(k, len(new) - 1)] - at[keys], k < len(new)
+        else:
+            k = np.searchsorted(new, at[keys], side="left") - 1
+            nearest, found = at[keys] - new[np.maximum(k, 0)], k >= 0
+        found &= np.isin(points[f"handle_{outer}_type"][keys], automatic)   # a key freed already stays
+        keys, nearest = keys[found], np.abs(nearest[found])
+        keep = points[f"handle_{outer}"].reshape(-1, 2)[keys] - co[keys]
+        flat = np.abs(keep[:, 0]) < 1e-6   # a handle of no length: flat
+        keep[flat] = [1.0 if outer == "right" else -1.0, 0.0]
+        points[f"handle_{inner}"].reshape(-1, 2)[keys] = co[keys] - keep / np.abs(keep[:, :1]) * nearest[:, None] / 3
+        points[f"handle_{outer}_type"][keys] = free
+        points[f"handle_{inner}_type"][keys] = free
     return points
-
-
-def _free(points, co, i, outer, inner, beside, automatic, free):
-    """Free key ``i``'s handles, keeping its ``outer`` one, its ``inner`` one opposite it (see above)."""
-    if points[f"handle_{outer}_type"][i] not in automatic or not len(beside):
-        return
-    keep = points[f"handle_{outer}"].reshape(-1, 2)[i] - co[i]
-    if abs(keep[0]) < 1e-6:   # a handle of no length: flat
-        keep = np.array([1.0 if outer == "right" else -1.0, 0.0])
-    reach = np.min(np.abs(beside - co[i, 0])) / 3
-    points[f"handle_{inner}"].reshape(-1, 2)[i] = co[i] - keep / abs(keep[0]) * reach
-    points[f"handle_{outer}_type"][i] = points[f"handle_{inner}_type"][i] = free
 
 
 def replace_keys(fc, gaps, frames, values, style, old=None):
@@ -356,7 +362,8 @@ def replace_keys(fc, gaps, frames, values, style, old=None):
 
 
 def write_bone_keys(channels, rig, edits, gaps, style, pin=False):
-    """Write generated channels as keys, all or nothing.
+    """Steps (:mod:`.steps`: a share after each curve) that write generated channels as keys, all or
+    nothing (closed half way, they put every curve back), and return the :class:`Snapshot` of before.
 
     ``edits``: (bone index, channel name ('rotation' or 'location'), frames (n,), values (n, c), ends) with
     values already in the bone's rotation mode; ``gaps``: the (a, b) key pairs whose inside is replaced.
@@ -365,6 +372,7 @@ def write_bone_keys(channels, rig, edits, gaps, style, pin=False):
     which the animator may have keyed elsewhere than on the gap's keys).
     """
     snapshot = Snapshot(channels)
+    total, done = sum(values.shape[1] for *_, values, _ in edits), 0
     try:
         for b, channel, frames, values, ends in edits:
             name = rig.names[b]
@@ -385,6 +393,8 @@ def write_bone_keys(channels, rig, edits, gaps, style, pin=False):
                     order = np.argsort(f)
                     f, v = f[order], v[order]
                 replace_keys(fc, gaps, f, v, style, old)
+                done += 1
+                yield done / total
     except BaseException:
         snapshot.restore()
         raise

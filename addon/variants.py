@@ -8,7 +8,7 @@ from ..inference.errors import BetwixtError
 from ..inference.modelfile import ModelError
 from . import mapping, options, transitions
 from .generate import _Generate
-from .jobs import share
+from .steps import share
 from .pose_io import Channels, KeyStyle, Snapshot, active_armature, key_frames, read_points, write_bone_keys, \
     write_points
 from .plan import resolve
@@ -69,8 +69,9 @@ def keep_variants(plan, motions, step=1, breakdown=False, label="variant"):
             copy[VARIANT_INDEX] = i + 1
             copy[VARIANT_SLOT] = plan.slot or ""
             target = Channels(obj, action=copy, slot=channels.slot_in(copy))
-            rig, edits = yield from share(key_edits(plan, channels, motion, plan.gaps, step), i, len(motions))
-            write_bone_keys(target, rig, edits, plan.gaps, KeyStyle(breakdown=breakdown), pin=plan.drive is not None)
+            rig, edits = yield from share(key_edits(plan, channels, motion, plan.gaps, step), 2 * i, 2 * len(motions))
+            yield from share(write_bone_keys(target, rig, edits, plan.gaps, KeyStyle(breakdown=breakdown),
+                                             pin=plan.drive is not None), 2 * i + 1, 2 * len(motions))
     except BaseException:
         for copy in made:
             bpy.data.actions.remove(copy)
@@ -113,7 +114,7 @@ class BETWIXT_OT_variants(_Generate, bpy.types.Operator):
                                    "to make variants of it")
             return chosen
         try:
-            plan = self.read(context, one_gap, SOURCES[self.source])
+            plan = yield from self.read(context, one_gap, SOURCES[self.source])
         except ModelError as e:
             if self.source != "MVAE":
                 raise

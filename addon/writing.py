@@ -16,8 +16,8 @@ from ..inference.check import check_result
 from ..inference.mapping import describe
 from ..inference.motion import AXES
 from . import controls, mapping
-from .jobs import drained
-from .plan import plan_over, read_retarget, scene_fps
+from .steps import drained
+from .plan import CHUNK, plan_over, read_retarget, scene_fps
 from .pose_io import Channels, KeyStyle, write_bone_keys
 from .rig import quat_to_channels
 
@@ -27,7 +27,7 @@ def key_edits(plan, channels, motion, gaps, step):
     :func:`~.pose_io.write_bone_keys`, on the mapped bones of a plain rig (at once), or on a control rig's
     controls (baked, frame by frame: :func:`.controls.bake`)."""
     if plan.drive is None:
-        return plan.rig, bone_edits(plan, motion, gaps, step)
+        return plan.rig, (yield from bone_edits(plan, motion, gaps, step))
     frames = np.concatenate([np.arange(a + step, b, step) for a, b in gaps] + [np.zeros(0, np.int64)])
     rows = frames - plan.first
     *_, pose = plan.retarget.to_rig(motion.rotations[rows], motion.positions[rows], plan.location[rows],
@@ -47,14 +47,20 @@ def unfollowed_limbs(plan):
 
 
 def bone_edits(plan, motion, gaps, step):
-    """(bone, channel, frames, values, ends) for :func:`~.pose_io.write_bone_keys`."""
+    """Steps that return (bone, channel, frames, values, ends) for :func:`~.pose_io.write_bone_keys`,
+    CHUNK frames of the rig's pose at a time."""
     frames = [np.arange(a + step, b, step) for a, b in gaps]
     counts = np.array([len(f) for f in frames])
     frames = np.concatenate(frames + [np.zeros(0, np.int64)])
     ends = np.unique([f for gap in gaps for f in gap])
     rows, end_rows = frames - plan.first, ends - plan.first
-    location, rotation, _ = plan.retarget.to_rig(motion.rotations[rows], motion.positions[rows],
-                                                 plan.location[rows], plan.rotation[rows], plan.scale[rows])
+    parts = []
+    for start in range(0, max(len(rows), 1), CHUNK):
+        r = rows[start:start + CHUNK]
+        parts.append(plan.retarget.to_rig(motion.rotations[r], motion.positions[r], plan.location[r],
+                                          plan.rotation[r], plan.scale[r])[:2])
+        yield 0.0
+    location, rotation = (np.concatenate([p[k] for p in parts]) for k in (0, 1))
     bones = plan.retarget.bones.tolist()
     values = rotation_channels(plan, rotation, bones, [a for a, _ in gaps], counts)
     edits = []
@@ -117,8 +123,10 @@ def write_plan(plan, channels, motion, gaps, step, breakdown, path=None):
     """Steps that key the generated frames, once the result check passed them, and return the number of
     frames keyed."""
     checked(plan, motion, gaps, path)
+    yield 0.0
     rig, edits = yield from key_edits(plan, channels, motion, gaps, step)
-    write_bone_keys(channels, rig, edits, gaps, KeyStyle(breakdown=breakdown), pin=plan.drive is not None)
+    yield 0.0
+    yield from write_bone_keys(channels, rig, edits, gaps, KeyStyle(breakdown=breakdown), pin=plan.drive is not None)
     if plan.detected is not None:
         mapping.store(channels.obj.data, plan.model.skeleton.names, plan.detected)
     return len(edits[0][2]) if edits else 0
@@ -137,4 +145,4 @@ def key_motion(obj, model, motion, first):
     pad = np.r_[0, np.arange(motion.n_frames), motion.n_frames - 1]
     padded = replace(motion, rotations=motion.rotations[pad], positions=motion.positions[pad])
     rig, edits = drained(key_edits(plan, channels, padded, gaps, 1))
-    write_bone_keys(channels, rig, edits, gaps, KeyStyle(), pin=plan.drive is not None)
+    drained(write_bone_keys(channels, rig, edits, gaps, KeyStyle(), pin=plan.drive is not None))

@@ -225,32 +225,36 @@ def test_continue_keys_the_controls_of_each_continuation(betwixt, keyed_rigs):
     assert {"torso", "foot_ik.L"} <= keyed and not any(n.startswith(("DEF-", "ORG-", "MCH-")) for n in keyed)
 
 
-def test_esc_while_the_controls_are_baked_leaves_the_scene_as_it_was(betwixt, keyed_rigs):
-    """Keying controls runs on the main thread as steps (addon/jobs.py) so that Esc can stop it between
-    frames: closed half-way, with the bake's constraints and Empties in the scene, nothing is left of it and
-    no key has changed."""
-    from betwixt.addon import controls, jobs, plan as reading, transitions, writing
+def test_esc_while_the_rig_is_read_or_its_controls_baked_leaves_the_scene_as_it_was(betwixt, keyed_rigs):
+    """Reading a control rig and keying its controls run on the main thread as steps (addon/steps.py) so
+    that Esc can stop them between frames: closed half-way, the reading leaves the current frame where it
+    was, and the bake, its constraints and Empties in the scene, leaves nothing of them and no key changed."""
+    from betwixt.addon import controls, plan as reading, steps, transitions, writing
     rig = load(keyed_rigs[0.0])
     cut(betwixt, rig, *GAP)
     bpy.context.scene.frame_set(7)
     before = {k: np.array([p.co[:] for p in fc.keyframe_points]) for k, fc in
               betwixt["pose_io"].Channels(rig).curves().items()}
     objects, actions = set(bpy.data.objects.keys()), set(bpy.data.actions.keys())
+    reads = reading.read_plan_steps(bpy.context, reading.selected_gaps)
+    assert 0 < next(reads) < next(reads) < 1                       # the rig read frame by frame, and stopped
+    reads.close()
+    assert bpy.context.scene.frame_current == 7
     plan = reading.read_plan(bpy.context, reading.selected_gaps)
     result = transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps)
-    steps = writing.write_plan(plan, betwixt["pose_io"].Channels(rig), result, plan.gaps, 1, False)
-    shares = [next(steps) for _ in range(5)]
-    assert 0 < shares[0] < shares[-1] < 1                        # progress, part of the way
+    writes = writing.write_plan(plan, betwixt["pose_io"].Channels(rig), result, plan.gaps, 1, False)
+    shares = [next(writes) for _ in range(6)]
+    assert shares == sorted(shares) and 0 < shares[-1] < 1        # progress, part of the way
     baking = [c for pb in rig.pose.bones for c in pb.constraints if c.name == controls.BAKE]
     assert len(baking) > 10 and set(bpy.data.objects.keys()) > objects   # mid-bake
-    steps.close()
+    writes.close()
     assert not [c for pb in rig.pose.bones for c in pb.constraints if c.name == controls.BAKE]
     assert set(bpy.data.objects.keys()) == objects and set(bpy.data.actions.keys()) == actions
     assert bpy.context.scene.frame_current == 7
     after = {k: np.array([p.co[:] for p in fc.keyframe_points]) for k, fc in
              betwixt["pose_io"].Channels(rig).curves().items()}
     assert before.keys() == after.keys() and all(np.array_equal(before[k], after[k]) for k in before)
-    assert jobs.drained(writing.write_plan(plan, betwixt["pose_io"].Channels(rig), result, plan.gaps, 1, False))
+    assert steps.drained(writing.write_plan(plan, betwixt["pose_io"].Channels(rig), result, plan.gaps, 1, False))
     assert "torso" in keyed_bones(betwixt, rig, *GAP)             # run to its end, the same steps key
 
 
