@@ -7,7 +7,8 @@ motion graphs choose: Kovar et al. 2002), places the target on the ground to con
 fills the gap between them with K variants of the RTN (its noise, and where each variant's target lands),
 every pair and variant in as few calls of the model as :data:`BATCH` allows; eases the joins and plants the
 feet. Each transition is then measured beside its two clips (foot skating, contact share, fastest joint,
-acceleration at both joins) and flagged where poor; :func:`contact_sheet` draws the library on one page.
+acceleration at both joins) and flagged where poor; :func:`contact_sheet` draws the library on one page
+(:func:`sheet_pixels` in numpy alone, for Blender).
 
 numpy only (the model is passed in, the contact sheet imports matplotlib when drawn), so that the
 command line (``python -m inference transitions``) and the Blender add-on share it. Lengths are in the
@@ -513,20 +514,12 @@ def _acceleration(world, frame, fps):
 # --- contact sheet -----------------------------------------------------------------------------------------
 
 
-def contact_sheet(takes, path, height, up, flagged=None, columns=None):
-    """One PNG of the library at ``path``: a filmstrip of side views a transition (its :data:`STRIP` poses
-    from the leave frame to the enter frame, coloured by time, each along the way the root travels and a
-    little apart, so that a pose standing still is seen), the variants of a pair side by side (``columns``:
-    the variants), a pair a row; a take with ``flagged`` (a list of flags a take, as :func:`report` rows
-    carry them) titled in red with them. One axes and one collection of lines for the whole page, so that
-    fifty pairs draw in about a second."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.collections import LineCollection
-
-    flagged = flagged or [[] for _ in takes]
+def sheet(takes, height, up, columns=None):
+    """The contact sheet's drawing: ``(segments (N, 2, 2), shades (N,), cells, size)``: each transition's
+    :data:`STRIP` poses from the leave frame to the enter frame as bone segments in a side view (body heights),
+    each pose along the way the root travels and a little apart, so that a pose standing still is seen, its
+    shade its time (0 to 1); the variants of a pair side by side (``columns``: the variants), a pair a row;
+    ``cells`` the lower left corner of each take's cell, ``size`` (width, height) of a cell."""
     columns = columns or max(t.variant for t in takes) + 1
     ground_axes = [x for x in range(3) if x != up]
     strips = []
@@ -543,19 +536,38 @@ def contact_sheet(takes, path, height, up, flagged=None, columns=None):
     tall = max(y.max() for _, y in strips) + 0.35
     parents = takes[0].motion.skeleton.parents
     bones = np.flatnonzero(parents >= 0)
-    segments, colours = [], []
-    fig, ax = plt.subplots(figsize=(1.1 * width * columns, 1.1 * tall * -(-len(takes) // columns)))
-    for i, ((x, y), take, flags_of) in enumerate(zip(strips, takes, flagged)):
+    segments, cells = [], []
+    for i, (x, y) in enumerate(strips):
         dx, dy = (i % columns) * width, -(i // columns) * tall
+        cells.append((dx, dy))
         segments.append(np.stack([np.stack([x[:, parents[bones]] + dx, y[:, parents[bones]] + dy], -1),
                                   np.stack([x[:, bones] + dx, y[:, bones] + dy], -1)], axis=2).reshape(-1, 2, 2))
-        colours.append(np.repeat(plt.cm.viridis(np.linspace(0, 1, STRIP)), len(bones), axis=0))
+    shades = np.tile(np.repeat(np.linspace(0, 1, STRIP), len(bones)), len(takes))
+    return np.concatenate(segments), shades, np.array(cells), (width, tall)
+
+
+def contact_sheet(takes, path, height, up, flagged=None, columns=None):
+    """One PNG of the library at ``path`` (:func:`sheet`, matplotlib): a take with ``flagged`` (a list of flags
+    a take, as :func:`report` rows carry them) titled in red with them. One axes and one collection of lines for
+    the whole page, so that fifty pairs draw in about a second."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import LineCollection
+
+    flagged = flagged or [[] for _ in takes]
+    columns = columns or max(t.variant for t in takes) + 1
+    segments, shades, cells, (width, tall) = sheet(takes, height, up, columns)
+    rows = -(-len(takes) // columns)
+    fig, ax = plt.subplots(figsize=(1.1 * width * columns, 1.1 * tall * rows))
+    for (dx, dy), take, flags_of in zip(cells, takes, flagged):
         ax.plot([dx, dx + width - 0.4], [dy, dy], color="grey", lw=0.5)
         ax.text(dx, dy + tall - 0.3, take.motion.name + (f"  ({', '.join(flags_of)})" if flags_of else ""),
                 fontsize=7, color="red" if flags_of else "black", va="bottom")
-    ax.add_collection(LineCollection(np.concatenate(segments), colors=np.concatenate(colours), linewidths=0.8))
+    ax.add_collection(LineCollection(segments, colors=plt.cm.viridis(shades), linewidths=0.8))
     ax.set_xlim(-0.1, width * columns)
-    ax.set_ylim(-(-(-len(takes) // columns) - 1) * tall - 0.1, tall)
+    ax.set_ylim(-(rows - 1) * tall - 0.1, tall)
     ax.set_aspect("equal")
     ax.set_axis_off()
     fig.subplots_adjust(0, 0, 1, 1)
@@ -563,3 +575,30 @@ def contact_sheet(takes, path, height, up, flagged=None, columns=None):
     fig.savefig(path, dpi=72)
     plt.close(fig)
     return Path(path)
+
+
+def sheet_pixels(takes, height, up, flagged=None, columns=None, scale=60):
+    """The contact sheet as RGBA pixels (H, W, 4) in 0-1, bottom row first (as Blender's images hold them),
+    ``scale`` pixels a body height, drawn in numpy alone (Blender has no matplotlib): :func:`sheet`'s bones
+    from dark blue (the leave frame) to yellow (the enter frame) on white, each cell's floor line grey, or red
+    where the take is ``flagged`` (no titles: the add-on lists the transitions with their flags)."""
+    flagged = flagged or [[] for _ in takes]
+    columns = columns or max(t.variant for t in takes) + 1
+    segments, shades, cells, (width, tall) = sheet(takes, height, up, columns)
+    rows = -(-len(takes) // columns)
+    bottom = -(rows - 1) * tall - 0.1
+    size = (int(np.ceil((tall - bottom) * scale)) + 1, int(np.ceil((width * columns + 0.1) * scale)) + 1)
+    out = np.ones(size + (4,))
+    floors = np.array([[[dx, dy], [dx + width - 0.4, dy]] for dx, dy in cells])
+    lines = [(floors, np.where(np.array([bool(f) for f in flagged])[:, None], [1.0, 0.0, 0.0], [0.6, 0.6, 0.6]))]
+    low, high = np.array([0.27, 0.0, 0.33]), np.array([0.99, 0.91, 0.14])    # viridis' ends
+    lines.append((segments, low + shades[:, None] * (high - low)))
+    for ends, colour in lines:
+        steps = max(2, int(np.ceil(np.abs(np.diff(ends, axis=1)).max(initial=0.0) * scale)) + 1)
+        t = np.linspace(0.0, 1.0, steps)[None, :, None]
+        points = ends[:, :1] + t * (ends[:, 1:] - ends[:, :1])                  # (N, steps, 2)
+        col = np.round((points[..., 0] + 0.1) * scale).astype(np.int64)
+        row = np.round((points[..., 1] - bottom) * scale).astype(np.int64)
+        inside = (row >= 0) & (row < size[0]) & (col >= 0) & (col < size[1])
+        out[row[inside], col[inside], :3] = np.broadcast_to(colour[:, None], row.shape + (3,))[inside]
+    return out

@@ -285,12 +285,14 @@ def test_the_panel_box_lists_the_actions_the_options_and_the_library(rig):
     assert sorted(d for d in drawn if d in STRETCHES) == sorted(STRETCHES)   # a tick box an action, no transition
     assert "betwixt.transitions.count" in drawn and "BETWIXT_UL_transitions" in drawn
     assert "betwixt.discard_transitions" in drawn and "betwixt.export_transitions" in drawn
+    assert "betwixt.show_contact_sheet" in drawn
 
 
 def test_the_library_is_laid_out_in_the_nla_and_its_flags_listed(rig):
     """A muted NLA track a pair, its variants one after another; each action carries its report's flags (the
-    measures past its clips' own), which the panel's list names; Discard takes the tracks away with them."""
-    from betwixt.addon.library import FLAGS, SPACING, TRACK
+    measures past its clips' own), which the panel's list names; the contact sheet an image in the file;
+    Discard takes the tracks and the sheet away with them."""
+    from betwixt.addon.library import FLAGS, SHEET, SPACING, TRACK
     assert transitions(count=2) == {"FINISHED"}
     tracks = [t for t in rig.animation_data.nla_tracks if t.name.startswith(TRACK)]
     pairs = sorted(f"{s} -> {t}" for s in STRETCHES for t in STRETCHES if s != t)
@@ -303,11 +305,18 @@ def test_the_library_is_laid_out_in_the_nla_and_its_flags_listed(rig):
     assert rig.animation_data.action.name == "walk"                # the armature plays its own action still
     flags = [a[FLAGS] for a in made(rig)]
     assert all(isinstance(f, str) for f in flags)
+    sheet = bpy.data.images[f"{SHEET}{rig.name}"]                  # the contact sheet: a cell a take, packed
+    assert sheet.packed_file is not None and sheet.size[0] > sheet.size[1] > 100
+    pixels = np.array(sheet.pixels[:]).reshape(sheet.size[1], sheet.size[0], 4)
+    assert 0.01 < (pixels[..., :3] < 0.99).any(axis=-1).mean() < 0.5
+    with pytest.raises(RuntimeError, match="window of its own"):    # headless: no window to open it in
+        bpy.ops.betwixt.show_contact_sheet()
     assert transitions(count=1) == {"FINISHED"}                     # a new library replaces the old one's tracks
     assert len([t for t in rig.animation_data.nla_tracks if t.name.startswith(TRACK)]) == len(pairs)
     assert all(len(t.strips) == 1 for t in rig.animation_data.nla_tracks if t.name.startswith(TRACK))
     assert bpy.ops.betwixt.discard_transitions() == {"FINISHED"}
     assert not [t for t in rig.animation_data.nla_tracks if t.name.startswith(TRACK)]
+    assert f"{SHEET}{rig.name}" not in bpy.data.images
 
 
 def test_a_scene_at_24_fps_gets_its_transitions_on_its_own_frames(rig):

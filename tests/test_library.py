@@ -166,6 +166,28 @@ def test_the_report_flags_a_deliberately_bad_transition(clips, model):
     assert library.measure(nan, clips, lay.height, lay.up)["flags"] == ["not finite"]
 
 
+def test_the_sheet_in_numpy_draws_every_take_and_marks_the_flagged_red(clips, model):
+    """The contact sheet as Blender gets it (no matplotlib there): a cell a take, a pair a row, the bones from
+    dark blue to yellow over white, a flagged take's floor line red."""
+    lay = model.layout
+    takes = library.generate(model, clips, library.joins(clips, library.all_pairs(3), lay), 20, 2)
+    flagged = [[] for _ in takes]
+    flagged[3] = ["enter join"]
+    pixels = library.sheet_pixels(takes, lay.height, lay.up, flagged, scale=40)
+    segments, _, cells, (width, tall) = library.sheet(takes, lay.height, lay.up)
+    assert len(cells) == 12 and len(segments) == 12 * library.STRIP * (len(clips[0].skeleton) - 1)
+    assert pixels.shape[2] == 4 and pixels.shape[0] == pytest.approx(6 * tall * 40 + 4, abs=3)
+    assert pixels.shape[1] == pytest.approx(2 * width * 40 + 4, abs=3)
+    red = (pixels[..., 0] == 1.0) & (pixels[..., 1] == 0.0) & (pixels[..., 2] == 0.0)
+    drawn = (pixels[..., :3] < 0.99).any(axis=-1)
+    assert red.sum() >= 0.9 * (width - 0.4) * 40 and 0.01 < drawn.mean() < 0.5
+    # the red line is the fourth take's (the second row's right cell), on its floor
+    rows, cols = np.nonzero(red)
+    dx, dy = cells[3]
+    bottom = -(len(cells) // 2 - 1) * tall - 0.1
+    assert np.all(np.abs(rows - (dy - bottom) * 40) <= 1) and cols.min() >= (dx + 0.1) * 40 - 1
+
+
 @pytest.mark.parametrize("case, words", [
     ("pairs", "line 2: no clip named 'run'"),
     ("leave", "--leave 500: walk has frames 0 to 119"),
