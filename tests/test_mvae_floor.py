@@ -43,10 +43,10 @@ def measured(motions, height):
 def test_a_path_walked_stands_on_the_floor(followed):
     model, out, _ = followed
     m = measured([out], model.layout.height)
-    assert m["contact"] > 0.5          # measured 0.66; before the floor step stood and anchored, 0.02-0.10
-    assert m["floating"] < 0.06        # measured 2.5 %; before, 49-71 %
-    assert m["slide"] < 1.0            # cm a frame; measured 0.43; before, 2.6-6.9
-    assert m["jitter"] < 0.5           # cm a frame per frame; measured 0.34; before, 1.5-2.8
+    assert m["contact"] > 0.5          # measured 0.65; before the floor step stood and anchored, 0.02-0.10
+    assert m["floating"] < 0.06        # measured 1.7 %; before, 49-71 %
+    assert m["slide"] < 1.0            # cm a frame; measured 0.49; before, 2.6-6.9
+    assert m["jitter"] < 0.5           # cm a frame per frame; measured 0.33; before, 1.5-2.8
 
 
 def test_a_path_that_ends_comes_to_rest_within_a_second(followed):
@@ -69,6 +69,6 @@ def test_continuations_stand_on_the_floor_and_planting_holds_their_feet(clip):  
     raw = measured([w.frames(401) for w in walks], model.layout.height)
     m = measured([model.planted(w, 300).frames(401) for w in walks], model.layout.height)
     assert m["contact"] > 0.5          # measured 0.62; before, 0.12 from subject 5's standing starts
-    assert m["floating"] < 0.05        # measured 0.0 %
-    assert m["jitter"] < 0.5           # measured 0.39; before, 1.12
-    assert m["slide"] < 0.8 * raw["slide"]   # measured 0.68 against 1.12 cm a frame
+    assert m["floating"] < 0.05        # measured 0.3 %
+    assert m["jitter"] < 0.5           # measured 0.37; before, 1.12
+    assert m["slide"] < 0.8 * raw["slide"]   # measured 0.62 against 0.96 cm a frame

@@ -39,7 +39,7 @@ from .features import fields, matrices_from
 
 SUNK = 10.0           # units (LaFAN1's cm): how far under the floor a foot may go by the orientations
 STANDS = (2.0, 6.0)   # units (LaFAN1's cm) above the floor: a foot joint lower stands fully, higher not at all
-NEARER = 1.0          # units: a foot joint this much higher than the lowest does not stand: a swing passing by,
+NEARER = 2.0          # units: a foot joint this much higher than the lowest does not stand: a swing passing by,
                       # or one of two feet gliding on the floor, which anchored together both slid
 
 

@@ -58,10 +58,9 @@ def held(motion, standing, first, height):
     path = gpos[:, feet]
     stood = steps(path, standing & generated[:, None], generated, 1, REACH * height, fade)
     target = path + offsets(path, stood, generated, fade)
-    # down onto its ground as it stands, fading as the lock does
+    # down onto its ground while it stands (faded in and out, a swing near the floor was pulled down and slid)
     grounds = np.percentile(path[generated, :, 1], GROUND, axis=0)
-    weight = np.stack([nearness(stood[:, k], fade) for k in range(len(feet))], axis=1) * generated[:, None]
-    target[..., 1] -= weight * np.maximum(target[..., 1] - grounds, 0.0)
+    target[..., 1] -= stood * np.maximum(target[..., 1] - grounds, 0.0)
     rows = np.flatnonzero(generated)
     rotations = motion.rotations.copy()
     toes = {leg.toe: len(found) + i for i, leg in enumerate(leg for leg in found if leg.toe >= 0)}
