@@ -43,32 +43,20 @@ def measured(motions, height):
 def test_a_path_walked_stands_on_the_floor(followed):
     model, out, _ = followed
     m = measured([out], model.layout.height)
-    assert m["contact"] > 0.5          # measured 0.65; before the floor step stood and anchored, 0.02-0.10
-    assert m["floating"] < 0.06        # measured 1.7 %; before, 49-71 %
-    assert m["slide"] < 1.0            # cm a frame; measured 0.49; before, 2.6-6.9
-    assert m["jitter"] < 0.5           # cm a frame per frame; measured 0.33; before, 1.5-2.8
+    assert m["contact"] > 0.5          # measured 0.67; before the floor step stood and anchored, 0.02-0.10
+    assert m["floating"] < 0.06        # measured 0.0 %; before, 49-71 %
+    assert m["slide"] < 1.0            # cm a frame; measured 0.52; before, 2.6-6.9
+    assert m["jitter"] < 0.5           # cm a frame per frame; measured 0.29; before, 1.5-2.8
 
 
 def test_a_path_that_ends_comes_to_rest_within_a_second(followed):
-    """From a second after the path's end the hips travel less than 10 cm in any half second (measured: at
-    most 3 cm; a standing body sways its hips a few centimetres)."""
+    """From a second after the path's end the hips stay put on the ground: they travel less than 2 cm in
+    any half second (measured: none; before the stop, a body stepped by its feet shuffled about the end
+    10-25 cm in a half second for up to 2 s), near the path's end point."""
     model, out, end = followed
     hips = out.global_transforms()[1][:, 0, [0, 2]]
     half = int(round(0.5 * out.fps))
     after = hips[end + int(round(out.fps)):]
     travel = np.linalg.norm(after[half:] - after[:-half], axis=-1)
-    assert travel.max() < 0.1 * model.units_per_metre
-
-
-def test_continuations_stand_on_the_floor_and_planting_holds_their_feet(clip):  # noqa: F811
-    """Four continuations of 10 s from a standing pose (subject 5 on a box, hips at 106 cm), as Continue
-    makes them (:meth:`~inference.mvae.runtime.MVAEModel.planted`), and before planting."""
-    model = find_model(None, kind="mvae")
-    start = read_bvh(clip)
-    walks = model.walk(start, 400, 300, k=4, seed=0)
-    raw = measured([w.frames(401) for w in walks], model.layout.height)
-    m = measured([model.planted(w, 300).frames(401) for w in walks], model.layout.height)
-    assert m["contact"] > 0.5          # measured 0.62; before, 0.12 from subject 5's standing starts
-    assert m["floating"] < 0.05        # measured 0.3 %
-    assert m["jitter"] < 0.5           # measured 0.37; before, 1.12
-    assert m["slide"] < 0.8 * raw["slide"]   # measured 0.62 against 0.96 cm a frame
+    assert travel.max() < 0.02 * model.units_per_metre
+    assert np.linalg.norm(hips[-1] - [WALK * model.units_per_metre, 0.0]) < 0.2 * model.units_per_metre

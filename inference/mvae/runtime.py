@@ -29,7 +29,7 @@ from .control import (BEHIND, COMMIT, FOLLOWERS, HORIZON, STEER, along, candidat
                       steered)
 from .features import fields, hips_pair, motion_of, poses, root_path
 from .floor import Legs
-from .stance import settled, stood
+from .stance import settled, stood, stopped
 
 MAX_K = 256             # continuations of one request
 MAX_VARIANTS = 64       # variants of one gap
@@ -182,6 +182,8 @@ class MVAEModel(Model):
             raw = np.concatenate([still, chosen[len(motions), :w.frames - 1]])
             made = motion_of(raw, *root, self.skeleton, self.fps, name=f"{self.name} following {path.source}")
             made.positions[:, 0, 1] += level
+            moving = np.flatnonzero(np.linalg.norm(w.velocities[:w.frames], axis=-1) > 0)
+            made = stopped(made, moving[-1] + 1 if len(moving) else 0)
             motions.append(self._settled(made, raw[1:], 1))
         return motions
 

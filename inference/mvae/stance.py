@@ -20,6 +20,7 @@ from ..motion import forward_kinematics
 from .floor import standing_share
 
 SMOOTH = 0.07   # s: the spread (sigma) of the Gaussian that smooths the hips' track (2 frames at 30 fps)
+STOP = 0.5      # s: after a path's end, the hips come to a stop over this long
 
 
 def smoothed(track, fps, first=0):
@@ -104,3 +105,19 @@ def stood(motion, grounds, height):
     positions[:, 0] = smoothed(positions[:, 0], motion.fps)
     moved = replace(motion, positions=positions)
     return held(moved, standing_share(heights(moved)) >= 0.5, 1, height)   # the first frame, next to the key, as it is
+
+
+def stopped(motion, end):
+    """``motion`` with its hips brought to a stop on the ground over STOP seconds from frame ``end`` (where
+    its path ends), eased in, and held there after: the control keeps the character at the path's end,
+    but a standing body stepped by its feet (:meth:`.floor.Legs.anchor`) shuffled about it, 10-25 cm in a
+    half second, for up to 2 s. Its hips still rise and fall, and its feet are held after this (:func:`held`)."""
+    frames = motion.n_frames
+    if end >= frames - 1:
+        return motion
+    stop = min(end + max(int(round(STOP * motion.fps)), 1), frames - 1)
+    ramp = np.clip((np.arange(frames) - end) / max(stop - end, 1), 0.0, 1.0)
+    ease = (ramp * ramp * (3.0 - 2.0 * ramp))[:, None]
+    positions = motion.positions.copy()
+    positions[:, 0, [0, 2]] += ease * (positions[stop, 0, [0, 2]] - positions[:, 0, [0, 2]])
+    return replace(motion, positions=positions)
