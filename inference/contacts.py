@@ -15,8 +15,8 @@ the generated frames only (keys and the frames outside gaps are never changed):
    creeps while it stands), the contact ends, and a new one begins after a swing as long as a fade;
 4. each contact is locked where it touches the user's frames (on both sides of a gap: moving
    straight from one to the other), else at its mean position; the offset from the joint's own path
-   to its lock fades out over ``FADE`` seconds on either side (never past a user frame, where it is
-   zero; between two contacts closer than that, it moves straight from one lock to the next), no
+   to its lock fades out (a smoothstep) over ``FADE`` seconds on either side (never past a user frame,
+   where it is zero; between two contacts closer than that, it moves from one lock to the next), no
    joint goes below its ground, and a foot off the ground on generated frames for at most
    ``MAX_SWING`` clears it by an arc as high as ``LIFT`` of the way it travels there (a network's foot
    glides along the floor where the capture steps or jumps), its toe by as much but never more than
@@ -339,10 +339,11 @@ def fade_frames(fps, seconds=FADE):
 
 def offsets(feet, contact, generated, fade):
     """(F, K, 3) what to add to each joint's path ``feet`` (F, K, 3): on a contact's generated frames,
-    the way to its lock (see :func:`locks`); elsewhere fading linearly to zero over ``fade`` frames
-    (straight from one lock to the next where two contacts are closer than ``fade`` each side: a fade-out
-    reaching into the next one's fade-in would move the joint onto that lock in one frame) and zero on
-    every frame that is not ``generated``."""
+    the way to its lock (see :func:`locks`); elsewhere fading to zero over ``fade`` frames (directly from
+    one lock to the next where two contacts are closer than ``fade`` each side: a fade-out reaching into the
+    next one's fade-in would move the joint onto that lock in one frame) and zero on every frame that is not
+    ``generated``; each fade a smoothstep, so that the foot's velocity does not step where it begins and
+    ends (linear fades kicked the knees at a transition's joins)."""
     frames = len(feet)
     out = np.zeros_like(feet)
     lock = locks(feet, contact, generated)
@@ -358,8 +359,10 @@ def offsets(feet, contact, generated, fade):
         anchor[edges[~near[edges]]] = True
         at = np.flatnonzero(anchor)
         value = np.where(on[at, None], lock[at, k] - feet[at, k], 0.0)
-        for c in range(3):
-            out[:, k, c] = np.interp(index, at, value[:, c])
+        segment = np.clip(np.searchsorted(at, index, side="right") - 1, 0, len(at) - 2)
+        t = np.clip((index - at[segment]) / np.maximum(at[segment + 1] - at[segment], 1), 0.0, 1.0)
+        t = (t * t * (3.0 - 2.0 * t))[:, None]            # eased: no step in the foot's velocity at either end
+        out[:, k] = value[segment] + t * (value[segment + 1] - value[segment])
     return out
 
 

@@ -209,7 +209,8 @@ def test_a_motion_on_a_higher_floor_gets_the_same_fill_moved_with_it(filled, mod
 def test_a_lock_between_two_close_contacts_is_reached_without_a_jump():
     """A foot sliding on the ground through two contacts fewer than 2 fade frames apart: the first's fade-out
     must not cut the second's fade-in short, which moved a toe 22 cm in one frame in a 120 fps Decompress
-    (rig suite cmu-120); from one lock to the next the offset moves straight."""
+    (rig suite cmu-120); from one lock to the next the offset moves as a smoothstep, at most 1.5 times as fast
+    as straight (11 cm over 8 frames)."""
     frames = 50
     path = np.zeros((frames, 1, 3))
     path[:, 0, 0] = np.arange(frames)                       # 1 cm a frame
@@ -222,7 +223,7 @@ def test_a_lock_between_two_close_contacts_is_reached_without_a_jump():
     out = offsets(path, contact, generated, fade)[:, 0, 0]
     np.testing.assert_allclose(out[10:21], 15 - path[10:21, 0, 0])      # each contact at its mean position
     np.testing.assert_allclose(out[28:41], 34 - path[28:41, 0, 0])
-    assert np.abs(np.diff(out[20:29])).max() < 2.0, out[20:29]
+    assert np.abs(np.diff(out[20:29])).max() <= 1.5 * 11 / 8 + 1e-9, out[20:29]
 
 
 @pytest.mark.parametrize("fps", [24, 60, 120])
