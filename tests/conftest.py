@@ -1,25 +1,85 @@
-"""Shared fixtures: where the motion capture in ``../shared/mocap`` lives.
+"""Shared fixtures: where the motion capture in ``../shared/mocap`` lives, and the tiny models that our own
+training commands make once per test run.
 
-Tests that need it skip with the reason when it is absent, except under ``BETWIXT_REQUIRE_SHARED=1``
+Tests that need the capture skip with the reason when it is absent, except under ``BETWIXT_REQUIRE_SHARED=1``
 (set by ``.ci/run``), where a missing data folder is a failure rather than a quiet pass.
+
+Speed (issue 45): the suite runs in two pytest-xdist workers, a test file each at a time (``pytest.ini``);
+what several files need is built once per run, shared by both workers (:func:`once`); the heaviest files go
+first so that the two workers end together. ``-m "not slow"`` is the quick loop: a test is slow when it
+carries ``@pytest.mark.slow`` or uses a fixture of :data:`SLOW_FIXTURES` (each trains a model or builds
+something).
 """
 
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from commands import train_and_export
+
 ROOT = Path(__file__).resolve().parents[1]
 MOCAP = Path(os.environ.get("BETWIXT_SHARED", ROOT.parent / "shared")) / "mocap"
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+# two workers on two cores: one thread each for the numerical libraries, the training subprocesses' included
+THREADS = "1" if WORKER else "2"
+if WORKER:
+    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(variable, "1")
+
+# fixtures that train a model or build something: a test that uses one (directly or not) is slow
+SLOW_FIXTURES = {"trained_rtn", "mvae_run", "run", "linux_zip", "keyed_rigs", "rigify_rig"}
+# the test files that take longest, first (the rest keep their order): two workers, each taking the next
+# file when it is free, then end close together
+HEAVY_FIRST = ["test_training", "test_shipped_models", "test_benchmark", "test_runtime", "test_mann_training",
+               "test_hold_out", "test_sources", "test_mvae_bench", "test_addon", "test_mvae_control",
+               "test_bvh", "test_addon_rigify", "test_addon_library", "test_dataset", "test_addon_mvae",
+               "test_mann_bench", "test_bad_input_cli", "test_mvae", "test_rtn_model"]
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+    rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(item.module.__name__.rpartition(".")[2], len(rank)))   # stable
+
+
+def unavailable(reason):
+    """Skip the test for want of something outside the repository, or fail it under ``BETWIXT_REQUIRE_SHARED=1``
+    (CI), where nothing may be quietly left untested."""
+    if os.environ.get("BETWIXT_REQUIRE_SHARED") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
 
 
 def _need(path):
     if path.exists():
         return path
-    reason = f"{path} is missing (the shared motion capture sits beside the repository)"
-    if os.environ.get("BETWIXT_REQUIRE_SHARED") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
+    unavailable(f"{path} is missing (the shared motion capture sits beside the repository)")
+
+
+def once(tmp_path_factory, name, build):
+    """A folder that ``build(folder)`` fills once per test run, shared by the xdist workers: the first
+    worker to ask builds it while the other waits for it (a lock file), later askers find it built."""
+    base = tmp_path_factory.getbasetemp()
+    base = base.parent if WORKER else base          # the run's folder, above each worker's own
+    folder = base / name
+    with open(base / f"{name}.lock", "w") as lock:
+        try:
+            import fcntl
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        except ImportError:   # no fcntl (Windows): one process, nothing to wait for
+            pass
+        if not (folder / ".built").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            (folder / ".built").touch()
+    return folder
 
 
 @pytest.fixture(scope="session")
@@ -34,22 +94,56 @@ def lafan1_zip(mocap):
 
 
 @pytest.fixture(scope="session")
+def dog_zip(mocap):
+    return _need(mocap / "dog-mann.zip")
+
+
+def _rtn_command(lafan1_zip, folder):
+    return [sys.executable, "-m", "training", "rtn", "--data", str(lafan1_zip), "--subjects", "1,2,3,4",
+            "--out", str(folder / "run"), "--steps", "4", "--batch", "8", "--max-gap", "20", "--validate-every", "4",
+            "--reverse", "0.5", "--cache", str(folder / "cache"), "--threads", THREADS]
+
+
+@pytest.fixture(scope="session")
 def trained_rtn(lafan1_zip, tmp_path_factory):
-    """A real RTN checkpoint and model file from our own training and export commands.
+    """A real RTN checkpoint and model file from our own training and export commands, once per test run.
 
     Four optimiser steps on LaFAN1's training subjects: untrained as a motion model, but every
     piece of the pipeline (data, loss, checkpoint, ONNX export, metadata) is the real one.
     """
-    import subprocess
-    import sys
+    def build(folder):
+        run = folder / "run"
+        subprocess.run(_rtn_command(lafan1_zip, folder), cwd=ROOT, check=True, capture_output=True, text=True)
+        subprocess.run([sys.executable, "-m", "training", "export", str(run / "checkpoint.pt"), "-o",
+                        str(run / "rtn.onnx")], cwd=ROOT, check=True, capture_output=True, text=True)
 
-    run = tmp_path_factory.mktemp("rtn")
-    cache = tmp_path_factory.mktemp("cache")
-    train = [sys.executable, "-m", "training", "rtn", "--data", str(lafan1_zip), "--subjects", "1,2,3,4",
-             "--out", str(run), "--steps", "4", "--batch", "8", "--max-gap", "20", "--validate-every", "4", "--reverse", "0.5",
-             "--cache", str(cache), "--threads", "2"]
-    subprocess.run(train, cwd=ROOT, check=True, capture_output=True, text=True)
-    model = run / "rtn.onnx"
-    subprocess.run([sys.executable, "-m", "training", "export", str(run / "checkpoint.pt"), "-o", str(model)],
-                   cwd=ROOT, check=True, capture_output=True, text=True)
-    return {"run": run, "checkpoint": run / "checkpoint.pt", "model": model, "cache": cache, "train": train}
+    folder = once(tmp_path_factory, "rtn", build)
+    run = folder / "run"
+    return {"run": run, "checkpoint": run / "checkpoint.pt", "model": run / "rtn.onnx", "cache": folder / "cache",
+            "train": _rtn_command(lafan1_zip, folder)}
+
+
+MVAE_CLIPS = ("walk4_subject1.bvh", "push1_subject2.bvh")
+
+
+@pytest.fixture(scope="session")
+def mvae_run(lafan1_zip, tmp_path_factory):
+    """A tiny Motion VAE, once per test run: six optimiser steps of ``python -m training mvae`` on two LaFAN1
+    clips (roll-outs of 3 steps, scheduled sampling ramping over steps 2-3, the skating term on), and
+    ``python -m training export`` of the checkpoint. {"out": run folder, "model": its file, "data": the clips}."""
+    import zipfile
+
+    def build(folder):
+        data = folder / "data"
+        data.mkdir()
+        with zipfile.ZipFile(lafan1_zip) as z:
+            for name in MVAE_CLIPS:
+                (data / name).write_bytes(z.read(name))
+        (folder / "mvae").mkdir()
+        train_and_export("mvae", ["--data", str(data), "--steps", "6", "--batch", "8", "--rollout", "3",
+                                  "--supervised", "2", "--ramp", "2", "--validate-every", "3", "--skate", "0.1",
+                                  "--cache", str(folder / "cache"), "--threads", THREADS],
+                         folder / "mvae", "mvae.onnx")
+
+    folder = once(tmp_path_factory, "mvae", build)
+    return {"out": folder / "mvae", "model": folder / "mvae" / "mvae.onnx", "data": folder / "data"}

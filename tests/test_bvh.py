@@ -93,6 +93,7 @@ def check_round_trip(motion, again, tol=1e-6):
 
 # --- every file of every source -----------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", SOURCES)
 def test_every_file_reads_and_writes_back(mocap, source):
     file, n_files, n_frames, n_joints, fps, order, layouts = SOURCES[source]

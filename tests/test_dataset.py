@@ -76,6 +76,7 @@ def test_sliding_windows_follow_the_release_rule():
     assert list(sliding_windows(65, 65, 40)) == []
 
 
+@pytest.mark.slow
 def test_centre_and_face_is_a_rigid_turn_about_up(lafan1_zip):
     motions = [m for m in read_motions(lafan1_zip) if subject_of(m.name) == 5][:1]
     rot, pos = gather_windows(motions, 50, 20)
@@ -93,6 +94,7 @@ def test_centre_and_face_is_a_rigid_turn_about_up(lafan1_zip):
     np.testing.assert_allclose(d1, d0, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_cache_is_compact_exact_enough_and_keyed_by_content(lafan1_zip, tmp_path):
     data = load_motion_set(lafan1_zip, tmp_path)
     cache = cache_path(lafan1_zip, tmp_path)

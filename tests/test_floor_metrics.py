@@ -126,6 +126,7 @@ def test_filmstrip_writes_only_a_png(walk, tmp_path, capsys):
     assert "give a name ending in .png" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_benchmarks_floor_table_sees_the_capture_as_itself_and_a_jump_at_the_key(lafan1_zip):
     """``bench``'s table (``benchmark.floor_gaps``): a method that returns the capture scores the capture's
     row; one that holds the last key until the target (zero velocity) jumps onto it at many times the

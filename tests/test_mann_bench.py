@@ -46,6 +46,7 @@ def trot(mocap, tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_bench_mann_measures_the_test_split_paths_gaps_and_speed(mocap, tmp_path, capsys):
     out, plots = tmp_path / "mann.json", tmp_path / "plots"
     assert main(["bench-mann", "--data", str(mocap / "dog-mann.zip"), "--clips", "1", "--seconds", "4",

@@ -21,14 +21,6 @@ RESTART = 4e-4   # a warm-restart cycle of a few steps, so that four steps show 
 
 
 @pytest.fixture(scope="module")
-def dog_zip(mocap):
-    path = mocap / "dog-mann.zip"
-    if not path.exists():
-        pytest.skip(f"{path} is missing")
-    return path
-
-
-@pytest.fixture(scope="module")
 def cache(tmp_path_factory):
     return tmp_path_factory.mktemp("cache")
 
@@ -64,6 +56,7 @@ def fractions(dog, name):
     return dict(zip(ACTIONS, np.bincount(label, minlength=len(ACTIONS)) / len(label))), label
 
 
+@pytest.mark.slow
 def test_labels_follow_what_the_dog_does(dog):
     from inference.mann.actions import ACTIONS, MIN_SEGMENT, segments_of
 
@@ -81,6 +74,7 @@ def test_labels_follow_what_the_dog_does(dog):
         assert min(b - a for a, b, _ in segments) >= MIN_SEGMENT * 60 - 1e-9   # no flicker
 
 
+@pytest.mark.slow
 def test_labels_command_draws_a_timeline_per_clip(dog_zip, tmp_path):
     clip = tmp_path / "D1_059_KAN01_001.bvh"
     with zipfile.ZipFile(dog_zip) as z:
@@ -96,6 +90,7 @@ def test_labels_command_draws_a_timeline_per_clip(dog_zip, tmp_path):
     assert {s[2] for s in segments} >= {"idle", "move", "sit", "stand"}
 
 
+@pytest.mark.slow
 def test_features_have_the_documented_layout_and_no_test_clip(dog, split):
     from inference.mann.features import bones_of, world
     from training.mann.data import HOLD_OUT

@@ -264,7 +264,8 @@ def test_skeleton_validation(names, parents, offsets, channels):
     dict(rotations=lambda r: r.reshape(4, 12)),   # flat
     dict(fps=0), dict(fps=-24), dict(fps=float("nan")), dict(fps=float("inf")),
     dict(up="W"), dict(up="y"), dict(up=""), dict(up="XY"),
-], ids=repr)
+], ids=["joints missing", "frames disagree", "not quaternions", "2-d positions", "root-only positions", "flat",
+        "fps=0", "fps=-24", "fps=nan", "fps=inf", "up=W", "up=y", "up=''", "up=XY"])   # the same in every worker
 def test_motion_validation(rng, change):
     good = random_motion(rng, frames=4, joints=3)
     args = dict(skeleton=good.skeleton, rotations=good.rotations, positions=good.positions, fps=30.0, up="Y")

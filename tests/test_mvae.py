@@ -11,13 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from commands import train_and_export
 from inference.bvh import read_bvh
 from inference.cli import main
 from inference.modelfile import ModelError, open_model
 
 ROOT = Path(__file__).resolve().parents[1]
-TRAINING_CLIPS = ("walk4_subject1.bvh", "push1_subject2.bvh")
 
 
 def extracted(archive, name, folder):
@@ -34,19 +32,11 @@ def clip(lafan1_zip, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def run(lafan1_zip, tmp_path_factory):
-    """Six optimiser steps of ``python -m training mvae`` on two clips (roll-outs of 3 steps, scheduled
-    sampling ramping over steps 2-3, the skating term on), and ``python -m training export`` of the
-    checkpoint."""
-    data = tmp_path_factory.mktemp("data")
-    for name in TRAINING_CLIPS:
-        extracted(lafan1_zip, name, data)
-    out = tmp_path_factory.mktemp("mvae")
-    model = train_and_export("mvae", ["--data", str(data), "--steps", "6", "--batch", "8", "--rollout", "3",
-                                      "--supervised", "2", "--ramp", "2", "--validate-every", "3", "--skate", "0.1",
-                                      "--cache", str(tmp_path_factory.mktemp("cache")), "--threads", "1"],
-                             out, "mvae.onnx")
-    return {"out": out, "model": model, "data": data}
+def run(mvae_run):
+    """The tiny Motion VAE that conftest's ``mvae_run`` trains once per test run (six optimiser steps of
+    ``python -m training mvae`` on two clips, roll-outs of 3 steps, scheduled sampling ramping over steps 2-3,
+    the skating term on, and ``python -m training export`` of the checkpoint)."""
+    return mvae_run
 
 
 @pytest.fixture(scope="module")

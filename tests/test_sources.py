@@ -17,6 +17,7 @@ from training.rtn.sampler import GROUPS, Transitions, proportion_groups
 
 ROOT = Path(__file__).resolve().parents[1]
 
+pytestmark = pytest.mark.slow   # every test reads both data sets (Bandai retargeted) or trains
 SUBJECTS = [1, 2, 3, 4]
 CHOSEN = Selection(SUBJECTS)
 
