@@ -24,6 +24,7 @@ def bench(lafan1_zip):
     return load_benchmark(lafan1_zip)
 
 
+@pytest.mark.slow
 def test_windows_and_normalisation(bench):
     assert bench.windows == 376
     assert bench.rotations.shape == (376, 65, 22, 4)
@@ -37,6 +38,7 @@ def test_windows_and_normalisation(bench):
     np.testing.assert_allclose(forward, np.tile([1.0, 0.0, 0.0], (376, 1)), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_a_transition_gives_the_frames_after_its_target(bench):
     """The protocol hands a method the frames after the target: the gap carries those its window
     holds, up to a past context's worth."""
@@ -49,6 +51,7 @@ def test_a_transition_gives_the_frames_after_its_target(bench):
     assert bench.gap(30).after_rotations.shape[1] == 10
 
 
+@pytest.mark.slow
 def test_baselines_reproduce_reference_table(bench):
     results, _ = evaluate(bench, BASELINES)
     for method, table in REFERENCE.items():
@@ -58,6 +61,7 @@ def test_baselines_reproduce_reference_table(bench):
                 assert abs(got / ref - 1) < 1e-3, (method, metric, n, got, ref)
 
 
+@pytest.mark.slow
 def test_perfect_method_scores_zero(bench):
     results, curves = evaluate(bench, {"oracle": bench.capture}, lengths=(5,))
     assert results["methods"]["oracle"]["L2Q"]["5"] == 0.0
@@ -75,6 +79,7 @@ def test_npss_is_zero_for_identical_and_grows_with_difference():
     assert 0 < small < large
 
 
+@pytest.mark.slow
 def test_bad_method_output_is_refused(bench):
     from inference.errors import BetwixtError
 
@@ -90,6 +95,7 @@ def test_bad_method_output_is_refused(bench):
                  lengths=(5,))
 
 
+@pytest.mark.slow
 def test_bench_command_writes_json_and_plots(lafan1_zip, tmp_path, capsys):
     assert main(["bench", "--data", str(lafan1_zip), "--json", str(tmp_path / "b.json"),
                  "--plots", str(tmp_path / "plots")]) == 0
@@ -109,6 +115,7 @@ def test_bench_command_writes_json_and_plots(lafan1_zip, tmp_path, capsys):
     assert all((tmp_path / "plots" / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
 
 
+@pytest.mark.slow
 def test_long_gaps_are_scored_beside_the_capture(lafan1_zip, tmp_path, capsys):
     """Beyond the protocol: gaps of 60 to 120 frames, and PEAK, the fastest joint's speed."""
     assert main(["bench", "--data", str(lafan1_zip), "--long", "--json", str(tmp_path / "long.json")]) == 0
@@ -125,11 +132,11 @@ def test_long_gaps_are_scored_beside_the_capture(lafan1_zip, tmp_path, capsys):
             assert results[name]["PEAK"][n] < PLAUSIBLE * capture, (name, n, results[name]["PEAK"][n], capture)
 
 
-def test_strict_gives_a_method_the_past_and_the_target_key_only(lafan1_zip):
+@pytest.mark.slow
+def test_strict_gives_a_method_the_past_and_the_target_key_only(bench):
     """The published protocol: whatever the gap carries after the target, a strict method never sees it."""
-    from inference.benchmark import load_benchmark, strict
+    from inference.benchmark import strict
 
-    bench = load_benchmark(lafan1_zip)
     seen = []
     method = strict(lambda gap: seen.append(gap) or interpolation(gap))
     method(bench.gap(15))

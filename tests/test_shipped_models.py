@@ -1,5 +1,6 @@
 """The models we ship, checked against what their files and cards promise and the data they name."""
 
+import functools
 import json
 from pathlib import Path
 
@@ -17,13 +18,24 @@ SHIPPED = shipped_files("rtn")
 PAST, GAP = 10, 10
 
 
+@functools.cache
+def clips_of(archive):
+    """The clips of a data set by name, read once for every model that names it."""
+    return {m.name: m for m in read_motions(archive)}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def forget_clips():
+    yield
+    clips_of.cache_clear()
+
+
 def opened(path, mocap):
     """A shipped model, its metadata's data, and the clips of the data set whose skeleton it learned on
     (the first of several: the others were retargeted onto it) by name."""
     model = open_model(path)
     data = json.loads(model.metadata["betwixt.data"])
-    motions = {m.name: m for m in read_motions(mocap / data["source"].split(" + ")[0])}
-    return model, data, motions
+    return model, data, clips_of(mocap / data["source"].split(" + ")[0])
 
 
 @pytest.fixture(scope="module", params=SHIPPED, ids=lambda p: p.stem)
@@ -44,6 +56,7 @@ def test_the_models_the_issues_name_are_shipped():
     assert {p.stem for p in shipped_files()} - {p.stem for p in SHIPPED} >= {"mann-dog", "mvae-lafan1"}
 
 
+@pytest.mark.slow
 def test_a_shipped_model_is_small_documented_and_trained_on_what_it_says(any_shipped, mocap):
     model, data, motions = any_shipped
     assert model.path.stat().st_size < 15e6
@@ -51,7 +64,7 @@ def test_a_shipped_model_is_small_documented_and_trained_on_what_it_says(any_shi
     card = model.path.with_suffix(".md").read_text()
     assert all(part in card for part in model.metadata["betwixt.licence"].split("; "))
     assert any(terms in model.metadata["betwixt.licence"] for terms in ("non-commercial", "research and education only"))
-    every = {m.name for source in data["source"].split(" + ") for m in read_motions(mocap / source)}
+    every = {name for source in data["source"].split(" + ") for name in clips_of(mocap / source)}
     assert set(data["files"]) <= every and all(name in card for name in data["files"])
     held = set(data.get("held_out", []))
     assert not held & set(data["files"]) and held <= every
@@ -62,6 +75,7 @@ def test_a_shipped_model_is_small_documented_and_trained_on_what_it_says(any_shi
         model.check_skeleton(motions[name].skeleton)
 
 
+@pytest.mark.slow
 def test_a_shipped_model_fills_held_out_frames_closer_than_interpolation(shipped):
     """Gaps of 10 frames whose frames and target key lie in the held-out tenth of a training clip."""
     model, data, motions = shipped
@@ -84,6 +98,7 @@ def test_a_shipped_model_fills_held_out_frames_closer_than_interpolation(shipped
     assert error(model.fill) < 0.9 * error(interpolation)
 
 
+@pytest.mark.slow
 def test_a_shipped_model_stays_plausible_over_120_frames(shipped):
     """No limb flies: over 120-frame gaps (or its longest) cut every 40 frames from its clips, the fastest joint
     (PEAK, 99th percentile over windows) is at most 1.5 times as fast as in the capture. These
@@ -104,6 +119,7 @@ def test_a_shipped_model_stays_plausible_over_120_frames(shipped):
     assert generated < 1.5 * captured, (generated, captured)
 
 
+@pytest.mark.slow
 def test_a_shipped_model_knows_the_floor_its_data_stood_on(shipped, mocap, tmp_path):
     """A fill stands the rig's feet where the model's training data had theirs: LaFAN1's toes and the
     dog's paws touch zero height, Bandai's sit four centimetres up. ``convert --data`` measures it for a file exported
