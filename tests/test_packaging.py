@@ -3,9 +3,9 @@
 The zip tests build linux-x64 with ``tools/build_extension.py`` (the onnxruntime wheels, ~17 MB per
 Blender Python, are downloaded once into the wheel cache outside the repository, ``$BETWIXT_WHEELS`` or
 ``~/.cache/betwixt-wheels``) and skip with the reason when those wheels are not cached and PyPI cannot
-be reached. Installing runs real Blender (the bpy module) in a child process whose user folders
-(``BLENDER_USER_RESOURCES``) and ``HOME`` are temporary, and whose Python sees only ``bpy`` and what it
-requires, as in Blender's own Python: no onnxruntime, none of onnxruntime's requirements.
+be reached (fail, under ``BETWIXT_REQUIRE_SHARED=1``). Installing runs real Blender (the bpy module) in a
+child process whose user folders (``BLENDER_USER_RESOURCES``) and ``HOME`` are temporary, and whose Python
+sees only ``bpy`` and what it requires, as in Blender's own Python: no onnxruntime, none of its requirements.
 """
 
 import importlib.util
@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import unavailable
 from inference.modelfile import DEFAULTS, shipped
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,7 +133,7 @@ def linux_zip(manifest, bext, tmp_path_factory):
     cache = bx.wheel_cache()
     needed = [Path(w).name for w in bx.wheels_for(["linux-x64"], manifest, bext)]
     if bx.missing_wheels(needed, cache, bx.read_hashes()) and not _pypi_reachable():
-        pytest.skip(f"the linux-x64 onnxruntime wheels are not in {cache} and PyPI cannot be reached")
+        unavailable(f"the linux-x64 onnxruntime wheels are not in {cache} and PyPI cannot be reached")
     out = tmp_path_factory.mktemp("dist")
     done = subprocess.run([sys.executable, "tools/build_extension.py", "--platform", "linux-x64",
                            "--out", str(out), "--wheels", str(cache)],
@@ -224,7 +225,7 @@ print("RESULT" + json.dumps(result))
 
 
 def _tiny_model(path):
-    onnx = pytest.importorskip("onnx")
+    import onnx   # a test requirement (requirements-dev.txt)
     from onnx import TensorProto, helper
 
     graph = helper.make_graph([helper.make_node("Tanh", ["x"], ["y"])], "tiny",
@@ -238,7 +239,7 @@ def _tiny_model(path):
 
 def test_linux_zip_installs_with_blenders_operator_and_runs_onnxruntime(linux_zip, tmp_path):
     if not sys.platform.startswith("linux") or platform.machine() != "x86_64":
-        pytest.skip("the linux-x64 zip installs on x86-64 Linux only")
+        unavailable("the linux-x64 zip installs on x86-64 Linux only")
     site = _site_with_bpy_only(tmp_path / "site")
     (tmp_path / "home").mkdir()
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home"), "PYTHONPATH": str(site),
