@@ -3,7 +3,7 @@
 Imports ``bpy`` and ``..inference``; never torch. Modules: :mod:`.preferences` (which model),
 :mod:`.mapping` (joints ↔ bones), :mod:`.rigify` and :mod:`.controls` (the controls that drive them),
 :mod:`.evaluated` (the pose Blender evaluates), :mod:`.rig` and :mod:`.retarget` (pose maths, numpy only),
-:mod:`.pose_io` (F-curves in, keys out), :mod:`.transitions` (the model over a scene's gaps),
+:mod:`.pose_io` (F-curves in, keys out), ``inference.edit`` (the model over a scene's gaps),
 :mod:`.jobs` (worker thread, progress, Esc), :mod:`.plan` (reading the scene), :mod:`.writing` (keys out),
 :mod:`.options` (shared operator options), :mod:`.generate` (Fill Gaps, Decompress), :mod:`.variants`,
 :mod:`.mapping_operators`, :mod:`.export` (training data), :mod:`.locomotion` (Follow Path),

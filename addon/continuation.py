@@ -17,22 +17,22 @@ from dataclasses import replace
 import bpy
 import numpy as np
 
-from ..inference import quat
+from ..inference import edit, quat
 from ..inference.errors import BetwixtError
 from ..inference.inbetween import floor
-from . import options, transitions
+from . import options
 from .jobs import JobOperator
 from .plan import keyed_bones, plan_over, read_retarget, scene_fps
-from .variants import check_original, keep_variants
-from .writing import planted
 from .pose_io import Channels, active_armature, key_frames
 from .preferences import model_for
+from .variants import check_original, keep_variants
+from .writing import planted
 
 
 def frames_per_step(fps, model):
     """Scene frames (at ``fps``) per model frame: 1 where the rates agree (a BVH importer's 30.000003 fps)."""
     ratio = fps / model.fps
-    return 1.0 if abs(ratio - 1.0) < transitions.SAME_RATE else ratio
+    return 1.0 if abs(ratio - 1.0) < edit.SAME_RATE else ratio
 
 
 def read_start(context, count, frames, seed, plant=True):
@@ -70,21 +70,21 @@ def walks(plan, progress=None, cancelled=None):
     closing frame, the action's, holds no foot). The model reads the motion on its own floor (its
     training data's), as a fill does: the rig's floor is where its feet were lowest over the second
     before. ``progress(done, total)`` after each walk; ``cancelled()`` before each raises
-    :class:`.transitions.Cancelled` when true. Numpy and the model only: it runs in the worker thread."""
+    :class:`..inference.edit.Cancelled` when true. Numpy and the model only: it runs in the worker thread."""
     model = plan.model
     up = model.layout.up
     frame, frames = plan.gaps[0][0], plan.options["frames"]
     ratio = frames_per_step(plan.fps, model)
     at = frame - plan.first
     level = floor(plan.motion.frames(0, at + 1), [], plan.motion.up) - model.floor
-    start = transitions.sample(plan.motion, [at - ratio, at])   # the pose and the one a model frame before
+    start = edit.sample(plan.motion, [at - ratio, at])   # the pose and the one a model frame before
     start.positions[:, 0, up] -= level
     out = []
     for i in range(plan.count):
         if cancelled is not None and cancelled():
-            raise transitions.Cancelled()
+            raise edit.Cancelled()
         [walk] = model.walk(start, 1, math.ceil(frames / ratio - 1e-9), 1, plan.options["seed"] + i)
-        new = transitions.sample(walk, 1 + np.arange(1, frames + 1) / ratio)
+        new = edit.sample(walk, 1 + np.arange(1, frames + 1) / ratio)
         rotations, positions = plan.motion.rotations.copy(), plan.motion.positions.copy()
         rotations[at + 1:at + frames + 1], positions[at + 1:at + frames + 1] = new.rotations, new.positions
         positions[at + 1:at + frames + 1, 0, up] += level

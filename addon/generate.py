@@ -3,9 +3,9 @@ three steps, :mod:`.plan` and :mod:`.writing` for reading and writing)."""
 
 import bpy
 
-from ..inference import contacts, guard
+from ..inference import contacts, edit, guard
 from ..inference.motion import AXES
-from . import options, transitions
+from . import options
 from .jobs import JobOperator
 from .plan import all_gaps, read_plan_steps, resolve, selected_gaps
 from .writing import planted, unfollowed_limbs, write_plan
@@ -30,7 +30,7 @@ class _Generate(JobOperator):
         return plan
 
     def compute(self, plan, progress, cancelled):
-        return planted(plan, transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps, progress,
+        return planted(plan, edit.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps, progress,
                                               cancelled, plan.momentum, **plan.options))
 
     def finish(self, context, plan, result):

@@ -22,9 +22,9 @@ import traceback
 
 import bpy
 
+from ..inference.edit import Cancelled
 from ..inference.errors import BetwixtError
 from .steps import drained
-from .transitions import Cancelled
 
 
 class Job:

@@ -21,6 +21,7 @@ import bpy
 import numpy as np
 
 from ..inference import library, quat
+from ..inference.edit import SAME_RATE, Cancelled, model_frames
 from ..inference.errors import BetwixtError
 from . import mapping, options
 from .export import armature_actions
@@ -29,7 +30,6 @@ from .plan import keyed_bones, plan_over, read_retarget, scene_fps
 from .pose_io import Channels, KeyStyle, active_armature, key_frames, write_bone_keys
 from .preferences import model_for
 from .steps import drained
-from .transitions import SAME_RATE, Cancelled, model_frames
 from .writing import key_edits
 
 LIBRARY = "betwixt_library"      # on a transition's action: the armature it was made for

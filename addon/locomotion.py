@@ -14,15 +14,15 @@ from dataclasses import dataclass, replace
 import bpy
 import numpy as np
 
-from ..inference import contacts
+from ..inference import contacts, edit
 from ..inference.errors import BetwixtError
 from ..inference.mann.path import GAITS, Path
-from . import options, transitions
+from . import options
 from .jobs import JobOperator
 from .plan import Plan, plan_over, read_retarget, resolve, scene_fps
-from .writing import write_plan
 from .pose_io import Channels, active_armature
 from .preferences import model_for
+from .writing import write_plan
 
 ARRIVAL = 0.75   # s: Fit the Range covers the curve this much before the range's end (ground_path)
 SPEEDS = [("RANGE", "Fit the Range", "Cover the whole curve over the frame range")] + [
@@ -161,10 +161,10 @@ def follow(route, progress=None, cancelled=None):
     """The model's motion along the route's path, one frame per scene frame from the frame before the
     range to the frame after it (a :class:`~..inference.motion.Motion` of the model's skeleton).
     ``progress(done, total)`` after each step of the model; ``cancelled()`` before it reports,
-    :class:`.transitions.Cancelled` when true. Numpy and the model only: it runs in the worker thread."""
+    :class:`..inference.edit.Cancelled` when true. Numpy and the model only: it runs in the worker thread."""
     def step(done, total):
         if cancelled is not None and cancelled():
-            raise transitions.Cancelled()
+            raise edit.Cancelled()
         if progress is not None:
             progress(done, total)
 
@@ -174,7 +174,7 @@ def follow(route, progress=None, cancelled=None):
         planted = contacts.plant(route.keys.retarget.on_rig(motion), [(0, motion.n_frames)], model.layout.height)
         motion = replace(motion, rotations=planted.rotations)
     at = (np.arange(route.start - 1, route.end + 2) - route.start) * model.fps / route.keys.fps
-    return transitions.sample(motion, at)
+    return edit.sample(motion, at)
 
 
 class BETWIXT_OT_follow_path(JobOperator, bpy.types.Operator):

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from ..inference import quat
+from ..inference import edit, quat
 from ..inference.errors import BetwixtError
 from ..inference.motion import Motion
-from . import controls, evaluated, mapping, transitions
+from . import controls, evaluated, mapping
 from .pose_io import Channels, active_armature, key_frames, read_rig, sample, world_matrix
 from .preferences import model_for
 from .retarget import MappingError, Retarget
@@ -44,7 +44,7 @@ class Plan:
     options: dict = None       # for the model: variation, seed, blend (read on the main thread)
     count: int = 1             # transitions per gap (variants)
     plant: bool = True         # feet planted after the model (inference/contacts.py)
-    momentum: list = None      # per gap: the velocity at both its keys is keyed (transitions.keyed_momentum)
+    momentum: list = None      # per gap: the velocity at both its keys is keyed (edit.keyed_momentum)
     drive: object = None       # a control rig's controls that the keys go onto (controls.Drive)
 
 
@@ -71,15 +71,14 @@ def read_plan_steps(context, keys_from, serves="fill", kind=None):
     fps = scene_fps(context.scene)
     bones = keyed_bones(obj, rig, retarget)
     gaps = keys_from(channels, bones)
-    if gaps and not transitions.reaches(model, gaps, fps):
-        model = model_for(context, obj, serves, kind, fits=lambda m: transitions.reaches(m, gaps, fps))
+    if gaps and not edit.reaches(model, gaps, fps):
+        model = model_for(context, obj, serves, kind, fits=lambda m: edit.reaches(m, gaps, fps))
         rig, retarget, detected = read_retarget(obj, model)
     ratio = fps / model.layout.fps
-    transitions.check_gaps(model, gaps, ratio)
-    before, after = transitions.margins(model, ratio)
-    plan = yield from plan_over_steps(channels, model, rig, retarget, detected, gaps, fps,
-                                      np.arange(gaps[0][0] - before, gaps[-1][1] + after + 1))
-    plan.momentum = transitions.keyed_momentum(key_frames(channels, bones), gaps, ratio)
+    edit.check_gaps(model, gaps, ratio)
+    first, last = edit.window(model, gaps, fps)
+    plan = yield from plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, np.arange(first, last + 1))
+    plan.momentum = edit.keyed_momentum(key_frames(channels, bones), gaps, ratio)
     return plan
 
 
@@ -207,14 +206,14 @@ def selected_gaps(channels, bones):
     if len(keys) < 2:
         raise BetwixtError("select the keys on both sides of each gap to fill (at least two keys on "
                            "the mapped bones), in the Dope Sheet or Graph Editor")
-    return transitions.gaps_between(keys)
+    return edit.gaps_between(keys)
 
 
 def all_gaps(channels, bones):
     keys = key_frames(channels, bones)
     if len(keys) < 2:
         raise BetwixtError("the mapped bones have fewer than two keys; key at least a first and a last pose")
-    return transitions.gaps_between(keys)
+    return edit.gaps_between(keys)
 
 
 def resolve(plan):

@@ -4,14 +4,15 @@ are kept the same way), previewed, applied (the keys inside the gap) and discard
 import bpy
 import numpy as np
 
+from ..inference import edit
 from ..inference.errors import BetwixtError
 from ..inference.modelfile import ModelError
-from . import mapping, options, transitions
+from . import mapping, options
 from .generate import _Generate
-from .steps import share
+from .plan import resolve
 from .pose_io import Channels, KeyStyle, Snapshot, active_armature, key_frames, read_points, write_bone_keys, \
     write_points
-from .plan import resolve
+from .steps import share
 from .writing import checked, key_edits, planted
 
 VARIANT_OF = "betwixt_variant_of"
@@ -105,9 +106,9 @@ class BETWIXT_OT_variants(_Generate, bpy.types.Operator):
         frame = context.scene.frame_current
 
         def one_gap(channels, bones):
-            chosen = transitions.gaps_between(key_frames(channels, bones, selected=True))
+            chosen = edit.gaps_between(key_frames(channels, bones, selected=True))
             if len(chosen) != 1:
-                around = [(a, b) for a, b in transitions.gaps_between(key_frames(channels, bones)) if a < frame < b]
+                around = [(a, b) for a, b in edit.gaps_between(key_frames(channels, bones)) if a < frame < b]
                 chosen = around or chosen
             if len(chosen) != 1:
                 raise BetwixtError("select the two keys around one gap (or put the current frame inside a gap) "
@@ -124,12 +125,12 @@ class BETWIXT_OT_variants(_Generate, bpy.types.Operator):
         return plan
 
     def compute(self, plan, progress, cancelled):
-        made = transitions.variants(plan.model, plan.motion, plan.first, plan.gaps[0], plan.fps, plan.count,
+        made = edit.variants(plan.model, plan.motion, plan.first, plan.gaps[0], plan.fps, plan.count,
                                     **plan.options)
         out = []
         for i, motion in enumerate(made):
             if cancelled():
-                raise transitions.Cancelled()
+                raise edit.Cancelled()
             out.append(planted(plan, motion))
             progress(i + 1, plan.count)
         return out

@@ -17,14 +17,19 @@ from .motion import AXES, forward_kinematics
 from .transition import Gap, held, key_rates, toward_spline
 
 
-def gap_in(motion, start, end, past, after=None):
-    """The gap of ``motion`` strictly between key frames ``start`` and ``end``, as a batch of one,
-    with up to ``after`` frames after ``end`` (default ``past``) where the motion has them."""
+def check_keys(motion, start, end):
+    """Refuse key frames ``start`` and ``end`` that are not two frames of ``motion`` with one between."""
     if not 0 <= start < end < motion.n_frames:
         raise ModelError(f"{motion.name}: the keys {start}:{end} are not two frames of its "
                          f"{motion.n_frames} (0 to {motion.n_frames - 1}) in order")
     if end - start < 2:
         raise ModelError(f"{motion.name}: no frame lies strictly between keys {start} and {end}")
+
+
+def gap_in(motion, start, end, past, after=None):
+    """The gap of ``motion`` strictly between key frames ``start`` and ``end``, as a batch of one,
+    with up to ``after`` frames after ``end`` (default ``past``) where the motion has them."""
+    check_keys(motion, start, end)
     first = max(0, start + 1 - past)
     r, p = motion.rotations, motion.positions
     last = min(motion.n_frames, end + 1 + (past if after is None else after))
@@ -177,12 +182,3 @@ def sparse_keys(n_frames, every):
     if n_frames - 1 - keys[-1] >= 2:   # a last frame right after a key has nothing to fill
         keys.append(n_frames - 1)
     return keys
-
-
-def superres(model, motion, every, **kwargs):
-    """Dense motion from the keys every ``every`` frames of ``motion`` (and its last frame), read
-    alone: the frames between them are the ones to generate."""
-    keys = sparse_keys(motion.n_frames, every)
-    if len(keys) < 2:
-        raise ModelError(f"{motion.name}: a single frame holds no gap to fill")
-    return fill_gaps(model, motion, list(zip(keys[:-1], keys[1:])), **kwargs)

@@ -9,8 +9,8 @@ import time
 import numpy as np
 
 from . import quat
+from .edit import superres
 from .motion import Motion
-from .inbetween import superres
 from .modelfile import open_model
 from .transition import Gap
 

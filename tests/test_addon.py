@@ -405,19 +405,19 @@ def test_failures_change_nothing_and_say_what_to_do(addon, clip, tmp_path, monke
 def test_a_broken_result_is_refused_with_its_frames_and_nothing_is_written(addon, clip, monkeypatch):
     """The result check before writing: a fill that came back with NaN on some frames (a model that
     diverged, a planting that spread a NaN) is one error naming the scene frames, and no key changes."""
-    from betwixt.addon import transitions
+    from betwixt.inference import edit
     path, _ = clip
     obj = import_bvh(path)
     a, b = GAP
     cut(obj, a, b)
-    fill = transitions.fill
+    fill = edit.fill
 
     def diverged(*args, **kwargs):
         out = fill(*args, **kwargs)
         rotations = out.rotations.copy()
         rotations[a + 5 - args[2]:a + 8 - args[2]] = np.nan   # scene frames a+5 .. a+7
         return replace(out, rotations=rotations)
-    monkeypatch.setattr(transitions, "fill", diverged)
+    monkeypatch.setattr(edit, "fill", diverged)
     before = snapshot(obj)
     with pytest.raises(RuntimeError, match=r"not a number .*nothing was written") as refused:
         bpy.ops.betwixt.fill_gaps()
@@ -609,7 +609,8 @@ def bandai_walk(mocap, tmp_path, a, b):
 
 def test_bandai_rig_is_mapped_and_its_bones_point_where_the_model_s_do(addon, mocap, tmp_path):
     """Another skeleton (Bandai: _L/_R names, joint_Root, two spine bones, other rest pose and units)."""
-    from betwixt.addon import plan as reading, writing, transitions
+    from betwixt.addon import plan as reading, writing
+    from betwixt.inference import edit
     a, b = 60, 85
     obj = bandai_walk(mocap, tmp_path, a, b)
     before = snapshot(obj)
@@ -626,7 +627,7 @@ def test_bandai_rig_is_mapped_and_its_bones_point_where_the_model_s_do(addon, mo
         if not moved:
             assert all(np.array_equal(data[n], before[key][n]) for n in data), key
 
-    result = writing.planted(plan, transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps))
+    result = writing.planted(plan, edit.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps))
     _, world = forward_kinematics(result.rotations, result.positions, plan.model.skeleton.parents)
     inside = np.arange(a + 1, b)
     heads = evaluated(obj, inside)[..., :3, 3]
@@ -656,13 +657,14 @@ def test_feet_planted_on_a_rig_of_other_proportions_stand_still_on_it(addon, moc
     """Bandai's legs are not the model's: planted on the model's lengths, a foot that stands still in
     the model's skeleton slides on the rig; planted on the rig's own (``Retarget.on_rig``) it stands.
     With the shipped default model: the test model's feet never stand still."""
-    from betwixt.addon import plan as reading, writing, transitions
+    from betwixt.addon import plan as reading, writing
+    from betwixt.inference import edit
     bpy.context.preferences.addons["betwixt"].preferences.rtn_file = ""
     a, b = 60, 100
     obj = bandai_walk(mocap, tmp_path, a, b)
     plan = reading.read_plan(bpy.context, reading.selected_gaps)
     assert bpy.ops.betwixt.fill_gaps(plant_feet=True) == {"FINISHED"}
-    result = writing.planted(plan, transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps))
+    result = writing.planted(plan, edit.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps))
     sk, retarget = plan.model.skeleton, plan.retarget
     feet = [sk.index(n) for n in ("LeftFoot", "RightFoot", "LeftToe", "RightToe")]
     bones = [obj.pose.bones.find({i.joint: i.bone for i in obj.data.betwixt_joints}[sk.names[j]]) for j in feet]
@@ -695,6 +697,31 @@ def test_a_scene_at_another_frame_rate_is_filled_at_the_model_s(addon, clip):
         if key[0].endswith("rotation_euler"):
             assert frames[inside].tolist() == list(range(a + 1, b)) and np.isfinite(values).all()
         assert np.array_equal(data["co"].reshape(-1, 2)[~inside], before[key]["co"].reshape(-1, 2))
+
+
+@pytest.mark.parametrize("fps", [24, 60])
+def test_the_command_line_and_blender_fill_a_file_alike_at_any_frame_rate(addon, clip, model_path, tmp_path, fps):
+    """One edit pipeline (inference/edit.py): the test clip as a BVH file at 24 or 60 fps, its gap filled
+    by ``python -m inference fill`` and by Fill Gaps on the file Blender imported, is the same motion:
+    each at the model's 30 fps, its feet planted, every joint where the other puts it."""
+    import subprocess
+    _, motion = clip
+    path, out = tmp_path / f"clip{fps}.bvh", tmp_path / "filled.bvh"
+    write_bvh(motion.resample(fps), path)
+    a, b = round(100 * fps / 30), round(131 * fps / 30)     # the file's frames of the keys around the gap
+    run = subprocess.run([sys.executable, "-m", "inference", "fill", str(path), "--gap", f"{a}:{b}", "--model",
+                          str(model_path), "-o", str(out)], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    filled = read_bvh(out)
+    assert not np.allclose(filled.rotations[a + 1:b], read_bvh(path).rotations[a + 1:b], atol=1e-3)
+    want = forward_kinematics(filled.rotations, filled.positions, filled.skeleton.parents)[1][a + 1:b]
+    obj = import_bvh(path)
+    assert bpy.context.scene.render.fps == fps
+    cut(obj, a + 1, b + 1)                                  # the file's frame i is the scene's frame i + 1
+    assert bpy.ops.betwixt.fill_gaps() == {"FINISHED"}
+    bones = [obj.pose.bones.find(n) for n in filled.skeleton.names]
+    have = evaluated(obj, np.arange(a + 2, b + 1))[..., :3, 3][:, bones] @ C   # back to the file's Y-up
+    assert np.abs(have - want).max() < 0.01                # cm
 
 
 def test_decompress_turns_sparse_keys_into_dense_motion(addon, clip):
@@ -772,7 +799,7 @@ def test_export_training_data_writes_y_up_bvh_the_training_module_reads(addon, c
 def test_job_reports_progress_and_stops_when_cancelled(addon):
     import threading
     from betwixt.addon.jobs import Job
-    from betwixt.addon.transitions import Cancelled
+    from betwixt.inference.edit import Cancelled
     go = threading.Event()
 
     def work(progress, cancelled):
@@ -865,11 +892,12 @@ def test_the_root_leans_to_the_keys_spline_only_where_their_velocity_is_keyed(ad
     """Baked keys on every frame carry the velocity at the gap's keys, and Fill Gaps leans the root's path
     toward the spline through it; blocking keys every 5 frames leave it to Bezier's guess, and the root keeps
     the network's own path."""
-    from betwixt.addon import plan as reading, transitions
-    assert transitions.keyed_momentum([9, 10, 20, 21], [(10, 20)], 1.0) == [True]
-    assert transitions.keyed_momentum([5, 10, 20, 21], [(10, 20)], 1.0) == [False]
-    assert transitions.keyed_momentum([10, 20, 21], [(10, 20)], 1.0) == [False]       # nothing before
-    assert transitions.keyed_momentum([6, 10, 20, 24], [(10, 20)], 4.0) == [True]     # 120 fps scene, 30 fps model
+    from betwixt.addon import plan as reading
+    from betwixt.inference import edit
+    assert edit.keyed_momentum([9, 10, 20, 21], [(10, 20)], 1.0) == [True]
+    assert edit.keyed_momentum([5, 10, 20, 21], [(10, 20)], 1.0) == [False]
+    assert edit.keyed_momentum([10, 20, 21], [(10, 20)], 1.0) == [False]       # nothing before
+    assert edit.keyed_momentum([6, 10, 20, 24], [(10, 20)], 4.0) == [True]     # 120 fps scene, 30 fps model
     path, motion = clip
     a, b = GAP
     for every, keyed in ((1, True), (5, False)):
@@ -884,17 +912,18 @@ def test_the_root_leans_to_the_keys_spline_only_where_their_velocity_is_keyed(ad
         cut(obj, a, b)
         plan = reading.read_plan(bpy.context, reading.selected_gaps)
         assert plan.momentum == [keyed]
-        made, own = (transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps, momentum=m)
+        made, own = (edit.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps, momentum=m)
                      for m in (plan.momentum, [False]))
         lean = np.abs(made.positions[:, 0] - own.positions[:, 0]).max()   # cm
         assert (lean > 0.5) == keyed, (every, lean)
 
 
 def test_decompress_in_a_scene_at_another_frame_rate_leans_the_root_as_at_the_model_s(addon, clip):
-    """At another frame rate each gap is filled alone at the model's (transitions._fill_resampled) and sees
+    """At another frame rate each gap is filled alone at the model's (edit._fill_resampled) and sees
     no neighbouring keys; the root's lean to the spline through the keys (tangents from the keys either
     side) must come with it, so that a 24 fps scene's Decompress leans as a 30 fps one does."""
-    from betwixt.addon import plan as reading, transitions
+    from betwixt.addon import plan as reading
+    from betwixt.inference import edit
     from betwixt.inference.inbetween import between_keys
     from betwixt.inference.transition import hermite, key_rates
     path, _ = clip
@@ -916,7 +945,7 @@ def test_decompress_in_a_scene_at_another_frame_rate_leans_the_root_as_at_the_mo
         for share in (model.key_spline, 0.0):
             leaned, model.key_spline = model.key_spline, share
             try:
-                made = transitions.fill(model, plan.motion, plan.first, plan.gaps, plan.fps, momentum=plan.momentum)
+                made = edit.fill(model, plan.motion, plan.first, plan.gaps, plan.fps, momentum=plan.momentum)
             finally:
                 model.key_spline = leaned
             shares[share] = made.positions[:, joint][:, ground]

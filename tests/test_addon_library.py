@@ -115,7 +115,7 @@ def test_esc_a_failed_write_and_bad_input_change_nothing(rig, monkeypatch):
     from betwixt.addon.library import BETWIXT_OT_transitions as op
     from betwixt.addon.library import slot_of
     from betwixt.addon.pose_io import Channels
-    from betwixt.addon.transitions import Cancelled
+    from betwixt.inference.edit import Cancelled
     before = set(bpy.data.actions.keys())
     options = SimpleNamespace(length=20, count=2, leave="AUTO", enter="AUTO", variation=1.0, seed=0,
                               plant_feet=True)

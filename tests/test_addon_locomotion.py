@@ -203,7 +203,7 @@ def test_at_a_walk_the_dog_goes_round_a_closed_poly_curve_and_stops_at_its_end(s
 
 def test_the_controller_reports_progress_and_stops_on_esc(scene, dog):
     from betwixt.addon import locomotion
-    from betwixt.addon.transitions import Cancelled
+    from betwixt.inference.edit import Cancelled
     obj = import_dog(dog)
     follow_with(obj, bezier([(0.0, 0.0, 0.0), (2.0, 0.0, 0.0)], "VECTOR"))
     route = locomotion.read_route(bpy.context, 1, 120, "RANGE")

@@ -293,7 +293,8 @@ def test_variants_from_noise_are_the_rtn_s_own_variants_and_its_plain_fill_witho
     """Source Noise (RTN) calls the RTN's variants once for all K: on the clip's frames the add-on's gap
     is the runtime's, each variant Blender evaluates is the one made from the rig as read, and without
     noise each variant is Fill Gaps' fill, at the scene's rate and at another."""
-    from betwixt.addon import plan as reading, writing, transitions
+    from betwixt.addon import plan as reading, writing
+    from betwixt.inference import edit
     path, motion = clip
     a, b = GAP
     obj = import_bvh(path)
@@ -303,7 +304,7 @@ def test_variants_from_noise_are_the_rtn_s_own_variants_and_its_plain_fill_witho
     assert plan.model.name == "rtn-human"     # the default
     # the clip's own frames: what the runtime makes of the same gap, to rounding
     own = motion.frames(plan.first - 1, plan.first - 1 + plan.motion.n_frames)
-    made = transitions.variants(plan.model, own, plan.first, (a, b), 30.0, 3, variation=1.0, seed=5)
+    made = edit.variants(plan.model, own, plan.first, (a, b), 30.0, 3, variation=1.0, seed=5)
     wants = runtime_variants(plan.model, own, a - plan.first, b - plan.first, 3, seed=5)
     for have, want in zip(made, wants):
         world = forward_kinematics(have.rotations, have.positions, motion.skeleton.parents)[1]
@@ -311,7 +312,7 @@ def test_variants_from_noise_are_the_rtn_s_own_variants_and_its_plain_fill_witho
     assert np.abs(wants[0] - wants[1]).max() > 1.0                   # cm: variants, not copies
 
     assert bpy.ops.betwixt.variants(count=3, variation=1.0, seed=5, source="NOISE") == {"FINISHED"}
-    made = transitions.variants(plan.model, plan.motion, plan.first, (a, b), plan.fps, 3, variation=1.0, seed=5)
+    made = edit.variants(plan.model, plan.motion, plan.first, (a, b), plan.fps, 3, variation=1.0, seed=5)
     inside = np.arange(a + 1, b)
     for i, have in enumerate(made):
         have = writing.planted(plan, have)
@@ -357,7 +358,8 @@ def test_variants_from_the_motion_vae_are_its_own_variants_and_leave_the_rest(sc
     """Source Motion VAE: K actions whose keys inside the gap Blender evaluates to the Motion VAE's variants of
     the gap as read (sampling toward the key, then the target blend), different from each other, the keys
     outside the gap as they were; without any Motion VAE, one clear error that names the other Source."""
-    from betwixt.addon import plan as reading, writing, panels, transitions
+    from betwixt.addon import panels, plan as reading, writing
+    from betwixt.inference import edit
     path, motion = clip
     a, b = GAP
     obj = import_bvh(path)
@@ -368,7 +370,7 @@ def test_variants_from_the_motion_vae_are_its_own_variants_and_leave_the_rest(sc
     plan = reading.read_plan(bpy.context, reading.selected_gaps, "variants", "mvae")
     assert plan.model.name == "mvae-tiny"
     assert bpy.ops.betwixt.variants(count=3, variation=1.0, seed=2, source="MVAE") == {"FINISHED"}
-    made = transitions.variants(plan.model, plan.motion, plan.first, (a, b), plan.fps, 3, variation=1.0, seed=2)
+    made = edit.variants(plan.model, plan.motion, plan.first, (a, b), plan.fps, 3, variation=1.0, seed=2)
     outside = keys_at(before, lambda f: (f <= a) | (f >= b))
     inside = np.arange(a + 1, b)
     wants = []

@@ -229,7 +229,8 @@ def test_esc_while_the_rig_is_read_or_its_controls_baked_leaves_the_scene_as_it_
     """Reading a control rig and keying its controls run on the main thread as steps (addon/steps.py) so
     that Esc can stop them between frames: closed half-way, the reading leaves the current frame where it
     was, and the bake, its constraints and Empties in the scene, leaves nothing of them and no key changed."""
-    from betwixt.addon import controls, plan as reading, steps, transitions, writing
+    from betwixt.addon import controls, plan as reading, steps, writing
+    from betwixt.inference import edit
     rig = load(keyed_rigs[0.0])
     cut(betwixt, rig, *GAP)
     bpy.context.scene.frame_set(7)
@@ -241,7 +242,7 @@ def test_esc_while_the_rig_is_read_or_its_controls_baked_leaves_the_scene_as_it_
     reads.close()
     assert bpy.context.scene.frame_current == 7
     plan = reading.read_plan(bpy.context, reading.selected_gaps)
-    result = transitions.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps)
+    result = edit.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps)
     writes = writing.write_plan(plan, betwixt["pose_io"].Channels(rig), result, plan.gaps, 1, False)
     shares = [next(writes) for _ in range(6)]
     assert shares == sorted(shares) and 0 < shares[-1] < 1        # progress, part of the way

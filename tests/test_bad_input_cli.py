@@ -130,14 +130,15 @@ def test_missing_folders_of_an_output_are_made(human, tmp_path, capsys):
 
 def test_a_broken_result_is_refused_with_its_frames_and_nothing_is_written(human, tmp_path, capsys, monkeypatch):
     """A fill that came back NaN (as MANN's did along a slow path) is refused, not written."""
-    import inference.inbetween
+    import inference.edit
 
-    def broken(model, motion, gaps, **options):
+    def broken(model, motion, gaps, **options):   # file frames 50-59 of the gap 40:70, in the frames read
+        (a, _), = gaps
         rotations = motion.rotations.copy()
-        rotations[50:60, 3:] = np.nan
+        rotations[a + 10:a + 20, 3:] = np.nan
         return replace(motion, rotations=rotations)
 
-    monkeypatch.setattr(inference.inbetween, "fill_gaps", broken)
+    monkeypatch.setattr(inference.edit, "fill_gaps", broken)
     line = refused(capsys, tmp_path, ["fill", human, "--gap", "40:70", "--no-contacts", "-o", tmp_path / "out.bvh"],
                    "the result is broken (", "not a number (NaN or infinite) at frames 50-59", "nothing was written: "
                    "try a shorter gap")

@@ -13,7 +13,8 @@ import pytest
 from inference.bvh import read_bvh, write_bvh
 from inference.dataset import read_motions
 from inference.errors import BetwixtError
-from inference.inbetween import fill_gaps, frames_after, gap_in, superres
+from inference.edit import superres
+from inference.inbetween import fill_gaps, frames_after, gap_in
 from inference.modelfile import ModelError, open_model
 from inference.motion import forward_kinematics
 from inference.rtn.blends import BLEND, START_BLEND, end_blend, end_ramp, start_blend, start_ramp

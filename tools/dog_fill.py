@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from inference import quat                                     # noqa: E402
 from inference.dataset import load_motion_set                  # noqa: E402
-from inference.inbetween import fill_gaps, superres            # noqa: E402
+from inference.inbetween import fill_gaps                      # noqa: E402
 from inference.mann import metrics                             # noqa: E402
 from inference.modelfile import find_model, open_model         # noqa: E402
 from inference.motion import forward_kinematics                # noqa: E402

@@ -393,14 +393,15 @@ class Betwixt:
     plant: bool = True           # Fill Gaps' and Decompress's Plant Feet (on by default, as in the add-on)
     pose_io: object = field(init=False)
     preferences: object = field(init=False)
-    transitions: object = field(init=False)
     plan: object = field(init=False)
+    edit: object = field(init=False)
     writing: object = field(init=False)
     controls: object = field(init=False)
 
     def __post_init__(self):
-        for name in ("pose_io", "preferences", "transitions", "plan", "writing", "controls"):
+        for name in ("pose_io", "preferences", "plan", "writing", "controls"):
             setattr(self, name, importlib.import_module(f"{self.module}.addon.{name}"))
+        self.edit = importlib.import_module(f"{self.module}.inference.edit")
 
 
 def build_zip(folder):
@@ -743,7 +744,7 @@ def measured(betwixt, obj, keys, runs, n_frames, joints, bones, out, bar):
         bar.update(1)
     fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
     filled_by = {(r.operator, r.label): betwixt.preferences.model_for(   # a dog's gaps over a second: MANN's
-        bpy.context, obj, "fill", fits=lambda m, r=r: betwixt.transitions.reaches(m, r.gaps, fps)).name for r in runs}
+        bpy.context, obj, "fill", fits=lambda m, r=r: betwixt.edit.reaches(m, r.gaps, fps)).name for r in runs}
     return [dict(operator=op, gap=label, model=filled_by[op, label], view_deg=view, **row(results))
             for (op, label), results in groups.items()]
 

@@ -1,10 +1,12 @@
-"""The model run over gaps in a scene's frames, at the model's own frame rate.
+"""The one edit pipeline: a model run over the gaps between keys, at the model's own frame rate, for
+Blender's operators (scene frames) and the command line (a BVH file's frames) alike, so that the same
+keys give the same motion at any frame rate.
 
-A scene at 24 fps and a model trained at 30 fps disagree on what a frame is. Each gap is cut into
+A scene (or a file) at 24 fps and a model trained at 30 fps disagree on what a frame is. Each gap is cut into
 the whole number of model frames nearest its length (its keys stay where they are, so the motion is
 at most half a model frame faster or slower), the context before it is sampled at that spacing, the
 model fills it, and the result is sampled back onto the scene's whole frames. At equal rates this is
-exactly :func:`..inference.inbetween.fill_gaps`. Pure numpy: it runs in the worker thread.
+exactly :func:`.inbetween.fill_gaps`. Pure numpy: in Blender it runs in the worker thread.
 
 Quaternion signs need no care here: the runtime orients them for every gap (inference/features.py).
 """
@@ -13,11 +15,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..inference import quat
-from ..inference.errors import BetwixtError
-from ..inference.inbetween import between_keys, fill_gaps, fill_order, gap_in, on_model_floor
-from ..inference.motion import AXES
-from ..inference.transition import key_rates
+from . import quat
+from .errors import BetwixtError
+from .inbetween import between_keys, fill_gaps, fill_order, gap_in, on_model_floor, sparse_keys
+from .modelfile import ModelError
+from .motion import AXES
+from .transition import key_rates
 
 SAME_RATE = 1e-6
 
@@ -35,7 +38,7 @@ def keyed_momentum(keys, gaps, ratio):
     """Per gap ``(a, b)`` (scene frames), whether the animator keyed the motion's velocity at both its
     keys: ``keys`` (sorted scene frames) hold one on the frame before ``a`` and one on the frame after ``b``
     (within a model frame, where the scene runs faster than the model), as baked capture does; blocking
-    keys leave the velocity to the curves' interpolation (see inference.inbetween.fill_gaps)."""
+    keys leave the velocity to the curves' interpolation (see :func:`.inbetween.fill_gaps`)."""
     near = max(1.0, ratio) + 1e-6
     keys = np.asarray(keys)
     out = []
@@ -72,9 +75,17 @@ def check_gaps(model, gaps, ratio):
 
 def margins(model, ratio):
     """Scene frames needed before the first key and after the last one: a past context on each
-    side, since the runtime may fill a gap from either side (see inference.rtn.runtime.RTNModel.fill)."""
+    side, since the runtime may fill a gap from either side (see :meth:`.rtn.runtime.RTNModel.fill`)."""
     margin = int(np.ceil((model.past - 1) * ratio)) + 1
     return margin, margin
+
+
+def window(model, gaps, fps):
+    """``(first, last)``: the frames (at ``fps``) an edit of ``gaps`` reads, a past context's worth before
+    the first key and after the last (:func:`margins`), for Blender and the command line alike: feet are
+    planted on the floor found in them, so a longer read would plant them otherwise."""
+    before, after = margins(model, fps / model.layout.fps)
+    return gaps[0][0] - before, gaps[-1][1] + after
 
 
 def sample(motion, at):
@@ -118,6 +129,16 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, m
     return motion
 
 
+def superres(model, motion, every, **kwargs):
+    """Dense motion from the keys every ``every`` frames of ``motion`` (and its last frame), read alone,
+    at the motion's frame rate (Decompress on the command line): the frames between them are generated.
+    ``kwargs`` as :func:`fill` takes them."""
+    keys = sparse_keys(motion.n_frames, every)
+    if len(keys) < 2:
+        raise ModelError(f"{motion.name}: a single frame holds no gap to fill")
+    return fill(model, motion, 0, list(zip(keys[:-1], keys[1:])), motion.fps, **kwargs)
+
+
 def variants(model, motion, first, gap, scene_fps, k, **kwargs):
     """``k`` motions, each ``motion`` (as in :func:`fill`) with the gap ``(a, b)`` (scene frames) generated
     by one of the ``k`` transitions that ``model.variants`` makes in one call (the RTN's noise, or a
@@ -146,7 +167,7 @@ def variants(model, motion, first, gap, scene_fps, k, **kwargs):
 def _rates(model, motion, first, gaps, i, ratio):
     """The root's velocities a model frame at the keys of the ``i``-th of ``gaps`` (scene frames) from the
     keys either side, where it runs between two other gaps (Decompress), else None: what
-    :func:`..inference.inbetween.fill_gaps` leans the root to, found here since the gap is filled alone."""
+    :func:`.inbetween.fill_gaps` leans the root to, found here since the gap is filled alone."""
     keys = between_keys(gaps, i)
     if keys is None:
         return None
@@ -157,7 +178,7 @@ def _rates(model, motion, first, gaps, i, ratio):
 
 def _fill_resampled(model, motion, first, a, b, ratio, after, rates=None, **kwargs):
     """One gap at the model's frame rate; ``after``: how many scene frames after key ``b`` are the
-    user's (see inference.inbetween.frames_after); ``rates``: the root's velocities at its keys (:func:`_rates`)."""
+    user's (see :func:`.inbetween.frames_after`); ``rates``: the root's velocities at its keys (:func:`_rates`)."""
     span, n = _at_model_rate(model, motion, first, a, b, ratio, after)
     filled = fill_gaps(model, span, [(model.past - 1, model.past - 1 + n)], rates=[rates], **kwargs)
     return _put_back(motion, first, a, b, filled, n, model.past)
