@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..contacts import legs
-from .features import fields, matrices_from
+from .features import fields
 
 SUNK = 10.0           # units (LaFAN1's cm): how far under the floor a foot may go by the orientations
 STANDS = (2.0, 6.0)   # units (LaFAN1's cm) above the floor: a foot joint lower stands fully, higher not at all
@@ -83,7 +83,7 @@ class Legs:
         network's own positions."""
         b = len(pose)
         orient = pose[:, self.orientations].reshape(b, -1, 6)[:, self.parents].astype(np.float64)
-        rise = (matrices_from(orient[..., :3], orient[..., 3:])[..., 1, :] * self.offsets).sum(axis=-1)   # (B, E)
+        rise = (_up_row(orient[..., :3], orient[..., 3:]) * self.offsets).sum(axis=-1)   # (B, E)
         heights = pose[:, self.heights]
         return heights[:, 0] + (rise @ self.sums.T).min(axis=1), heights[:, self.feet].min(axis=1)
 
@@ -109,26 +109,24 @@ class Legs:
         keeps its feet on ``floor`` where they stood in ``previous``: each foot joint counts as much as it
         stands (STANDS, by its height in ``pose``), the network's own step as much as the most standing one
         does not; every joint's velocity moved with the root."""
-        b = len(pose)
-        turn = pose[:, 2].astype(np.float64) / fps
+        turn = pose[:, 2] / fps
         cos, sin = np.cos(turn)[:, None], np.sin(turn)[:, None]
-        now = pose[:, self.positions].reshape(b, -1, 3)[:, self.feet].astype(np.float64)
-        before = previous[:, self.positions].reshape(b, -1, 3)[:, self.feet]
-        # the foot now in the previous root frame (turned by the root's turn), and the step that keeps it still
-        x, z = now[..., 0] * cos + now[..., 2] * sin, -now[..., 0] * sin + now[..., 2] * cos
-        keep = np.stack([before[..., 0] - x, before[..., 2] - z], axis=-1)           # (B, F, 2)
+        x0, z0 = self.positions.start + 3 * self.feet, self.positions.start + 3 * self.feet + 2
+        # the feet now in the previous root frame (turned by the root's turn), and the step that keeps each still
+        keep_x = previous[:, x0] - pose[:, x0] * cos - pose[:, z0] * sin                 # (B, F)
+        keep_z = previous[:, z0] + pose[:, x0] * sin - pose[:, z0] * cos
         weight = self.stands(pose, floor)
-        share = weight.max(axis=1, keepdims=True)                                     # (B, 1)
-        kept = (weight[..., None] * keep).sum(axis=1) / np.maximum(weight.sum(axis=1, keepdims=True), 1e-9)
-        step = pose[:, :2].astype(np.float64) / fps
-        moved = share * (kept - step)                                                 # (B, 2), the previous frame
-        pose[:, :2] += (moved * fps).astype(pose.dtype)
+        share = weight.max(axis=1)                                                        # (B,)
+        total = np.maximum(weight.sum(axis=1), 1e-9)
+        dx = share * ((weight * keep_x).sum(axis=1) / total - pose[:, 0] / fps)           # in the previous frame
+        dz = share * ((weight * keep_z).sum(axis=1) / total - pose[:, 1] / fps)
+        pose[:, 0] += dx * fps
+        pose[:, 1] += dz * fps
         # every joint's world displacement changes by it: in this frame's root frame, turned back
-        dx, dz = moved[:, :1] * cos - moved[:, 1:] * sin, moved[:, :1] * sin + moved[:, 1:] * cos
-        velocities = pose[:, self.velocities].reshape(b, -1, 3)
-        velocities[..., 0] += (dx * fps).astype(pose.dtype)
-        velocities[..., 2] += (dz * fps).astype(pose.dtype)
-        pose[:, self.velocities] = velocities.reshape(b, -1)
+        velocities = self.velocities
+        pose[:, velocities.start:velocities.stop:3] += ((dx * cos[:, 0] - dz * sin[:, 0]) * fps)[:, None]
+        pose[:, velocities.start + 2:velocities.stop:3] += ((dx * sin[:, 0] + dz * cos[:, 0]) * fps)[:, None]
+
 
 def standing_share(heights):
     """(..., F) how much each of F foot joints stands, 0 to 1, from their ``heights`` (..., F) above their
@@ -136,6 +134,18 @@ def standing_share(heights):
     lowest (a swing passing by)."""
     return (np.clip(1.0 - (heights - heights.min(axis=-1, keepdims=True)) / NEARER, 0.0, 1.0)
             * np.clip((STANDS[1] - heights) / (STANDS[1] - STANDS[0]), 0.0, 1.0))
+
+
+def _up_row(forward, up):
+    """(..., 3) the height (y) row of :func:`.features.matrices_from` (..., 3, 3) of ``forward`` and ``up``
+    (..., 3 each): each bone's rise per unit of its rest offset, written out component by component, as
+    the floor step runs it for every roll-out on every frame."""
+    f = forward / np.maximum(np.linalg.norm(forward, axis=-1, keepdims=True), 1e-9)
+    fx, fy, fz = f[..., 0], f[..., 1], f[..., 2]
+    ux, uy, uz = up[..., 0], up[..., 1], up[..., 2]
+    x = np.stack([uy * fz - uz * fy, uz * fx - ux * fz, ux * fy - uy * fx], axis=-1)
+    x /= np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-9)
+    return np.stack([x[..., 1], fz * x[..., 0] - fx * x[..., 2], fy], axis=-1)
 
 
 def _chain(parents, joint):

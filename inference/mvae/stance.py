@@ -79,10 +79,15 @@ def held(motion, standing, first, height):
 
 def settled(motion, standing, first, height):
     """``motion`` with its hips' track smoothed from ``first`` on (:func:`smoothed`) and its feet then
-    :func:`held` where ``standing`` (F, K) says they stand."""
-    positions = motion.positions.copy()
-    positions[:, 0] = smoothed(positions[:, 0], motion.fps, first)
-    return held(replace(motion, positions=positions), standing, first, height)
+    :func:`held` where ``standing`` (F, K) says they stand; of the frames before ``first`` (a continuation's
+    clip) only the few the smoothing and the locks' fades reach are read."""
+    start = max(first - int(np.ceil(3 * SMOOTH * motion.fps)) - fade_frames(motion.fps) - 1, 0)
+    part = motion.frames(start)
+    positions = part.positions.copy()
+    positions[:, 0] = smoothed(positions[:, 0], motion.fps, first - start)
+    done = held(replace(part, positions=positions), standing[start:], first - start, height)
+    return replace(motion, rotations=np.concatenate([motion.rotations[:start], done.rotations]),
+                   positions=np.concatenate([motion.positions[:start], done.positions]))
 
 
 def stood(motion, grounds, height):
