@@ -205,3 +205,88 @@ def test_targets_led_by_the_reference_velocity_track_its_motion_closer_than_its_
                                                   {"qpos": ref.qpos[t], "qvel": ref.qvel[t], "com": np.zeros(3),
                                                    "contacts": np.zeros(4, bool)}, sim.ball)["pose"])
     assert np.median(errors[True]) < 0.8 * np.median(errors[False]), (np.median(errors[True]), np.median(errors[False]))
+
+
+def test_targets_ramped_through_the_step_track_a_front_leg_within_a_few_degrees_where_held_ones_miss_it(env):
+    """kd = kp / 10 makes a light limb lag its target by 0.1 s: a target held a whole policy step at the
+    frame it ends on runs ahead of a swinging front leg; ramped from frame to frame it follows it."""
+    sim = env.sim
+    fore = [env.sim.body.skeleton.index(n) for n in ("LeftForeArm", "RightForeArm", "LeftHand", "RightHand")]
+    errors = {False: [], True: []}
+    for ramped in errors:
+        for clip in range(len(env.references)):
+            ref = env.references[clip]
+            for start in range(0, len(ref) - 10, 12):
+                sim.set_state(ref.qpos[start], ref.qvel[start])
+                for t in range(start + 1, start + 7):
+                    sim.step(sim.targets(ref.qpos[t], ref.qvel[t]),
+                             start=sim.targets(ref.qpos[t - 1], ref.qvel[t - 1]) if ramped else None)
+                    angles = rewards.angles(rewards.rotations(sim.data.qpos, sim.ball), rewards.rotations(ref.qpos[t], sim.ball))
+                    errors[ramped].append(np.degrees(angles[fore]))
+    held, ramped = np.mean(errors[False]), np.mean(errors[True])
+    assert ramped < 6.0 and held > 2 * ramped, (held, ramped)
+
+
+def test_a_stretch_that_leaves_the_flat_floor_is_left_out(clips):
+    from dataclasses import replace
+
+    from inference.carl.body import dog_body
+
+    motion, gait = clips[0]
+    stairs = motion.positions.copy()
+    half = motion.n_frames // 2
+    stairs[half:, 0, 1] -= np.linspace(0.0, 40.0, motion.n_frames - half)   # down 40 cm over its second half
+    down = replace(motion, positions=stairs, name="stairs")
+    body = dog_body(motion.skeleton, np.concatenate([m.rotations for m, _ in clips]))
+    env = Tracking(body, [(motion, gait), (down, gait)], np.random.default_rng(0), pushes=False, randomise=False)
+    assert env.dropped == ["stairs"] and [r.name for r in env.references] == [motion.name]
+
+
+def test_environments_side_by_side_each_end_their_run_of_a_roll_out_in_its_value(env):
+    from training.carl.policy import Policy, Value
+    from training.carl.ppo import Roller
+
+    torch.manual_seed(0)
+    policy = Policy(env.observation_size, env.state_size, env.action_size, [16])
+    value = Value(env.observation_size, [16], policy.norm)
+    twins = [env, env.twin(np.random.default_rng(1)), env.twin(np.random.default_rng(2))]
+    roller = Roller(twins, np.random.default_rng(0))
+    batch, stats = roller.collect(policy, value, 30)
+    assert len(batch["obs"]) == 30 and batch["mu"].shape == batch["act"].shape == (30, env.action_size)
+    last = [9, 19, 29]
+    assert batch["end"][last].all()                            # each environment's run of 10 ends ...
+    with torch.no_grad():                                      # ... in the value of where it stopped
+        tails = value(torch.as_tensor(np.stack(roller.obs))).numpy()
+    standing = batch["rew"][last] > 0                          # (a fall's is 0)
+    assert standing.any() and np.allclose(batch["next_val"][last][standing], tails[standing], atol=1e-5)
+    assert not np.allclose(batch["obs"][0], batch["obs"][10])  # each its own episode
+    assert twins[1].sim is not env.sim and twins[1].references is env.references
+
+
+def test_the_policys_learning_rate_follows_its_steps_kl_divergence():
+    from training.carl.policy import Policy, Value
+    from training.carl.ppo import KL_FACTOR, Settings, update
+
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    n, size, acts = 64, 10, 3
+    policy = Policy(size, 4, acts, [16], primitives=2)
+    obs = torch.as_tensor(rng.standard_normal((n, size)), dtype=torch.float32)
+    with torch.no_grad():
+        mu, sigma = policy(obs)
+    act = mu + sigma * torch.as_tensor(rng.standard_normal((n, acts)), dtype=torch.float32)
+    batch = {"obs": obs.numpy(), "act": act.numpy(), "mu": mu.numpy(), "sigma": sigma.numpy(),
+             "logp": torch.distributions.Normal(mu, sigma).log_prob(act).sum(-1).numpy(),
+             "val": np.zeros(n, np.float32), "rew": rng.random(n).astype(np.float32),
+             "next_val": np.zeros(n, np.float32), "end": np.ones(n, bool)}
+    rates = {}
+    for kl in (1e-9, 10.0, 0.0):
+        p = Policy(size, 4, acts, [16], primitives=2)
+        p.load_state_dict(policy.state_dict())
+        v = Value(size, [16], p.norm)
+        optimiser = torch.optim.Adam([{"params": p.parameters(), "lr": 1e-4}, {"params": v.net.parameters(), "lr": 1e-3}])
+        stats = update(p, v, optimiser, batch, Settings(samples=n, epochs=2, minibatch=16, kl=kl), rng)
+        rates[kl] = optimiser.param_groups[0]["lr"]                 # the next update's
+        assert stats["lr"] == 1e-4 and stats["kl"] > 1e-6           # this one's, and how far it moved the policy
+    assert rates[1e-9] == pytest.approx(1e-4 / KL_FACTOR) and rates[10.0] == pytest.approx(1e-4 * KL_FACTOR)
+    assert rates[0.0] == 1e-4

@@ -55,17 +55,17 @@ class Policy(nn.Module):
     """Observation (N, obs), its first ``state`` values the body's, the rest the goal -> the composite
     Gaussian's mean and standard deviation (N, act) over ``primitives`` primitives."""
 
-    def __init__(self, obs, state, act, hidden, primitives=8, log_std=-1.2):
+    def __init__(self, obs, state, act, hidden, primitives=8, spread=0.15):
         super().__init__()
         self.state, self.act, self.primitives = state, act, primitives
         self.norm = Normaliser(obs)
         self.body = nn.Sequential(mlp([state, *hidden]), nn.ReLU())
         self.heads = nn.Linear(hidden[-1], primitives * 2 * act)
         self.gate = nn.Sequential(mlp([obs, *hidden, primitives]), nn.Sigmoid())
-        with torch.no_grad():   # small first actions and spread (0.15 at the gate's 0.5): the body starts by following the reference
+        with torch.no_grad():   # small first actions, the composite's spread ``spread`` at the gate's 0.5: the body starts by following the reference
             self.heads.weight.mul_(0.01)
             self.heads.bias.view(primitives, 2, act)[:, 0].zero_()
-            self.heads.bias.view(primitives, 2, act)[:, 1].fill_(log_std)
+            self.heads.bias.view(primitives, 2, act)[:, 1].fill_(float(np.log(spread) + 0.5 * np.log(0.5 * primitives)))
 
     def forward(self, obs):
         x = self.norm(obs)

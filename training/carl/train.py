@@ -53,15 +53,22 @@ def add_arguments(parser):
                         default=10**9, help="roll-outs and updates in all")
     parser.add_argument("--samples", type=whole(16, 1_000_000, "policy steps a roll-out, held in memory"),
                         default=Settings.samples, help="policy steps per roll-out")
+    parser.add_argument("--envs", type=whole(1, 1024, "environments"), default=8,
+                        help="episodes simulated side by side, the policy read for all of them at once "
+                             "(--samples of them each roll-out, as many from each)")
     parser.add_argument("--epochs", type=whole(1, 100, "passes over a roll-out"), default=Settings.epochs)
     parser.add_argument("--minibatch", type=whole(1, 1_000_000, "policy steps a gradient step learns from"),
                         default=Settings.minibatch)
-    parser.add_argument("--lr", type=number(1e-9, 1.0, "a learning rate"), default=2e-5,
-                        help="the policy's learning rate: small, as a 60-dimensional Gaussian's ratios are quick to leave PPO's clip")
+    parser.add_argument("--lr", type=number(1e-9, 1.0, "a learning rate"), default=1e-4,
+                        help="the policy's learning rate, at the start where --kl adapts it (a resumed run keeps the rate it had)")
+    parser.add_argument("--kl", type=number(0.0, 1.0, "a KL divergence"), default=Settings.kl,
+                        help="the KL divergence of an update the policy's learning rate adapts to; 0: a fixed --lr")
     parser.add_argument("--value-lr", type=number(1e-9, 1.0, "a learning rate"), default=1e-3)
     parser.add_argument("--hidden", default="512,256", help="hidden layer widths (a new run only)")
     parser.add_argument("--primitives", type=whole(1, 64, "the policy's primitives"), default=8,
                         help="the policy's primitives (a new run only)")
+    parser.add_argument("--spread", type=number(1e-3, 2.0, "a standard deviation"), default=0.15,
+                        help="the policy's first standard deviation, in units of the action (a new run only)")
     parser.add_argument("--gaits", default="walk,trot,canter", help=f"of {', '.join(GAITS)} (a new run only)")
     parser.add_argument("--no-pushes", action="store_true")
     parser.add_argument("--no-randomise", action="store_true", help="keep the nominal masses and friction")
@@ -94,7 +101,7 @@ def train(args, argv):
         raise DataError(f"{path}: a checkpoint of a {state['family']} run, not of carl")
     data = load_motion_set(args.data, args.cache)
     config = state["config"] if state else {"gaits": args.gaits.split(","), "hidden": [int(h) for h in args.hidden.split(",")],
-                                                 "primitives": args.primitives}
+                                                 "primitives": args.primitives, "spread": args.spread}
     unknown = sorted(set(config["gaits"]) - set(GAITS))
     if unknown:
         raise DataError(f"--gaits: no gait {unknown[0]!r}; the gaits are {', '.join(GAITS)}")
@@ -109,9 +116,12 @@ def train(args, argv):
     step = state["step"] if state else 0
     rng = np.random.default_rng([args.seed, step])
     env = Tracking(body, clips, rng, pushes=not args.no_pushes, randomise=not args.no_randomise)
-    steady = Tracking(body, clips, np.random.default_rng(args.seed), pushes=False, randomise=False)   # for evaluate
+    envs = [env] + [env.twin(np.random.default_rng([args.seed, step, i])) for i in range(1, args.envs)]
+    steady = env.twin(np.random.default_rng(args.seed))   # for evaluate: no pushes, the nominal body
+    steady.pushes = steady.randomise = False
     torch.manual_seed(int(rng.integers(2**62)))
-    policy = Policy(env.observation_size, env.state_size, env.action_size, config["hidden"], config["primitives"])
+    policy = Policy(env.observation_size, env.state_size, env.action_size, config["hidden"], config["primitives"],
+                    config.get("spread", 0.15))
     value = Value(env.observation_size, config["hidden"], policy.norm)
     optimiser = torch.optim.Adam([{"params": policy.parameters(), "lr": args.lr},
                                   {"params": value.net.parameters(), "lr": args.value_lr}])
@@ -120,17 +130,18 @@ def train(args, argv):
         policy.load_state_dict(state["policy"])
         value.net.load_state_dict(state["value"])
         optimiser.load_state_dict(state["optimiser"])
-        for group, lr in zip(optimiser.param_groups, (args.lr, args.value_lr)):
-            group["lr"] = lr
+        optimiser.param_groups[1]["lr"] = args.value_lr
+        if not args.kl:
+            optimiser.param_groups[0]["lr"] = args.lr
         history = {"validation": [], **state["history"]}
         tqdm.write(f"resuming {path} at step {step}", file=sys.stderr)
     history["runs"].append({"from_step": step, "argv": list(argv), "commit": source_commit(),
                             "hardware": card.hardware("cpu")})
-    meta = {"data": str(args.data), "licence": licence_of([args.data]), "clips": [m.name for m, _ in clips],
-            "gaits": {g: sum(1 for _, k in clips if k == g) for g in config["gaits"]}}
+    meta = {"data": str(args.data), "licence": licence_of([args.data]), "clips": [r.name for r in env.references],
+            "gaits": {g: env.gaits.count(g) for g in config["gaits"]}, "dropped": env.dropped}
     out.mkdir(parents=True, exist_ok=True)
-    settings = Settings(args.samples, args.epochs, args.minibatch)
-    roller = Roller(env, rng)
+    settings = Settings(args.samples, args.epochs, args.minibatch, kl=args.kl)
+    roller = Roller(envs, rng)
 
     def save():
         checkpoint.save({"format": checkpoint.FORMAT, "family": FAMILY, "step": step, "config": config,
@@ -142,7 +153,8 @@ def train(args, argv):
         plot_history(history, out / "reward.png")
 
     tqdm.write(f"carl: {sum(p.numel() for p in policy.parameters()) / 1e6:.2f}M policy parameters, "
-               f"{len(env.references)} stretches ({meta['gaits']}), {body.masses.sum():.1f} kg", file=sys.stderr)
+               f"{len(env.references)} stretches ({meta['gaits']}; {len(env.dropped)} off the flat floor left out), "
+               f"{body.masses.sum():.1f} kg", file=sys.stderr)
     bar = tqdm(total=args.iterations, initial=step, desc=FAMILY, unit="roll-out", dynamic_ncols=True)
     started = last_save = time.monotonic()
     stopping = []   # SIGTERM (kill PID) stops the run after its roll-out, with a checkpoint
@@ -154,13 +166,13 @@ def train(args, argv):
         stats.update(update(policy, value, optimiser, batch, settings, rng))
         policy.norm.update(batch["obs"])
         step += 1
-        history["samples"] += settings.samples
-        stats.update(samples=history["samples"], samples_per_s=settings.samples / collected)
+        history["samples"] += len(batch["rew"])
+        stats.update(samples=history["samples"], samples_per_s=len(batch["rew"]) / collected)
         history["train"].append([step, stats])
         if step % args.evaluate_every == 0:
             history["validation"].append([step, {**evaluate(policy, steady), "samples": history["samples"]}])
         bar.update(1)
-        bar.set_postfix({k: round(stats[k], 3) for k in ("reward", "episode_steps", "samples_per_s") if k in stats},
+        bar.set_postfix({k: float(f"{stats[k]:.3g}") for k in ("reward", "episode_steps", "lr", "samples_per_s") if k in stats},
                         refresh=False)
         if args.minutes and time.monotonic() - started > args.minutes * 60:
             tqdm.write(f"time budget of {args.minutes} min reached at step {step}", file=sys.stderr)
