@@ -416,20 +416,27 @@ def solve_leg(rotations, grot, gpos, parents, leg, target, toe_target=None, up=1
     hinge = quat.rotate(quat.inv(grot[:, leg.hip]), normal).sum(axis=0)       # the knee's axis, in the thigh's frame
     hinge /= max(np.linalg.norm(hinge), 1e-12)
     hinge = quat.rotate(grot[:, leg.hip], hinge)
-    # the knee bends about its leg's own plane's normal turned to the hinge's side, or about the hinge where the
-    # leg is nearly straight (within HINGE, a sine), whose plane says nothing of where the knee points; a knee
-    # the model straightened a little past straight bends forward again, one it bent further back stays back
-    sine = np.linalg.norm(normal, axis=-1) / np.maximum(thigh * shin, 1e-12)
-    side = np.where(np.sum(normal * hinge, axis=-1) < 0, -1.0, 1.0)
-    own = np.clip(sine / HINGE, 0.0, 1.0)
-    normal = (own * side / np.maximum(sine * thigh * shin, 1e-12))[:, None] * normal + (1.0 - own)[:, None] * hinge
-    normal /= np.maximum(np.linalg.norm(normal, axis=-1, keepdims=True), 1e-12)
     reach = np.clip(np.linalg.norm(target - a, axis=-1), np.abs(thigh - shin) * 1.0001, (thigh + shin) * 0.9999)
-    now = np.arctan2(np.sum(np.cross(a - b, c - b) * normal, axis=-1), np.sum((a - b) * (c - b), axis=-1)) % (2 * np.pi)
     wanted = np.arccos(np.clip((thigh ** 2 + shin ** 2 - reach ** 2) / (2 * thigh * shin), -1.0, 1.0))
-    back = np.where(now > np.pi, own, 0.0)
-    wanted = wanted + back * (2 * np.pi - 2 * wanted)
-    bend = quat.from_angle_axis((wanted - now + np.pi) % (2 * np.pi) - np.pi, normal)
+    if leg.paw:   # a quadruped's knee and hock fold both ways within a stride: the leg's own plane, as the model bent it
+        normal = normal + 1e-3 * (thigh * shin)[:, None] * hinge
+        normal /= np.maximum(np.linalg.norm(normal, axis=-1, keepdims=True), 1e-12)
+        now = np.arccos(np.clip(np.sum((a - b) * (c - b), axis=-1) / np.maximum(thigh * shin, 1e-12), -1.0, 1.0))
+        bend = quat.from_angle_axis(wanted - now, normal)
+    else:
+        # a person's knee bends about its leg's own plane's normal turned to the hinge's side, or about the hinge
+        # where the leg is nearly straight (within HINGE, a sine), whose plane says nothing of where the knee
+        # points; a knee the model straightened a little past straight bends forward again, one it bent further
+        # back stays back
+        sine = np.linalg.norm(normal, axis=-1) / np.maximum(thigh * shin, 1e-12)
+        side = np.where(np.sum(normal * hinge, axis=-1) < 0, -1.0, 1.0)
+        own = np.clip(sine / HINGE, 0.0, 1.0)
+        normal = (own * side / np.maximum(sine * thigh * shin, 1e-12))[:, None] * normal + (1.0 - own)[:, None] * hinge
+        normal /= np.maximum(np.linalg.norm(normal, axis=-1, keepdims=True), 1e-12)
+        now = np.arctan2(np.sum(np.cross(a - b, c - b) * normal, axis=-1), np.sum((a - b) * (c - b), axis=-1)) % (2 * np.pi)
+        back = np.where(now > np.pi, own, 0.0)
+        wanted = wanted + back * (2 * np.pi - 2 * wanted)
+        bend = quat.from_angle_axis((wanted - now + np.pi) % (2 * np.pi) - np.pi, normal)
     bent = b + quat.rotate(bend, c - b)
     swing = quat.normalize(quat.between(bent - a, target - a))
     turn = 2.0 * np.arctan2(np.linalg.norm(swing[:, 1:], axis=-1), swing[:, 0])
