@@ -55,7 +55,7 @@ class Policy(nn.Module):
     """Observation (N, obs), its first ``state`` values the body's, the rest the goal -> the composite
     Gaussian's mean and standard deviation (N, act) over ``primitives`` primitives."""
 
-    def __init__(self, obs, state, act, hidden, primitives=8, spread=0.15):
+    def __init__(self, obs, state, act, hidden, primitives=8, spread=0.4):
         super().__init__()
         self.state, self.act, self.primitives = state, act, primitives
         self.norm = Normaliser(obs)

@@ -67,8 +67,8 @@ def add_arguments(parser):
     parser.add_argument("--hidden", default="512,256", help="hidden layer widths (a new run only)")
     parser.add_argument("--primitives", type=whole(1, 64, "the policy's primitives"), default=8,
                         help="the policy's primitives (a new run only)")
-    parser.add_argument("--spread", type=number(1e-3, 2.0, "a standard deviation"), default=0.15,
-                        help="the policy's first standard deviation, in units of the action (a new run only)")
+    parser.add_argument("--spread", type=number(1e-3, 2.0, "a standard deviation"), default=0.4,
+                        help="the policy's first standard deviation, in units of the action (0.3 rad each; a new run only)")
     parser.add_argument("--gaits", default="walk,trot,canter", help=f"of {', '.join(GAITS)} (a new run only)")
     parser.add_argument("--no-pushes", action="store_true")
     parser.add_argument("--no-randomise", action="store_true", help="keep the nominal masses and friction")
@@ -121,7 +121,7 @@ def train(args, argv):
     steady.pushes = steady.randomise = False
     torch.manual_seed(int(rng.integers(2**62)))
     policy = Policy(env.observation_size, env.state_size, env.action_size, config["hidden"], config["primitives"],
-                    config.get("spread", 0.15))
+                    config.get("spread", 0.4))
     value = Value(env.observation_size, config["hidden"], policy.norm)
     optimiser = torch.optim.Adam([{"params": policy.parameters(), "lr": args.lr},
                                   {"params": value.net.parameters(), "lr": args.value_lr}])
