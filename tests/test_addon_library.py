@@ -15,6 +15,7 @@ import pytest
 
 from inference.bvh import parse_bvh, write_bvh
 from test_addon import betwixt_addon  # noqa: F401  (the repository enabled as the add-on)
+from test_addon_rigify import generated
 
 # flat stretches of obstacles1_subject5 (as tests/test_library.py), 40 frames each
 STRETCHES = {"walk": 4320, "slow": 1470, "start": 120}
@@ -193,12 +194,7 @@ def rigify_rig(betwixt_addon, lafan1_zip):  # noqa: F811
     assert addon_utils.enable("rigify", default_set=True) is not None
     with zipfile.ZipFile(lafan1_zip) as z:
         capture = parse_bvh(z.read("obstacles1_subject5.bvh"), "obstacles1_subject5")
-    bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.context.scene.render.fps = 30
-    bpy.ops.object.armature_human_metarig_add()
-    bpy.ops.pose.rigify_generate()
-    rig = bpy.context.active_object
-    bpy.data.objects.remove(bpy.data.objects["metarig"])
+    rig = generated("human")
     model = model_for(bpy.context, rig, "fill")
     for name in ("walk", "slow"):
         action = bpy.data.actions.new(name)

@@ -38,6 +38,17 @@ def betwixt(tmp_path_factory, lafan1_zip):
     sys.path.remove(str(folder))
 
 
+def generated(metarig):
+    """A new 30 fps scene holding the rig Rigify generates from its ``metarig`` ("human", "wolf"), active."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.context.scene.render.fps = 30
+    getattr(bpy.ops.object, f"armature_{metarig}_metarig_add")()
+    bpy.ops.pose.rigify_generate()
+    rig = bpy.context.active_object
+    bpy.data.objects.remove(bpy.data.objects["metarig"])
+    return rig
+
+
 @pytest.fixture(scope="module")
 def keyed_rigs(betwixt, lafan1_zip, tmp_path_factory):
     """{IK_FK: a .blend of a generated Rigify rig with 120 frames of capture keyed on its controls}, its limbs
@@ -47,12 +58,7 @@ def keyed_rigs(betwixt, lafan1_zip, tmp_path_factory):
     from betwixt.addon.preferences import model_for
     out = {}
     for ik_fk in (0.0, 1.0):
-        bpy.ops.wm.read_homefile(use_empty=True)
-        bpy.context.scene.render.fps = 30
-        bpy.ops.object.armature_human_metarig_add()
-        bpy.ops.pose.rigify_generate()
-        rig = bpy.context.active_object
-        bpy.data.objects.remove(bpy.data.objects["metarig"])
+        rig = generated("human")
         for limb in LIMBS:
             for side in "LR":
                 rig.pose.bones[f"{limb}.{side}"]["IK_FK"] = ik_fk
@@ -264,12 +270,7 @@ def test_a_rigify_wolf_reads_as_the_dog_and_follow_path_keys_its_controls(betwix
     tail left to the model's average pose), its controls (torso, paw IK, heels, poles) are detected, and the
     dog's Follow Path walks it through keys on those controls alone."""
     from test_addon_locomotion import bezier, follow_with
-    bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.context.scene.render.fps = 30
-    bpy.ops.object.armature_wolf_metarig_add()
-    bpy.ops.pose.rigify_generate()
-    rig = bpy.context.active_object
-    bpy.data.objects.remove(bpy.data.objects["metarig"])
+    rig = generated("wolf")
     assert bpy.ops.betwixt.detect_mapping() == {"FINISHED"}
     mapped = {item.joint: item.bone for item in rig.data.betwixt_joints if item.bone}
     assert len(mapped) == 19 and "Tail" not in mapped and all(b.startswith("DEF-") for b in mapped.values())
