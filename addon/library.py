@@ -29,7 +29,7 @@ from .jobs import JobOperator
 from .plan import keyed_bones, plan_over, read_retarget, scene_fps
 from .pose_io import Channels, KeyStyle, active_armature, key_frames, write_bone_keys
 from .preferences import model_for
-from .steps import drained
+from .steps import share
 from .writing import key_edits
 
 LIBRARY = "betwixt_library"      # on a transition's action: the armature it was made for
@@ -212,7 +212,7 @@ class BETWIXT_OT_transitions(JobOperator, bpy.types.Operator):
         if obj is None:
             raise BetwixtError(f"armature {plan.object_name!r} was removed while Betwixt was working")
         takes, flags, pixels = result
-        made = write_library(obj, plan, takes, flags)
+        made = yield from write_library(obj, plan, takes, flags)
         sheet_image(obj, pixels)
         flagged = sum(bool(f) for f in flags)
         return (f"Betwixt: {len(made)} transitions ({len(plan.sources) * (len(plan.sources) - 1)} pairs x "
@@ -231,8 +231,10 @@ def _put_back(obj, action, slot):
 
 
 def write_library(obj, plan, takes, flags):
-    """Each take's transition keyed into a new action, all or none, its ``flags`` (:func:`..inference.library.flags`,
-    a list a take) stored on it for the panel's list; the armature's earlier library replaced."""
+    """Steps (:mod:`.steps`, a share after each curve of each take) that key each take's transition into a
+    new action, all or none (Esc between two steps leaves none), its ``flags``
+    (:func:`..inference.library.flags`, a list a take) stored on it for the panel's list, the armature's
+    earlier library replaced; they return the actions."""
     anim = obj.animation_data
     back = (anim.action, getattr(anim, "action_slot", None))
     old = transitions_of(obj)
@@ -245,7 +247,8 @@ def write_library(obj, plan, takes, flags):
             play(obj, action)
             channels = Channels(obj, action=action, slot=slot_of(action, obj))
             for take, flagged in ((t, f) for t, f in zip(takes, flags) if t.join.source == s):
-                made.append((write_take(obj, plan, source, channels, take, flagged), take.motion.name))
+                steps = write_take(obj, plan, source, channels, take, flagged)
+                made.append(((yield from share(steps, len(made), len(takes))), take.motion.name))
     except BaseException:
         for action, _ in made:
             bpy.data.actions.remove(action)
@@ -266,10 +269,10 @@ def write_library(obj, plan, takes, flags):
 
 
 def write_take(obj, plan, source, channels, take, flags=()):
-    """One take's transition, from the source's leave frame to the target's enter frame (scene frames from
-    the source's), keyed into a new action through the source's plan: the keys the plan's gap around those
-    frames puts on its ends are taken off again, so that the action holds the transition alone. ``flags``:
-    the names of its poor measures, kept on the action (``betwixt_flags``, comma-separated)."""
+    """Steps that return one take's transition, from the source's leave frame to the target's enter frame
+    (scene frames from the source's), keyed into a new action through the source's plan: the keys the plan's
+    gap around those frames puts on its ends are taken off again, so that the action holds the transition
+    alone. ``flags``: the names of its poor measures, kept on the action (``betwixt_flags``, comma-separated)."""
     p = source.plan
     a, b = take.gap
     first = source.start + int(round(take.join.leave * plan.ratio))
@@ -279,7 +282,7 @@ def write_take(obj, plan, source, channels, take, flags=()):
     rotations[rows], positions[rows] = retimed(take.motion, a, b, last - first)
     motion = replace(p.motion, rotations=rotations, positions=positions)
     gaps = [(first - 1, last + 1)]
-    rig, edits = drained(key_edits(p, channels, motion, gaps, 1))
+    rig, edits = yield from key_edits(p, channels, motion, gaps, 1)
     action = bpy.data.actions.new("betwixt transition")
     action.use_fake_user = True
     action[LIBRARY] = plan.object_name
@@ -289,7 +292,7 @@ def write_take(obj, plan, source, channels, take, flags=()):
     action[FLAGS] = ", ".join(flags)
     target = Channels(obj, action=action)
     try:
-        drained(write_bone_keys(target, rig, edits, gaps, KeyStyle(), pin=p.drive is not None))
+        yield from write_bone_keys(target, rig, edits, gaps, KeyStyle(), pin=p.drive is not None)
     except BaseException:
         bpy.data.actions.remove(action)
         raise
