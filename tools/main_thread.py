@@ -4,14 +4,14 @@ step by step, beside the worker's seconds, in real bpy with the repository enabl
     .venv/bin/python tools/main_thread.py --shared ../shared [--minutes 10]
 
 The LaFAN1 test subject's obstacles clip, repeated to the length asked for, is imported by Blender's BVH
-importer and keyed once a second (Decompress's keys). Reading (addon/plan.py) and writing
+importer and keyed once a second (Decompress's keys), with the rig suite's add-on and key handling
+(tools/rig_suite.py), as tools/rig_speed.py times them. Reading (addon/plan.py) and writing
 (addon/writing.py) run as the modal operator runs them, as steps (addon/steps.py); the longest step is
 what the interface waits for at once, and Esc can stop the work between any two. The model's work runs
 in a worker thread in Blender and is printed for scale.
 """
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -21,12 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bpy  # noqa: E402
-import addon_utils  # noqa: E402  (Blender's own, importable once bpy is)
-
+import rig_suite  # noqa: E402  (after the path is set)
 from inference.bvh import parse_bvh, write_bvh  # noqa: E402
 
 EVERY = 30   # scene frames between Decompress's keys: one a second
@@ -58,30 +55,20 @@ def timed(steps):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="tools/main_thread.py", description=__doc__.splitlines()[0])
-    parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
+    parser.add_argument("--shared", type=Path, default=rig_suite.ROOT.parent / "shared")
     parser.add_argument("--minutes", type=float, default=10.0)
     args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="betwixt-main-thread-"))
+    rig_suite.isolate_user_folders(folder)
+    betwixt = rig_suite.enable_source(folder, "timing the source")
+    plan, writing, edit, bpy = betwixt.plan, betwixt.writing, betwixt.edit, rig_suite.bpy
     path = folder / "long.bvh"
     write_bvh(long_clip(args.shared, args.minutes), path)
-    os.symlink(ROOT, folder / "betwixt")
-    sys.path.insert(0, str(folder))
-    addon_utils.enable("betwixt", default_set=True)
-    from betwixt.addon import plan, pose_io, writing
-    from betwixt.inference import edit
-
     bpy.ops.wm.read_homefile(use_empty=True)
     bpy.ops.import_anim.bvh(filepath=str(path), update_scene_fps=True)
     obj = bpy.context.active_object
-    channels = pose_io.Channels(obj)
-    for fc in channels.curves().values():   # Decompress's keys: one a second
-        co = np.empty(2 * len(fc.keyframe_points))
-        fc.keyframe_points.foreach_get("co", co)
-        kept = co.reshape(-1, 2)[(np.round(co[0::2]) - 1) % EVERY == 0]
-        fc.keyframe_points.clear()
-        fc.keyframe_points.add(len(kept))
-        fc.keyframe_points.foreach_set("co", kept.reshape(-1))
-        fc.update()
+    rig_suite.set_keys(betwixt, obj, rig_suite.capture_keys(betwixt, obj), lambda f: (f - 1) % EVERY == 0)
+    channels = betwixt.pose_io.Channels(obj)
     plan.read_plan(bpy.context, plan.all_gaps)   # the model loaded once, as a user's first run does
     read, read_step, read_total = timed(plan.read_plan_steps(bpy.context, plan.all_gaps))
     start = time.perf_counter()
