@@ -516,7 +516,7 @@ def _bench_speed(args):
     import subprocess
 
     from .modelfile import DEFAULTS, MODELS
-    from .speed import measure
+    from lab.speed import measure
 
     path = args.model or MODELS / f"{DEFAULTS['rtn']}.onnx"
     results = measure(path)
@@ -645,7 +645,7 @@ def _info(args):
 
 
 def _bench(args):
-    from .benchmark import (LENGTHS, LONG_LENGTHS, LONG_METRICS, METRICS, evaluate, floor_gaps, format_floor,
+    from lab.benchmark import (LENGTHS, LONG_LENGTHS, LONG_METRICS, METRICS, evaluate, floor_gaps, format_floor,
                             format_table, load_benchmark, strict)
     from .modelfile import open_model, shipped
     from .transition import BASELINES
@@ -677,15 +677,15 @@ def _bench(args):
           file=sys.stderr)
     _write_json(args.json, results)
     if args.plots:
-        from .plots import plot_errors
+        from lab.plots import plot_errors
 
         for path in plot_errors(curves, args.plots):
             print(f"wrote {path}", file=sys.stderr)
 
 
 def _bench_mann(args):
-    from .dataset import load_motion_set
-    from .mann.bench import measure, table
+    from lab.dataset import load_motion_set
+    from lab.mann_bench import measure, table
     from .modelfile import find_model, open_model
 
     model = open_model(args.model, kind="mann") if args.model else find_model(None, kind="mann")
@@ -698,7 +698,7 @@ def _bench_mann(args):
     _printed(table(results), "bench-mann", start)
     _write_json(args.json, results)
     if args.plots:
-        from .plots import plot_experts, plot_paths
+        from lab.plots import plot_experts, plot_paths
 
         written = plot_paths(plots, model.units_per_metre, args.plots)
         written += plot_experts(plots, model.fps, args.plots) if model.experts else []
@@ -707,9 +707,9 @@ def _bench_mann(args):
 
 
 def _bench_mvae(args):
-    from .dataset import load_motion_set
+    from lab.dataset import load_motion_set
     from .modelfile import find_model, open_model
-    from .mvae.bench import measure, table
+    from lab.mvae_bench import measure, table
 
     model = open_model(args.model, kind="mvae") if args.model else find_model(None, kind="mvae")
     rtn = find_model(model.skeleton, kind="rtn", serves="variants")
@@ -722,7 +722,7 @@ def _bench_mvae(args):
     _printed(table(results), "bench-mvae", start)
     _write_json(args.json, results)
     if args.plots:
-        from .plots import plot_latent, plot_paths, plot_walks
+        from lab.plots import plot_latent, plot_paths, plot_walks
 
         written = plot_walks(plots, args.plots) + plot_latent(plots["kl_dims"], args.plots)
         for path in written + plot_paths(plots["paths"], model.units_per_metre, args.plots):
@@ -730,7 +730,7 @@ def _bench_mvae(args):
 
 
 def _filmstrip(args):
-    from .plots import plot_filmstrip
+    from lab.plots import plot_filmstrip
 
     if args.output.suffix.lower() != ".png":
         raise BetwixtError(f"{args.output}: a filmstrip is a PNG; give a name ending in .png")
@@ -762,7 +762,7 @@ def _models(args):
 
 
 def _data(args):
-    from .dataset import cache_path, load_motion_set
+    from lab.dataset import cache_path, load_motion_set
 
     cache = cache_path(args.data, args.cache)
     if not cache.exists():

@@ -781,7 +781,7 @@ def test_variants_are_actions_to_compare_and_one_is_applied(addon, clip):
 
 
 def test_export_training_data_writes_y_up_bvh_the_training_module_reads(addon, clip, tmp_path):
-    from inference.dataset import read_motions
+    from lab.dataset import read_motions
     path, motion = clip
     obj = import_bvh(path)
     action = obj.animation_data.action.name

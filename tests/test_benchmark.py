@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inference.benchmark import LENGTHS, evaluate, load_benchmark, npss
+from lab.benchmark import LENGTHS, evaluate, load_benchmark, npss
 from inference.cli import main
 from inference.transition import BASELINES, interpolation
 
@@ -135,7 +135,7 @@ def test_long_gaps_are_scored_beside_the_capture(lafan1_zip, tmp_path, capsys):
 @pytest.mark.slow
 def test_strict_gives_a_method_the_past_and_the_target_key_only(bench):
     """The published protocol: whatever the gap carries after the target, a strict method never sees it."""
-    from inference.benchmark import strict
+    from lab.benchmark import strict
 
     seen = []
     method = strict(lambda gap: seen.append(gap) or interpolation(gap))

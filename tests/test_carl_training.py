@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from conftest import _need
-from inference.dataset import load_motion_set
+from lab.dataset import load_motion_set
 from training.carl import reward as rewards
 from training.carl.env import MASS, Tracking
 from training.carl.gaits import GAITS, stretches

@@ -78,7 +78,7 @@ def test_models_lists_every_shipped_model_and_one_of_another_kind_beside_them(la
     import inference.modelfile as modelfile
     from inference.bvh import write_bvh
     from inference.cli import main
-    from inference.dataset import read_motions
+    from lab.dataset import read_motions
 
     assert main(["models", "--json"]) == 0
     listed = {m["name"]: m for m in json.loads(capsys.readouterr().out)}

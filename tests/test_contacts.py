@@ -12,7 +12,7 @@ from inference.contacts import (ARC, GROUND, LIFT, LIFT_HIGH, MAX_SWING, REACH, 
                                 held_contacts, legs, lifts, offsets, plant)
 from inference.guard import ground
 from inference.inbetween import fill_gaps
-from inference.mann.metrics import foot_skating, paw_ground
+from lab.metrics import foot_skating, paw_ground
 from inference.modelfile import MODELS, open_model
 from inference.motion import Motion, Skeleton, forward_kinematics
 

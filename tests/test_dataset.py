@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from inference import quat
-from inference.dataset import (bvh_members, cache_path, centre_and_face, gather_windows, load_motion_set,
+from lab.dataset import (bvh_members, cache_path, centre_and_face, gather_windows, load_motion_set,
                                motion_set, read_motions, sliding_windows, subject_of)
 from inference.errors import DataError
 from inference.motion import forward_kinematics

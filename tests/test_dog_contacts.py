@@ -10,7 +10,7 @@ from inference.bvh import parse_bvh
 from inference.contacts import GROUND, held_contacts, legs, locks, plant
 from inference.guard import ground
 from inference.inbetween import fill_gaps
-from inference.mann import metrics
+from lab import metrics
 from inference.modelfile import MODELS, open_model
 
 WALK = "D1_008_KAN01_002"   # a test clip: walking, then sitting down

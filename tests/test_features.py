@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from inference import quat
-from inference.dataset import load_motion_set
+from lab.dataset import load_motion_set
 from inference.features import (canonical_frame, choose_layout, decode_features, frame_features, move,
                                 target_features, unmove)
 from inference.motion import forward_kinematics

@@ -1,4 +1,4 @@
-"""The floor measures (``inference/floor_metrics.py``, issue 43) see floating, sliding and snapping on
+"""The floor measures (``lab/floor_metrics.py``, issue 43) see floating, sliding and snapping on
 motions built to have them, the capture's own walk stands on the floor, and ``filmstrip`` draws a
 motion or refuses bad input in one line."""
 
@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from inference import floor_metrics as fm
+from lab import floor_metrics as fm
 from inference.bvh import read_bvh, write_bvh
 from inference.cli import main
 
@@ -131,7 +131,7 @@ def test_the_benchmarks_floor_table_sees_the_capture_as_itself_and_a_jump_at_the
     """``bench``'s table (``benchmark.floor_gaps``): a method that returns the capture scores the capture's
     row; one that holds the last key until the target (zero velocity) jumps onto it at many times the
     capture's acceleration there."""
-    from inference.benchmark import floor_gaps, format_floor, load_benchmark
+    from lab.benchmark import floor_gaps, format_floor, load_benchmark
     from inference.transition import BASELINES
 
     bench = load_benchmark(lafan1_zip)

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from commands import train_and_export
-from inference.dataset import Selection, clip_stem, load_sources
+from lab.dataset import Selection, clip_stem, load_sources
 from training.clips import clips, held_out_of
 from training.export import floor_of
 

@@ -13,7 +13,7 @@ import pytest
 
 from inference.bvh import read_bvh
 from inference.cli import main
-from inference.mann.metrics import path_deviation, travel_deviation
+from lab.metrics import path_deviation, travel_deviation
 from inference.modelfile import MODELS, find_model, open_model
 
 TROT = "D1_009_KAN01_002"   # a test clip: sitting for about four seconds, getting up, then trotting

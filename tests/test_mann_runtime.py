@@ -14,7 +14,7 @@ import pytest
 
 from inference.bvh import read_bvh, write_bvh
 from inference.cli import main
-from inference.mann import bench, metrics
+from lab import mann_bench, metrics
 from inference.mann.features import bones_of, root, world
 from inference.mann.path import GAITS
 from inference.mann.path import Path as GroundPath
@@ -108,7 +108,7 @@ def test_a_circle_at_a_trot_and_a_canter_keeps_to_the_path(model):
     2.61; the 345,100-step weights kept to 9.0 cm, and drawn on by the path's timing alone cut inside by
     58.7), turning less than asked whatever the desired speed, the known weak row of docs/experiments.md
     ("mann-dog at 739,500 steps"); 35 cm still catches a controller that cuts across or is drawn off."""
-    trot, canter = (bench.shapes(GAITS[gait], model.units_per_metre)["circle"] for gait in ("trot", "canter"))
+    trot, canter = (mann_bench.shapes(GAITS[gait], model.units_per_metre)["circle"] for gait in ("trot", "canter"))
     out = model.follow([trot, canter])
     deviation = [metrics.path_deviation(m, p.points)[0] for m, p in zip(out, (trot, canter))]
     assert deviation[0] < 5 and deviation[1] < 35, deviation

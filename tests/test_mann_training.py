@@ -27,7 +27,7 @@ def cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def dog(dog_zip, cache):
-    from inference.dataset import load_motion_set
+    from lab.dataset import load_motion_set
 
     return load_motion_set(dog_zip, cache)
 

@@ -68,8 +68,8 @@ def test_the_skating_term_is_the_benchmarks_skating_of_the_feet(clip):
     over the same frames (their world positions, the same grounds)."""
     import torch
 
-    from inference.mann.metrics import foot_skating
-    from inference.mvae.bench import foot_positions
+    from lab.metrics import foot_skating
+    from lab.mvae_bench import foot_positions
     from inference.mvae.features import poses
     from training.mvae.family import Feet
 

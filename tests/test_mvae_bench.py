@@ -14,12 +14,12 @@ import pytest
 
 from inference.bvh import read_bvh
 from inference.cli import main
-from inference.dataset import load_motion_set
-from inference.mann.metrics import paw_ground
+from lab.dataset import load_motion_set
+from lab.metrics import paw_ground
 from inference.modelfile import MODELS, open_model
-from inference.mvae.bench import LOW, OFF, PAPER, PAPER_GAIT, STANDS, VARIATIONS, foot_positions, per_motion, \
+from lab.mvae_bench import LOW, OFF, PAPER, PAPER_GAIT, STANDS, VARIATIONS, foot_positions, per_motion, \
     start_poses, variants_against_rtn, walks
-from inference.mvae.bench import test_clips as clips_of_subject5   # (named so that pytest does not collect it)
+from lab.mvae_bench import test_clips as clips_of_subject5   # (named so that pytest does not collect it)
 from test_mvae import clip, model, run  # noqa: F401  (fixtures: a subject-5 clip, the tiny model and its run)
 
 SUBJECT5 = ("fallAndGetUp1_subject5.bvh", "ground1_subject5.bvh", "obstacles1_subject5.bvh")

@@ -214,7 +214,7 @@ def test_the_command_refuses_bad_gaps_in_one_line_and_writes_nothing(run, clip, 
 
 
 def test_following_paths_from_a_start_or_standing(model, clip, monkeypatch):  # noqa: F811
-    from inference.mann.metrics import path_deviation
+    from lab.metrics import path_deviation
     from inference.mann.path import Path
     from inference.mvae import runtime
     from inference.mvae.features import root_of

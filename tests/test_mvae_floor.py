@@ -7,7 +7,7 @@ ground the motion's own (a continuation stands on the box its start stands on)."
 import numpy as np
 import pytest
 
-from inference import floor_metrics
+from lab import floor_metrics
 from inference.bvh import read_bvh
 from inference.contacts import plant
 from inference.mann.path import Path

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from inference.bvh import parse_bvh
-from inference.dataset import read_motions, subject_of
+from lab.dataset import read_motions, subject_of
 from inference.errors import DataError
-from inference.mann.metrics import foot_skating
+from lab.metrics import foot_skating
 from inference.motion import Skeleton, forward_kinematics
 from inference.retarget import Retargeting, direction_error, natural_pose, pelvis, standing_height
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from inference.bvh import read_bvh, write_bvh
-from inference.dataset import read_motions
+from lab.dataset import read_motions
 from inference.errors import BetwixtError
 from inference.edit import superres
 from inference.inbetween import fill_gaps, frames_after, gap_in
@@ -467,7 +467,7 @@ def test_a_plain_fill_keeps_the_momentum_of_the_keys(mocap, lafan1_zip, monkeypa
     2 s gap); taking most of the root's path from the spline through the keys' velocities errs far
     less. Decompress, whose keys are surrounded by generated frames, leans instead to the spline through
     the keys alone (their tangents from the keys either side), which keeps the root nearer too."""
-    from inference.dataset import subject_of
+    from lab.dataset import subject_of
     from inference.retarget import Retargeting, natural_pose
 
     model = open_model(ROOT / "inference" / "models" / "rtn-lafan1.onnx")

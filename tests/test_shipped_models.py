@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inference.benchmark import peak_speed
-from inference.dataset import gather_windows, read_motions, subject_of
+from lab.benchmark import peak_speed
+from lab.dataset import gather_windows, read_motions, subject_of
 from inference.motion import forward_kinematics
 from inference.modelfile import open_model, shipped as shipped_files
 from inference.transition import Gap, interpolation

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from inference.dataset import Selection, load_motion_set, load_sources, subject_of
+from lab.dataset import Selection, load_motion_set, load_sources, subject_of
 from inference.errors import DataError
 from training.rtn.sampler import GROUPS, Transitions, proportion_groups
 

@@ -12,7 +12,7 @@ import onnxruntime
 import pytest
 import torch
 
-from inference.dataset import Selection
+from lab.dataset import Selection
 from training.card import hardware
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -270,7 +270,7 @@ def test_validation_gaps_lie_in_the_held_out_tenth(lafan1_zip, trained_rtn):
     """Every missing frame and target of a validation window comes from the last tenth of its clip;
     only the past context may reach back before it. Found by the non-root joints' local rotations,
     which canonicalising the pose leaves alone."""
-    from inference.dataset import load_motion_set
+    from lab.dataset import load_motion_set
     from training.clips import HOLD_OUT
     from training.rtn.sampler import Transitions
 
@@ -294,7 +294,7 @@ def test_validation_gaps_lie_in_the_held_out_tenth(lafan1_zip, trained_rtn):
 def test_training_targets_carry_the_sign_the_motion_turns_by(lafan1_zip, trained_rtn):
     """Training: the target is the truth's last frame, signs and all, so the straight line to it
     follows the way a joint turns. Validation: as the runtime sees keys, the short way round."""
-    from inference.dataset import load_motion_set
+    from lab.dataset import load_motion_set
     from training.rtn.sampler import Transitions
 
     data = load_motion_set(lafan1_zip, trained_rtn["cache"])
@@ -308,7 +308,7 @@ def test_training_targets_carry_the_sign_the_motion_turns_by(lafan1_zip, trained
 
 
 def test_speeds_add_clips_played_faster_and_slower(lafan1_zip, trained_rtn):
-    from inference.dataset import load_motion_set
+    from lab.dataset import load_motion_set
     from training.rtn.sampler import Transitions
 
     data = load_motion_set(lafan1_zip, trained_rtn["cache"])
@@ -330,7 +330,7 @@ def test_speeds_add_clips_played_faster_and_slower(lafan1_zip, trained_rtn):
 def test_reverse_plays_windows_backwards(lafan1_zip, trained_rtn):
     """A backward window is the window of the clip played backwards: its past the frames after the
     gap, its target the key before it."""
-    from inference.dataset import load_motion_set
+    from lab.dataset import load_motion_set
     from training.rtn.sampler import Transitions
 
     data = load_motion_set(lafan1_zip, trained_rtn["cache"])
@@ -354,7 +354,7 @@ def test_reverse_plays_windows_backwards(lafan1_zip, trained_rtn):
 def test_the_l2_loss_counts_each_frames_error_in_proportion(lafan1_zip, trained_rtn):
     """--loss l2 averages each frame's error norm, the benchmark's measure; the paper's MSE averages
     its square. One frame off by e, then another also off by 2e: l2 triples, MSE grows fivefold."""
-    from inference.dataset import load_motion_set
+    from lab.dataset import load_motion_set
     from training.rtn.sampler import Transitions
     from training.loop import Normaliser
     from training.rtn.family import frames_loss, to_torch
@@ -378,7 +378,7 @@ def test_the_l2_loss_counts_each_frames_error_in_proportion(lafan1_zip, trained_
 def test_the_loss_after_the_blends_is_measured_on_the_runtimes_blends(lafan1_zip, trained_rtn):
     """--blends: training's torch blends are the runtime's numpy ones, the end blend only where the
     network was given the frame after the target, and the loss's gradient goes through them."""
-    from inference.dataset import load_motion_set
+    from lab.dataset import load_motion_set
     from inference.rtn.blends import BLEND, end_blend, end_ramp, start_blend, start_ramp, target_blend, target_ramp
     from training.rtn.sampler import Transitions
     from training.loop import Normaliser
@@ -408,7 +408,7 @@ def test_the_loss_after_the_blends_is_measured_on_the_runtimes_blends(lafan1_zip
 def test_the_relative_loss_is_the_loss_over_interpolations(lafan1_zip, trained_rtn):
     """--relative: each term divided by straight-line interpolation's total on the same batch, which
     grows with the gap, so a long gap's step pulls the weights no harder than a short one's."""
-    from inference.dataset import load_motion_set
+    from lab.dataset import load_motion_set
     from training.rtn.sampler import Transitions
     from training.loop import Normaliser
     from training.rtn.family import frames_loss, interpolated, to_torch, transition_loss

@@ -641,7 +641,7 @@ def mapped_joints(obj):
 def capture_of(obj, joints, bones, model, frames):
     """The capture's points on ``frames``, with its feet and hips: a human's feet as the add-on reads the
     model's joint names (roles 'foot' and 'toe'), a quadruped's the paws, the tails of the bones mapped to
-    the joints they hang from (``inference/mann/metrics.py``'s End Sites); the hips are the model's root."""
+    the joints they hang from (``lab/metrics.py``'s End Sites); the hips are the model's root."""
     tails = [bones[joints.index(p)] for p in PAWS if p in joints] if is_quadruped(model.skeleton) else []
     feet = ([len(bones) + k for k in range(len(tails))] if tails else
             [k for k, j in enumerate(joints) if describe(j)[1] in ("foot", "toe")])

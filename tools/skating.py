@@ -24,9 +24,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from inference.contacts import plant  # noqa: E402  (after the path is set)
-from inference.dataset import read_motions, subject_of  # noqa: E402
+from lab.dataset import read_motions, subject_of  # noqa: E402
 from inference.inbetween import gap_in  # noqa: E402
-from inference.mann.metrics import foot_skating  # noqa: E402
+from lab.metrics import foot_skating  # noqa: E402
 from inference.modelfile import find_model, open_model  # noqa: E402
 from inference.transition import Gap  # noqa: E402
 

@@ -3,7 +3,7 @@ capture itself turns at each gait:
 
     .venv/bin/python tools/turning.py --cache cache
 
-The paths' facing measure (``inference/mann/metrics.path_deviation``) compares the root's facing with the
+The paths' facing measure (``lab/metrics.path_deviation``) compares the root's facing with the
 path's direction at its nearest point, which jumps by a corner's whole turn where the nearest point passes
 the corner. A root whose facing turns at most ``w`` radians a second spends at least
 ``turn ** 2 / (4 w)`` radian-seconds off that direction per corner (the least when it turns evenly, half
@@ -11,7 +11,7 @@ before the jump and half after), however it moves; summed over a lap's corners a
 time, it is a floor under the lap's mean facing angle for a character that keeps the path's timing at
 that gait. ``w`` is read from the capture: the facing's change over half-second windows in which the
 root travels at the gait's speed (within a fifth), its 99th percentile and its largest. The shapes are
-bench-mann's (``inference/mann/bench.shapes``); a corner split over vertices closer than CORNER is one
+bench-mann's (``lab/mann_bench.shapes``); a corner split over vertices closer than CORNER is one
 turn. A gait slowed through its corners turns faster, but no longer keeps the gait or the timing.
 
 Off the corners the root's facing is not the path's either: a biped's is its hips', which swing with
@@ -29,11 +29,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from inference.dataset import load_motion_set  # noqa: E402  (after the path is set)
-from inference.mann.bench import PAPER, shapes  # noqa: E402
-from inference.mann.metrics import root_track  # noqa: E402
+from lab.dataset import load_motion_set  # noqa: E402  (after the path is set)
+from lab.mann_bench import PAPER, shapes  # noqa: E402
+from lab.metrics import root_track  # noqa: E402
 from inference.mann.path import GAITS  # noqa: E402
-from inference.mvae.bench import PAPER_GAIT, SPEEDS  # noqa: E402
+from lab.mvae_bench import PAPER_GAIT, SPEEDS  # noqa: E402
 from inference.mvae.features import hips_pair, root_of  # noqa: E402
 
 WINDOW = 0.5           # s over which the capture's turning rate is read

@@ -11,7 +11,7 @@ faster or slower (``--speeds``) add timings the capture did not hold.
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from inference.dataset import Selection
+from lab.dataset import Selection
 from inference.errors import DataError
 from inference.mirror import local_reflections, mirror
 

@@ -57,7 +57,7 @@ def floor_of(data, cache, meta):
     keeps its floor, and theirs stay where their capture had them (Bandai's toes some 4 cm up), so the
     median over all clips would be the many short clips' floor rather than the one the network's
     statistics and most of its windows stand on (a fill then lifted every rig 4 cm and skated more)."""
-    from inference.dataset import load_sources
+    from lab.dataset import load_sources
     from inference.inbetween import data_floor
 
     chosen = selection_in(meta)

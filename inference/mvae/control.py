@@ -20,7 +20,7 @@ last frames (:func:`onto_key`).
 import numpy as np
 
 from .. import quat
-from ..mann.metrics import nearest
+from ..polyline import nearest
 from ..rtn.blends import target_blend, target_ramp
 from .features import fields, root_path
 

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from inference.dataset import clip_stem
+from lab.dataset import clip_stem
 from inference.mann.actions import MOVE, labels, segments_of, signals
 from ..mann.data import TEST_CLIPS
 

@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from inference.carl.body import build, measure
 from inference.cli import number, whole
-from inference.dataset import load_motion_set
+from lab.dataset import load_motion_set
 from inference.errors import DataError
 from inference.motion import Skeleton
 from .. import card, checkpoint

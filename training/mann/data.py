@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inference.dataset import Selection, clip_stem, motion_set
+from lab.dataset import Selection, clip_stem, motion_set
 from inference.errors import DataError
 from inference.mann import actions as labelling
 from inference.mann.features import (BONE_DIM, BONE_FIELDS, CURRENT, OUT_SAMPLE_DIM, OUT_SAMPLE_FIELDS, ROOT_FIELDS,

@@ -22,7 +22,7 @@ from dataclasses import asdict
 import numpy as np
 import torch
 
-from inference.dataset import load_motion_set
+from lab.dataset import load_motion_set
 from inference.errors import DataError
 from inference.mann import actions as labelling
 from ..clips import selection_of, speeds_of

@@ -58,7 +58,7 @@ def add_arguments(parser):
 
 
 def run(args):
-    from inference.dataset import load_motion_set
+    from lab.dataset import load_motion_set
 
     data = load_motion_set(args.data, args.cache)
     bones = bones_of(data.skeleton)

@@ -50,9 +50,9 @@ def sections(state, metadata, path=None, bench_data=None, cache=None):
 def bench_section(path, bench_data, cache=None):
     """``python -m inference bench-mvae`` of the model file at ``path`` on ``bench_data``'s subject 5, its
     feet planted as the user gets them, beside the shipped RTN's noise variants: every row as it prints."""
-    from inference.dataset import load_motion_set
+    from lab.dataset import load_motion_set
     from inference.modelfile import find_model, open_model
-    from inference.mvae.bench import measure, table
+    from lab.mvae_bench import measure, table
 
     model = open_model(path, kind="mvae")
     results, _ = measure(model, load_motion_set(bench_data, cache),

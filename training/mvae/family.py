@@ -25,10 +25,10 @@ from dataclasses import asdict
 import numpy as np
 import torch
 
-from inference.dataset import load_motion_set
+from lab.dataset import load_motion_set
 from inference.errors import DataError
-from inference.mann.metrics import SKATE_HEIGHT
-from inference.mvae.bench import FEET
+from lab.metrics import SKATE_HEIGHT
+from lab.mvae_bench import FEET
 from inference.mvae.features import ROOT, fields
 from ..clips import selection_of, speeds_of
 from ..family import Family, one_data_set
@@ -180,7 +180,7 @@ class MVAEFamily(Family):
 class Feet:
     """The feet of the skating term: their positions' columns in a pose, their grounds and the frame rate.
 
-    A foot's skating from one pose to the next is bench-mvae's (``inference/mann/metrics.py``): its
+    A foot's skating from one pose to the next is bench-mvae's (``lab/metrics.py``): its
     horizontal step times clamp(2 - 2^(h / H), 0, 1), h its mean height over its ground (the 2nd
     percentile of its height in the training poses). The weight is held fixed in the gradient, so that
     the term stills a foot near its ground rather than lifting it out of the measure's reach."""

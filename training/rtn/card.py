@@ -5,7 +5,7 @@ import json
 
 import torch
 
-from inference.dataset import load_sources
+from lab.dataset import load_sources
 from inference.errors import DataError
 from inference.features import Layout
 from inference.rtn.blends import BLEND, START_BLEND
@@ -42,7 +42,7 @@ def sections(family, state, metadata, path, bench_data=None, data=None, cache=No
 def benchmark_section(path, bench_data):
     """The benchmark of the model file at ``path``: as published methods are scored, and with the frames
     after the target; each beside the baselines and as ratios to interpolation."""
-    from inference.benchmark import evaluate, format_table, load_benchmark, strict
+    from lab.benchmark import evaluate, format_table, load_benchmark, strict
     from inference.modelfile import open_model
     from inference.transition import BASELINES
 

@@ -5,7 +5,7 @@ The loss is the paper's mean squared error over the ``n`` missing frames and the
 rotations (which become keys) and world joint positions (what forward kinematics makes of them, per
 coordinate in units of the data's spread, as the benchmark's L2P measures them). Teacher forcing
 feeds the true previous frame with probability 0.2. Several ``--data`` train on one skeleton, the others
-retargeted onto it (inference/dataset.py's load_sources); ``--proportions`` varies the bodies.
+retargeted onto it (lab/dataset.py's load_sources); ``--proportions`` varies the bodies.
 
     python -m training rtn --data ../shared/mocap/lafan1-27.zip --out runs/rtn --subjects 1,2,3,4 \\
         --batch 256 --bf16 --max-gap 120 --loss l2 --blends --relative --reverse 0.5
@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from inference import quat
-from inference.dataset import load_sources
+from lab.dataset import load_sources
 from inference.errors import DataError
 from inference.features import Layout, chain
 from inference.rtn.blends import BLEND, START_BLEND, end_blend, end_ramp, start_blend, start_ramp, target_blend, target_ramp

@@ -1,7 +1,7 @@
 """PNG plots of benchmark errors per transition frame, so a reader sees where a method drifts, and of
 what bench-mann measures: the paths the MANN controller followed, and its experts at work; and of
 bench-mvae's random walks, latent and paths (plot_paths, as bench-mann's); and the filmstrip of any
-motion (``python -m inference filmstrip``): stick figures from the side and from above, and the feet's
+motion (``python -m lab filmstrip``): stick figures from the side and from above, and the feet's
 heights over time, so that floating and sliding feet show.
 
 The only module that imports matplotlib, and only when called: the runtime inside Blender never needs it.
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import quat
+from inference import quat
 from .floor_metrics import feet_of, foot_points
 
 

@@ -5,7 +5,7 @@ A data set is given the way LaFAN1 is published, as a folder or an archive (``.z
 travels with the code, so the parsed clips are cached once in a compact file keyed by the source's
 content: rotations quantised to 16 bits (3e-5, a hundredth of a degree) and translations only for
 the joints a file actually animates. Several data sets train one model on one skeleton
-(:func:`load_sources`): each is retargeted onto it once (:mod:`.retarget`) and cached the same way.
+(:func:`load_sources`): each is retargeted onto it once (:mod:`inference.retarget`) and cached the same way.
 """
 
 import hashlib
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import quat
-from .bvh import parse_bvh, read_bvh
-from .errors import BetwixtError, DataError
-from .motion import AXES, Motion, Skeleton, forward_kinematics
-from .retarget import Retargeting, natural_pose
+from inference import quat
+from inference.bvh import parse_bvh, read_bvh
+from inference.errors import BetwixtError, DataError
+from inference.motion import AXES, Motion, Skeleton, forward_kinematics
+from inference.retarget import Retargeting, natural_pose
 
 CACHE_VERSION = 1
 RETARGET_VERSION = 1   # of inference/retarget.py's maths: a change there makes retargeted caches stale

@@ -1,4 +1,4 @@
-"""How fast a transition model runs: the numbers behind ``python -m inference bench-speed``.
+"""How fast a transition model runs: the numbers behind ``python -m lab bench-speed``.
 
 Timings use synthetic motion on the model's own skeleton (the network's cost does not depend on
 the pose), through the whole runtime path: features, the ONNX rollout, blending and decoding.
@@ -8,11 +8,11 @@ import time
 
 import numpy as np
 
-from . import quat
-from .edit import superres
-from .motion import Motion
-from .modelfile import open_model
-from .transition import Gap
+from inference import quat
+from inference.edit import superres
+from inference.motion import Motion
+from inference.modelfile import open_model
+from inference.transition import Gap
 
 
 def synthetic_motion(skeleton, frames, fps, seed=0):

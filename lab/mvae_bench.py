@@ -1,7 +1,7 @@
-"""The Motion VAE measurements of ``python -m inference bench-mvae`` (``../shared/docs/metrics.md``), beside
+"""The Motion VAE measurements of ``python -m lab bench-mvae`` (``../shared/docs/metrics.md``), beside
 the capture on LaFAN1's test subject 5, from start poses spread evenly over its clips:
 
-1. stability: a random walk of ``frames`` frames from each start (with the floor step, :mod:`.floor`,
+1. stability: a random walk of ``frames`` frames from each start (with the floor step, :mod:`inference.mvae.floor`,
    unless ``grounded`` is False): walks with NaN, the hips' height range, PEAK (the 99th percentile over
    frames of the fastest joint's speed), foot skating of the toes and feet (each foot's ground the
    capture's, the 2nd percentile of its height in the start's clip; and the walk's own, which tells
@@ -20,7 +20,7 @@ the capture on LaFAN1's test subject 5, from start poses spread evenly over its 
 4. two-legged paths: bench-mann's circle, square and star, one lap at each of SPEEDS from the model's
    standing start (:func:`paths`), against the paper's MANN at the dog's nearest gait;
 5. speed: milliseconds per generated frame at batch 1, and K = 16 continuations of 10 s (one thread);
-6. the floor (:mod:`..floor_metrics`, issue 43): the legs' contact, floating, slide, longest time off the
+6. the floor (:mod:`.floor_metrics`, issue 43): the legs' contact, floating, slide, longest time off the
    floor, hips and jitter of the walks beside the capture's (every frame), of the continuations of
    standing starts beside the capture after the same starts, of the variants beside the capture in the
    same gaps, and of the paths beside the capture at the
@@ -29,10 +29,10 @@ the capture on LaFAN1's test subject 5, from start poses spread evenly over its 
    those of subject 5 together; the body's height subject 5's.
 
 Every generated motion is measured as the user gets it (``planted``, unless --no-contacts): feet planted
-by :func:`..contacts.plant` after the model, as the add-on's Plant Feet and the command line plant them.
+by :func:`inference.contacts.plant` after the model, as the add-on's Plant Feet and the command line plant them.
 A walk (and a continuation) on its generated frames with the second before its start as the context, as
-Continue reads it (:meth:`..mvae.runtime.MVAEModel.planted`); a gap's variants, the Motion VAE's and the
-RTN's alike, with each model's past on either side (:func:`..contacts.plant_windows`); a path on every
+Continue reads it (:meth:`inference.mvae.runtime.MVAEModel.planted`); a gap's variants, the Motion VAE's and the
+RTN's alike, with each model's past on either side (:func:`inference.contacts.plant_windows`); a path on every
 frame after the start pose. The timings include the planting.
 
 Lengths are LaFAN1's centimetres; ``goals`` holds the issue's bar.
@@ -42,16 +42,16 @@ import time
 
 import numpy as np
 
-from .. import floor_metrics
-from ..benchmark import TEST_SUBJECTS
-from ..contacts import plant, plant_windows
-from ..errors import DataError
-from ..inbetween import gap_in
-from ..mann.bench import PAPER, shapes
-from ..mann.metrics import STILL, foot_skating, path_deviation, path_progress, paw_ground, travel_deviation
-from ..motion import forward_kinematics
-from .features import poses, root_of
-from .runtime import BlewUp
+from . import floor_metrics
+from .benchmark import TEST_SUBJECTS
+from inference.contacts import plant, plant_windows
+from inference.errors import DataError
+from inference.inbetween import gap_in
+from .mann_bench import PAPER, shapes
+from .metrics import STILL, foot_skating, path_deviation, path_progress, paw_ground, travel_deviation
+from inference.motion import forward_kinematics
+from inference.mvae.features import poses, root_of
+from inference.mvae.runtime import BlewUp
 
 FEET = ("LeftToe", "RightToe", "LeftFoot", "RightFoot")   # toes first: metrics.md's four foot joints
 UNDER = 5.0           # cm below a foot's ground that counts as under the floor
@@ -110,7 +110,7 @@ def floor_reference(clips):
 def per_motion(motion, ground, floor=None):
     """What one motion contributes to the measures, ``ground`` (4,) its feet's: None where it is not finite
     (a walk that blew up is counted, not measured). ``floor``: (feet, their grounds, the body's height)
-    of :mod:`..floor_metrics`, whose row it adds as ``floor``."""
+    of :mod:`.floor_metrics`, whose row it adds as ``floor``."""
     rotations, world = motion.global_transforms()
     if not np.isfinite(world).all():
         return None
@@ -149,8 +149,8 @@ def pooled(rows):
 
 
 def planted_walk(model, walk, frames, planted=True):
-    """The ``frames`` generated frames that end ``walk`` (a motion of :meth:`..mvae.runtime.MVAEModel.walk`),
-    their feet planted where ``planted`` (:meth:`..mvae.runtime.MVAEModel.planted`)."""
+    """The ``frames`` generated frames that end ``walk`` (a motion of :meth:`inference.mvae.runtime.MVAEModel.walk`),
+    their feet planted where ``planted`` (:meth:`inference.mvae.runtime.MVAEModel.planted`)."""
     return (model.planted(walk, frames) if planted else walk).frames(walk.n_frames - frames)
 
 
@@ -262,7 +262,7 @@ def variants_against_rtn(model, rtn, clips, starts, k=SPREAD_K, planted=True, re
 def _variants(method, options, keys, worlds, k, planted=True, reference=None):
     """Error, miss, spread and skating (see :func:`variants_against_rtn`) of ``method.variants(gap, k,
     seed=..., **options)`` (arrays (k, 1, VARIANT_GAP, J, ...)) of the gap after each (clip, key frame) of
-    ``keys``, ``planted`` in the clip (:func:`..contacts.plant_windows`, all but the miss); ``worlds`` the
+    ``keys``, ``planted`` in the clip (:func:`inference.contacts.plant_windows`, all but the miss); ``worlds`` the
     clips' world joint positions (F, J, 3) by name. Where a :func:`floor_reference` is given, ``floor``: the
     floor measures of the in-between frames (``model``) and of the capture's same frames (``capture``)."""
     rows, floor = [], {"model": [], "capture": []}
@@ -299,7 +299,7 @@ def _variants(method, options, keys, worlds, k, planted=True, reference=None):
 
 def _planted_variants(method, clip, first, rotations, positions):
     """Variants (k, 1, n, J, ...) of the gap after ``clip``'s key ``first``, their feet planted in the clip
-    with ``method``'s past on either side (:func:`..contacts.plant_windows`)."""
+    with ``method``'s past on either side (:func:`inference.contacts.plant_windows`)."""
     ends = [first, first + rotations.shape[2] + 1]
     window = (np.concatenate([np.repeat(clip.rotations[None, ends[:1]], len(rotations), 0), rotations[:, 0],
                               np.repeat(clip.rotations[None, ends[1:]], len(rotations), 0)], axis=1),
@@ -311,8 +311,8 @@ def _planted_variants(method, clip, first, rotations, positions):
 
 def paths(model, reference, seconds=None, progress=None, planted=True):
     """Per path and speed (``"circle walk"``...): the root's mean distance to the path (cm), its facing's
-    mean angle to it (degrees) (:func:`..mann.metrics.path_deviation`, the biped's root from its hips) and
-    its direction of travel's (:func:`..mann.metrics.travel_deviation`),
+    mean angle to it (degrees) (:func:`.metrics.path_deviation`, the biped's root from its hips) and
+    its direction of travel's (:func:`.metrics.travel_deviation`),
     the time taken against the path's (from the share of it covered in the path's time), skating (the
     walk's own ground) and the hips' height range, beside the paper's MANN at the gait PAPER_GAIT names;
     and, for the plots, each path (N, 2) with the root's track (F, 2). One lap of bench-mann's shapes

@@ -1,4 +1,4 @@
-"""The MANN measurements of ``python -m inference bench-mann`` (``../shared/docs/metrics.md``), beside the
+"""The MANN measurements of ``python -m lab bench-mann`` (``../shared/docs/metrics.md``), beside the
 capture on the model's test split (the clip names its file carries as ``betwixt.test_clips``):
 
 1. following each test clip's captured root track (timing and facing) from its frame at one second,
@@ -16,7 +16,7 @@ capture on the model's test split (the clip names its file carries as ``betwixt.
    on the same frames;
 4. speed: milliseconds per frame of the controller at batch 1 on one thread, and the file's size,
    beside the issue's goals and the paper's;
-5. the floor (:mod:`..floor_metrics`, issue 43): the paws' contact, floating, slide, longest time off
+5. the floor (:mod:`.floor_metrics`, issue 43): the paws' contact, floating, slide, longest time off
    the floor, hips and jitter of the planted motion following the test clips' tracks beside the
    capture's on the same frames, and of the paths beside the test clips' frames at the path's gait
    (the root's speed within BANDS); every paw's ground and the dog's size the test clips'.
@@ -33,14 +33,14 @@ import time
 
 import numpy as np
 
-from .. import floor_metrics
-from ..contacts import plant, plant_windows
-from ..errors import DataError
-from ..motion import Motion, forward_kinematics
-from ..transition import Gap, interpolation
+from . import floor_metrics
+from inference.contacts import plant, plant_windows
+from inference.errors import DataError
+from inference.motion import Motion, forward_kinematics
+from inference.transition import Gap, interpolation
 from . import metrics
-from .features import bones_of, root, world
-from .path import GAITS, Path
+from inference.mann.features import bones_of, root, world
+from inference.mann.path import GAITS, Path
 
 START = 1.0                                              # s: the first frame with a whole second before it
 PAPER = {"walk": (2.98, 3.21), "trot": (4.65, 7.21), "canter": (6.61, 8.76)}   # MANN, Table 4: cm, degrees

@@ -26,11 +26,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import floor_metrics
-from .contacts import plant
+from inference.contacts import plant
 from .dataset import centre_and_face, gather_windows, position_statistics, read_motions, subject_of
-from .errors import BetwixtError, DataError
-from .motion import Motion, Skeleton, forward_kinematics
-from .transition import Gap
+from inference.errors import BetwixtError, DataError
+from inference.motion import Motion, Skeleton, forward_kinematics
+from inference.transition import Gap
 
 LENGTHS = (5, 15, 30, 45)
 METRICS = ("L2Q", "L2P", "NPSS")
@@ -190,7 +190,7 @@ def floor_gaps(bench, methods, n=FLOOR_GAP, planted=None):
     capture stands, and the largest acceleration within KEY_SPAN frames of each key (the frames around
     the gap the capture's). The feet's grounds and the body's height are the capture's, over all its
     windows. ``planted`` maps a method's name to the body height with which its fill is measured again
-    with the feet planted (``"<name> planted"``, :func:`.contacts.plant` with the window's frames as the
+    with the feet planted (``"<name> planted"``, :func:`inference.contacts.plant` with the window's frames as the
     context, as Fill Gaps gives it)."""
     span = floor_metrics.KEY_SPAN + 1                      # a key's neighbours, and one more for their acceleration
     window = slice(PAST - 1 - span, PAST + n + 1 + span)   # (T,) frames measured, within the benchmark's windows

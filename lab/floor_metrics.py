@@ -1,6 +1,6 @@
 """Whether a motion stands on the floor, as an animator sees it (issue 43): measures for the benches.
 
-Foot skating (``mann/metrics.py``) weighs only feet near their ground, so a motion whose feet hover a
+Foot skating (:mod:`.metrics`) weighs only feet near their ground, so a motion whose feet hover a
 few centimetres up, or slide while they touch, can score as well as the capture. These see it, per
 leg (a person's ankle and toe joints together, metrics.md's four foot joints; a quadruped's paw, the
 End Site under its foot), from world joint positions in the data's units, Y up:
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import quat
-from .contacts import LOW, SLOW, is_quadruped, legs
-from .motion import height
+from inference import quat
+from inference.contacts import LOW, SLOW, is_quadruped, legs
+from inference.motion import height
 
 # fractions of the body's size (:func:`body_size`); NEAR and STILL: where the planting enters a person's contact
 NEAR = LOW       # above a foot joint's ground: it touches the floor (4 cm for a person, 2.2 cm for the dog)
@@ -79,7 +79,7 @@ def ground_of(points):
 
 def body_size(skeleton, world):
     """The length (units) the thresholds are fractions of: a person's standing height in world positions
-    (..., F, J, 3) (:func:`.motion.height`); a quadruped's twice its longest leg, shoulder or hip to paw,
+    (..., F, J, 3) (:func:`inference.motion.height`); a quadruped's twice its longest leg, shoulder or hip to paw,
     since a person's legs are about half their height (``contacts.py`` scales a paw's thresholds so) and
     a dog's height, its head up, says little of its legs."""
     if not is_quadruped(skeleton):

@@ -4,7 +4,8 @@ the motion's units (the dog's: cm)."""
 
 import numpy as np
 
-from .features import bones_of, root, world
+from inference.mann.features import bones_of, root, world
+from inference.polyline import nearest
 
 SKATE_HEIGHT = 2.5   # cm: H of the skating measure; a paw this much above its ground counts half
 TRAVEL_SPAN = 0.5    # s: the root's displacement over which its direction of travel is measured
@@ -104,16 +105,3 @@ def root_track(motion):
     bones = bones_of(motion.skeleton)
     ground, theta, _ = root(world(motion, bones)[0], bones, motion.fps)
     return ground, theta
-
-
-def nearest(ground, points):
-    """For ground positions (F, 2) and a polyline ``points`` (N, 2): the segment (F,) holding each
-    one's nearest point, where along it (F,) from 0 to 1, and the distance to it (F,)."""
-    a, b = points[:-1], points[1:]
-    seg = b - a
-    length = np.maximum(np.sum(seg * seg, axis=-1), 1e-12)
-    u = np.clip(np.einsum("fsc,sc->fs", ground[:, None] - a, seg) / length, 0, 1)      # (F, S)
-    distance = np.linalg.norm(ground[:, None] - (a + u[..., None] * seg), axis=-1)
-    which = np.argmin(np.where(length > 1e-12, distance, np.inf), axis=1)
-    rows = np.arange(len(ground))
-    return which, u[rows, which], distance[rows, which]
