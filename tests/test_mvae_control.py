@@ -332,6 +332,24 @@ def test_a_roll_out_that_hops_or_crouches_along_a_path_scores_worse():
     assert score[1] == pytest.approx(30.0 * 10 / frames) and score[2] == pytest.approx(30.0 * 10 / frames)
 
 
+def test_a_roll_out_whose_feet_float_scores_worse():
+    """Two roll-outs level with a path's timing, one whose lowest foot stands 12 cm above the floor for a
+    third of the frames (held up by a foot its orientations put deep under the floor): it scores FLOATING
+    times that a frame, a mean over the frames; a foot under the floor (the floor step allows it) scores
+    nothing."""
+    fps, frames, height = 30, control.HORIZON, 170.0
+    line = np.stack([np.zeros(frames + 1), np.arange(frames + 1) * 100.0 / fps], axis=-1)
+    roots = np.zeros((2, frames, 3))
+    roots[..., 1] = 100.0
+    rolled = standing(roots, height)
+    lowest = np.full((2, frames), -1.0)
+    lowest[1, :10] = 12.0
+    score = control.along(rolled, (np.zeros(3), 0.0), line, np.arange(1, frames + 1), np.zeros(frames), fps, height,
+                          lowest=lowest)
+    assert score[0] == pytest.approx(0.0, abs=1e-9)
+    assert score[1] == pytest.approx(control.FLOATING * 12.0 * 10 / frames)
+
+
 def test_follow_path_command_takes_a_motion_vae(run, clip, tmp_path, capsys):  # noqa: F811
     path = tmp_path / "path.csv"
     path.write_text("time,x,y\n0,0,0\n2,0.6,0\n")

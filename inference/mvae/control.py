@@ -3,9 +3,10 @@ sequences, and the ones that best do what is asked kept.
 
 Following a path (:func:`along`): every COMMIT frames, FOLLOWERS roll-outs of HORIZON frames from
 where the character is; the one whose root keeps nearest the path's timed positions and the path
-itself, upright, facing its direction, over them gives the next COMMIT frames (receding horizon). Its
-latents are the plan: the next choice is among the plan moved on, REFINED - 1 nudges of it and fresh
-draws (:func:`drawn`), so a plan that keeps to the path is refined rather than drawn again from nothing.
+itself, upright, facing its direction, its feet on the floor, over them gives the next COMMIT frames
+(receding horizon). Its latents are the plan: the next choice is among the plan moved on, REFINED - 1
+nudges of it and fresh draws (:func:`drawn`), so a plan that keeps to the path is refined rather than drawn
+again from nothing.
 
 Variants to a key: from the frames before a gap, :func:`candidates` roll-outs run to the key's frame
 (one onnxruntime call a frame for all of them, the floor step included). Every STEER frames, those that
@@ -39,6 +40,7 @@ COMMIT = 5              # frames of the best one kept before choosing again
 REFINED = 64            # of the roll-outs, those that refine the plan chosen before
 OVER = 0.5              # s: how much a roll-out's root going faster than its path counts (as a distance)
 NUDGE = 1.0             # how far (in the prior's spreads) a refinement's latents stray from the plan's
+FLOATING = 2.0          # how much a roll-out's lowest foot above the floor counts (as that much distance, twice)
 
 
 def candidates(k):
@@ -122,7 +124,7 @@ def drawn(rng, plan, shape):
     return z
 
 
-def along(rolled, start, line, timed, facing, fps, height, speed=None):
+def along(rolled, start, line, timed, facing, fps, height, speed=None, lowest=None):
     """(C,) how far C roll-outs ``rolled`` (C, T, D) from the root ``start`` ``(origin (3,), facing angle)``
     stray from a path: their root's mean distance to where the path's timing has got to, ``line[timed]``
     (``line`` (N, 2) the path's positions as (x, z), ``timed`` (T,) indices into it), plus its mean
@@ -135,7 +137,11 @@ def along(rolled, start, line, timed, facing, fps, height, speed=None):
     roll-out facing sideways all along and turning back at its end scored as well as one keeping to the
     path's direction. ``speed`` (T,): the path's own speed (units a second) there, which the root's going
     faster than counts OVER seconds of it: where the path has ended (speed 0) a roll-out that stops scores
-    better than one that circles its end point, which kept the character walking after every path."""
+    better than one that circles its end point, which kept the character walking after every path.
+    ``lowest`` (C, T): each roll-out's lowest foot above the floor, of which FLOATING times the mean counts:
+    the floor step stands that foot on the floor unless the pose's orientations put a foot far below it
+    (:data:`.floor.SUNK`), and on such poses (a hop, a kick at a sharp corner) the body the user sees
+    floats."""
     origins, turned = root_path(rolled, start[0], start[1], fps)
     ground = origins[..., [0, 2]]
     off = np.abs(np.angle(np.exp(1j * (turned[:, 1:] - facing))))
@@ -148,4 +154,6 @@ def along(rolled, start, line, timed, facing, fps, height, speed=None):
         before = np.broadcast_to(np.asarray(start[0])[[0, 2]], ground[:, :1].shape)
         pace = np.linalg.norm(np.diff(ground, axis=-2, prepend=before), axis=-1) * fps   # (C, T)
         score += OVER * np.maximum(pace - speed, 0.0).mean(axis=-1)
+    if lowest is not None:
+        score += FLOATING * np.maximum(lowest, 0.0).mean(axis=-1)
     return score
