@@ -20,7 +20,8 @@ the generated frames only (keys and the frames outside gaps are never changed):
    joint goes below its ground, and a foot off the ground on generated frames for at most
    ``MAX_SWING`` clears it by an arc as high as ``LIFT`` of the way it travels there (a network's foot
    glides along the floor where the capture steps or jumps), its toe by as much but never more than
-   its ankle clears the ankle's ground (a network's toe may scrape the floor under a raised ankle);
+   its ankle clears the ankle's ground (a network's toe may scrape the floor under a raised ankle), and
+   a toe standing on its own under a standing body is not taken up with its foot (a heel lifted off it);
 5. two-bone IK (hip, knee, ankle) puts the ankle on its target, the knee turning in the plane of the
    leg; the foot keeps its world rotation but turns so that its toe reaches the toe's target. Where a
    toe is held and its ankle is not, the ankle's target is first moved onto the foot's length about
@@ -56,6 +57,7 @@ TOE_LIFT_HIGH = 0.08              # a toe's, less: lifted higher, the foot turns
 STRAIGHT, TOP = 0.97, 0.99        # of a leg's length: how far from its hip a target pulls an ankle unhindered, and
 #                                   at most, eased in between
 ARC = 6.0                         # body heights a second squared: the most a swing's arc accelerates a foot
+STANDING = 0.35                   # of the body's height: hips this far above a toe's ground stand on it
 MAX_SWING = 2.0                   # seconds: a foot off the ground longer is not stepping (a swing lasts under one)
 HINGE = 0.1                       # a knee bent less than this (a sine: 6 degrees) bends in its hinge's plane
 SWING = 4.0                       # the most the hip's swing moves the knee, in lengths of the ankle's move by it
@@ -147,17 +149,23 @@ def plant(motion, gaps, height):
         height = max(np.linalg.norm(leg.paw) + np.linalg.norm(offsets[leg.foot]) + np.linalg.norm(offsets[leg.knee])
                      for leg in found if leg.paw)
     floor = ground(stands, seen, slice(None), motion.up, GROUND)
-    held, stood = _held(stands, floor, generated, u, height, motion.fps, paws,
-                        sharpest=np.inf if paws.any() else ARC)   # a paw's swings are the dog's own
     toed = [k for k, leg in enumerate(found) if leg.toe >= 0]
     toes = [found[k].toe for k in toed]
+    toe_floor = ground(gpos, seen, toes, motion.up, GROUND)
+    held, stood = _held(stands, floor, generated, u, height, motion.fps, paws,
+                        sharpest=np.inf if paws.any() else ARC)   # a paw's swings are the dog's own
     # a toe moves with its foot's target where it has no contact of its own, and is lifted no higher off
     # its ground than its ankle is off the ankle's (a foot in the air is not stood on its tip)
-    path = gpos[:, toes] + held[:, toed] - stands[:, toed]
-    ankle_clear = np.maximum(held[:, toed, u] - floor[toed], 0.0)
-    toe_held, toe_on = _held(path, ground(gpos, seen, toes, motion.up, GROUND), generated, u, height, motion.fps,
-                             high=TOE_LIFT_HIGH, ceiling=ankle_clear, sharpest=np.inf)
+    # where the toe stands on its own in a standing body (a heel lifted off it), it stays where it stands
+    # however its foot is lifted: taken up with the ankle's arc, it floated a body pushing off its toes
+    tiptoe = held_contacts(gpos[:, toes], toe_floor, generated, u, height, motion.fps)
+    tiptoe &= gpos[:, [found[k].hip for k in toed], u] - toe_floor > STANDING * height
     fade = fade_frames(motion.fps, FADE)
+    own = np.stack([nearness(tiptoe[:, i], fade) for i in range(len(toes))], axis=1)[..., None] if toes else 0.0
+    path = gpos[:, toes] + (1.0 - own) * (held[:, toed] - stands[:, toed])
+    ankle_clear = np.maximum(held[:, toed, u] - floor[toed], 0.0)
+    toe_held, toe_on = _held(path, toe_floor, generated, u, height, motion.fps,
+                             high=TOE_LIFT_HIGH, ceiling=ankle_clear, sharpest=np.inf)
     for i, k in enumerate(toed):
         length = np.linalg.norm(motion.skeleton.offsets[toes[i]])
         weight = nearness(toe_on[:, i], fade) * (1.0 - nearness(stood[:, k], fade))

@@ -238,12 +238,15 @@ class MVAEModel(Model):
             rolled = self._rollout(np.repeat(pose, FOLLOWERS, axis=0), HORIZON,
                                    lambda k: z[:, :, k].reshape(b * FOLLOWERS, -1)).reshape(b, FOLLOWERS, HORIZON, -1)
             plan = np.empty((b, HORIZON, self.latent), dtype=np.float32)
+            lowest = None if self.legs is None else (   # each roll-out's lowest foot above the floor
+                self.legs.lowest_each(rolled.reshape(-1, rolled.shape[-1]))[1].reshape(rolled.shape[:3]) - self.floor)
             for i, w in enumerate(wants):   # (a path that ended is held at its last point)
                 ahead = np.minimum(np.arange(t + 1, t + 1 + HORIZON), len(w.positions) - 1)
                 first = max(0, min(t + 1 - behind, ahead[-1] - 1))   # two points at least, past its end
                 facing = np.arctan2(*w.directions[ahead].T)
                 chosen = np.argmin(along(rolled[i], roots[i], w.positions[first:ahead[-1] + 1], ahead - first, facing,
-                                         self.fps, self.layout.height, np.linalg.norm(w.velocities[ahead], axis=-1)))
+                                         self.fps, self.layout.height, np.linalg.norm(w.velocities[ahead], axis=-1),
+                                         None if lowest is None else lowest[i]))
                 best, plan[i] = rolled[i, chosen], z[i, chosen]
                 out[i, t:t + COMMIT] = best[:COMMIT]
                 origins, turned = root_path(best[:COMMIT], *roots[i], self.fps)
