@@ -3,7 +3,7 @@ three steps, :mod:`.plan` and :mod:`.writing` for reading and writing)."""
 
 import bpy
 
-from ..inference import contacts, edit, guard
+from ..inference import anatomy, edit, guard
 from ..inference.motion import AXES
 from . import options
 from .jobs import JobOperator
@@ -53,7 +53,7 @@ class _Generate(JobOperator):
             self.report({"WARNING"}, f"Betwixt: the rig's deform bones end off the generated motion ({shown}): "
                         "keys on bones the control map does not key (tweaks, foot roll) move them, or the map "
                         "misses a control; check the Control Map in the Betwixt panel")
-        unplanted = plan.plant and not contacts.legs(plan.model.skeleton)
+        unplanted = plan.plant and not anatomy.legs(plan.model.skeleton)
         return (f"Betwixt: filled {len(plan.gaps)} gap{'s' * (len(plan.gaps) != 1)} ({keyed} frames keyed) "
                 f"with model {plan.model.name}" + ("; feet not planted: the model's joints have no legs" * unplanted))
 

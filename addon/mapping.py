@@ -6,7 +6,7 @@ Detection from names and hierarchy (naming schemes, Biovision collars, spine cha
 
 import bpy
 
-from ..inference.contacts import HANDS, is_quadruped
+from ..inference.anatomy import hands, is_quadruped
 from ..inference.mapping import detect
 from . import rigify
 
@@ -71,12 +71,12 @@ def on_all_fours(obj, skeleton):
     the bone mapped to its root. A dog's front paws stand on the floor; a person's hands hang at the
     thigh or reach out to the sides."""
     bones, found = obj.data.bones, detected(obj, skeleton)
-    hands = [found[j] for j in skeleton.names if HANDS.search(j) and j in found]
-    if not hands or skeleton.names[0] not in found:
+    hand_bones = [found[skeleton.names[j]] for j in hands(skeleton.names) if skeleton.names[j] in found]
+    if not hand_bones or skeleton.names[0] not in found:
         return False
     floor = min(min(b.head_local.z, b.tail_local.z) for b in bones)
     hips = bones[found[skeleton.names[0]]].head_local.z - floor
-    return hips > 0 and max(bones[h].head_local.z for h in hands) - floor < ON_ALL_FOURS * hips
+    return hips > 0 and max(bones[h].head_local.z for h in hand_bones) - floor < ON_ALL_FOURS * hips
 
 
 def status(obj, skeleton):

@@ -43,10 +43,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..inference import quat
-from ..inference.contacts import legs
+from ..inference.anatomy import legs, pelvis
 from ..inference.errors import BetwixtError
 from ..inference.motion import forward_kinematics
-from ..inference.retarget import calibrate, descendant_pairs, natural_stance, pelvis
+from ..inference.retarget import calibrate, descendant_pairs, natural_stance
 from .rig import affine_inverse, compose, matrix_to_quat, rotation_part
 
 # From a model's up axis to Blender's Z-up: what Blender's BVH importer does (forward -Z, up Y).

@@ -363,7 +363,8 @@ def _superres(args):
 def _planted(args, model, motion, gaps):
     """``motion`` with its feet planted in the ``gaps`` (inference/contacts.py), unless --no-contacts;
     a skeleton without legs found is left alone, with a note on stderr."""
-    from .contacts import legs, plant
+    from .anatomy import legs
+    from .contacts import plant
 
     if not args.contacts:
         return motion

@@ -33,18 +33,17 @@ found in contact and locked: three segments above it (upper arm, forearm and pas
 thigh, shin and the metatarsus below the hock behind), of which the IK bends the upper two and keeps
 the lowest's world rotation, so the ankle's target is the paw's less that segment (see :func:`plant`).
 
-Legs are found by name (see :func:`legs`); a skeleton without them is left alone.
+Legs and paws are found by name (:func:`.anatomy.legs`); a skeleton without them is left alone.
 """
 
 import math
-import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from . import quat
-from .guard import FEET, ground
-from .mirror import unsided
+from .anatomy import legs
+from .guard import ground
 from .motion import AXES, forward_kinematics
 
 LOW, LOW_RELEASE = 0.025, 0.035   # of the body's height above a joint's ground
@@ -66,50 +65,6 @@ SWING = 4.0                       # the most the hip's swing moves the knee, in 
 PAW_LOW, PAW_LOW_RELEASE = 0.05, 0.07
 PAW_SLOW, PAW_SLOW_RELEASE = 1.5, 2.0
 PAW_FADE = 0.1                    # seconds: a trot's contacts are short (six frames at the dog's 60 fps)
-TOES = re.compile(r"toe|ball", re.IGNORECASE)
-HANDS = re.compile(r"hand", re.IGNORECASE)   # a quadruped's front feet
-TAIL = re.compile(r"tail", re.IGNORECASE)    # what tells a quadruped from a person by joint names
-
-
-@dataclass(frozen=True)
-class Leg:
-    """Joint indices of one leg: ``toe`` is -1 where the skeleton has none; ``paw`` is then the offset
-    (3,) of the End Site below ``foot`` that stands on the ground, () where there is none (or a toe)."""
-
-    hip: int
-    knee: int
-    foot: int
-    toe: int
-    paw: tuple = ()
-
-
-def is_quadruped(skeleton):
-    """Whether ``skeleton`` has a tail: the dog's names are a person's and a tail."""
-    return any(TAIL.search(n) for n in skeleton.names)
-
-
-def legs(skeleton):
-    """The legs of ``skeleton``: each joint named as a foot or ankle (not a toe) on one side, with a
-    parent and grandparent below the root (knee and hip) and, where it has one, a child named as a toe.
-    A skeleton with a tail is a quadruped, as the dog's (a human skeleton's names and a tail): its joints
-    named as hands are its front feet, the forearm and upper arm above them its knee and hip (the
-    shoulder blade above those is left as it is), and a foot without a toe stands on the End Site below
-    it, its paw."""
-    names, parents = skeleton.names, skeleton.parents
-    quadruped = is_quadruped(skeleton)
-    sites = {int(j): tuple(float(v) for v in offset) for j, offset in skeleton.end_sites}
-    out = []
-    for j, name in enumerate(names):
-        if not (FEET.search(name) or quadruped and HANDS.search(name)) or TOES.search(name) or not unsided(name)[0]:
-            continue
-        knee = int(parents[j])
-        hip = int(parents[knee]) if knee > 0 else -1
-        if hip <= 0:
-            continue
-        toes = [c for c in skeleton.children(j) if TOES.search(names[c])]
-        paw = sites.get(j, ()) if quadruped and not toes else ()
-        out.append(Leg(hip, knee, j, toes[0] if toes else -1, paw))
-    return tuple(out)
 
 
 def plant(motion, gaps, height):

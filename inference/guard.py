@@ -5,22 +5,21 @@ filled motion:
 - speed: a generated frame where a joint moves faster than ``SPEED`` times the fastest joint of the
   frames the animator gave, or of human motion (``FASTEST`` body heights a second) where theirs is
   slower: a still context (or none, as in Decompress) says nothing of how fast the gap may move;
-- floor: a generated frame where a foot is lower than the lowest any foot reaches in those frames
-  (the floor found from the rig's feet, not assumed at zero height), by more than ``DEPTH`` of
-  the body's height.
+- floor: a generated frame where a foot (:func:`.anatomy.feet`) is lower than the lowest any foot
+  reaches in those frames (the floor found from the rig's feet, not assumed at zero height), by more
+  than ``DEPTH`` of the body's height.
 """
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from .anatomy import feet
 from .motion import AXES, forward_kinematics
 
 SPEED = 1.5     # times the animator's fastest joint
 FASTEST = 7.5   # body heights a second: the fastest joint of LaFAN1's test subject moves 7.3
 DEPTH = 0.01    # of the body's height
-FEET = re.compile(r"foot|toe|ankle|ball", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -57,11 +56,6 @@ def check(motion, gaps, height, up="Y"):
         values[:, joints] = depth
         findings += _runs("floor", flagged, values, names)
     return findings
-
-
-def feet(names):
-    """Indices of the joints named as feet, toes or ankles."""
-    return [j for j, name in enumerate(names) if FEET.search(name)]
 
 
 def ground(world, given, joints, up="Y", percentile=0.0):

@@ -10,7 +10,8 @@ from dataclasses import replace
 import numpy as np
 
 from . import quat
-from .guard import feet, ground
+from .anatomy import feet
+from .guard import ground
 from .inplace import treadmill
 from .modelfile import ModelError
 from .motion import AXES, forward_kinematics
@@ -156,7 +157,7 @@ def on_model_floor(model, motion, gaps):
 
 
 def floor(motion, gaps, up="Y"):
-    """The height of the floor under ``motion``: the lowest its feet (:func:`.guard.feet`) reach in the
+    """The height of the floor under ``motion``: the lowest its feet (:func:`.anatomy.feet`) reach in the
     frames outside the ``(start, end)`` gaps (keys and context), or 0 for a skeleton without feet."""
     joints = feet(motion.skeleton.names)
     given = np.ones(motion.n_frames, dtype=bool)

@@ -6,7 +6,7 @@ the spot, they stand still. So such motion is carried along the ground at the sp
 
 import numpy as np
 
-from .guard import feet
+from .anatomy import feet
 from .motion import AXES, forward_kinematics
 
 STILL = 0.2      # the root's ground speed under this share of its feet's: the motion is in place

@@ -22,10 +22,11 @@ from pathlib import Path
 import numpy as np
 
 from . import quat
+from .anatomy import feet
 from .contacts import GROUND, contacts, plant
 from .errors import BetwixtError
 from .features import canonical_frame, chain_transform, move, unmove
-from .guard import feet, ground
+from .guard import ground
 from .inbetween import floor
 from .motion import forward_kinematics
 from .transition import Gap

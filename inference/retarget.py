@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import quat
+from .anatomy import pelvis
 from .errors import DataError
 from .features import chain, chain_transform
 from .mapping import detect
@@ -123,13 +124,6 @@ def descendant_pairs(parents, slot):
     """(joint, nearest mapped descendant) for every mapped joint (``slot``: {joint: index}) and each
     of its branches."""
     return [(a, int(c)) for c in slot for a in [_mapped_ancestor(parents, int(c), slot)] if a is not None]
-
-
-def pelvis(skeleton):
-    """The first joint with two or more children (the hips): where a body's heading is read."""
-    counts = np.bincount(skeleton.parents[1:], minlength=len(skeleton))
-    branching = np.flatnonzero(counts >= 2)
-    return int(branching[0]) if len(branching) else 0
 
 
 def natural_pose(motions, step=4):

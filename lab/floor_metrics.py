@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from inference import quat
-from inference.contacts import LOW, SLOW, is_quadruped, legs
+from inference.anatomy import is_quadruped, legs
+from inference.contacts import LOW, SLOW
 from inference.motion import height
 
 # fractions of the body's size (:func:`body_size`); NEAR and STILL: where the planting enters a person's contact
@@ -55,7 +56,7 @@ class Feet:
 
 
 def feet_of(skeleton):
-    """The :class:`Feet` of ``skeleton``: each leg's foot and toe joints (``contacts.legs``), or its paw."""
+    """The :class:`Feet` of ``skeleton``: each leg's foot and toe joints (``anatomy.legs``), or its paw."""
     joints, sites, groups = [], [], []
     for leg in legs(skeleton):
         here = [leg.foot] + ([leg.toe] if leg.toe >= 0 else [])

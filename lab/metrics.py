@@ -4,15 +4,13 @@ the motion's units (the dog's: cm)."""
 
 import numpy as np
 
+from inference.anatomy import leg_joints
 from inference.mann.features import bones_of, root, world
 from inference.polyline import nearest
 
 SKATE_HEIGHT = 2.5   # cm: H of the skating measure; a paw this much above its ground counts half
 TRAVEL_SPAN = 0.5    # s: the root's displacement over which its direction of travel is measured
 STILL = 0.1          # m/s: a root slower than this over TRAVEL_SPAN travels in no direction
-# the legs' joints, trunk to paw: the front legs from the shoulder blade, the back legs from the hip
-LEGS = ("LeftShoulder", "LeftArm", "LeftForeArm", "LeftHand", "RightShoulder", "RightArm", "RightForeArm", "RightHand",
-        "LeftUpLeg", "LeftLeg", "LeftFoot", "RightUpLeg", "RightLeg", "RightFoot")
 
 
 def paws(motion):
@@ -41,10 +39,11 @@ def lowest_paw(paw_positions, ground):
     return float((paw_positions[..., 1] - ground).min(axis=-1).mean())
 
 
-def angular_update(motion, joints=LEGS):
-    """Mean angle (degrees a frame) by which the local rotations of ``joints`` turn between frames."""
-    index = [motion.skeleton.index(j) for j in joints]
-    q = motion.rotations[:, index]
+def angular_update(motion):
+    """Mean angle (degrees a frame) by which the local rotations of the legs' joints turn between frames: trunk
+    to paw, the front legs from the shoulder blade, the back legs from the hip
+    (:func:`inference.anatomy.leg_joints`)."""
+    q = motion.rotations[:, leg_joints(motion.skeleton)]
     dot = np.abs(np.sum(q[1:] * q[:-1], axis=-1))
     return float(np.degrees(2 * np.arccos(np.minimum(dot, 1.0))).mean())
 

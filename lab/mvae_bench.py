@@ -44,6 +44,7 @@ import numpy as np
 
 from . import floor_metrics
 from .benchmark import TEST_SUBJECTS
+from inference.anatomy import stance_joints
 from inference.contacts import plant, plant_windows
 from inference.errors import DataError
 from inference.inbetween import gap_in
@@ -53,7 +54,6 @@ from inference.motion import forward_kinematics
 from inference.mvae.features import poses, root_of
 from inference.mvae.runtime import BlewUp
 
-FEET = ("LeftToe", "RightToe", "LeftFoot", "RightFoot")   # toes first: metrics.md's four foot joints
 UNDER = 5.0           # cm below a foot's ground that counts as under the floor
 DEEP = 20.0           # cm below it: sunk, not a heel's slip
 OFF = (10.0, 30.0)    # cm above it: the lowest foot off the floor (a step, a jump; the capture climbs obstacles)
@@ -92,8 +92,9 @@ def start_poses(clips, starts):
 
 
 def foot_positions(world, skeleton):
-    """World positions (F, 4, 3) of FEET from world joint positions (F, J, 3)."""
-    return world[:, [skeleton.index(f) for f in FEET]]
+    """World positions (F, 4, 3) of the toes and feet (:func:`inference.anatomy.stance_joints`: metrics.md's four
+    foot joints) from world joint positions (F, J, 3)."""
+    return world[:, stance_joints(skeleton)]
 
 
 def floor_reference(clips):

@@ -7,9 +7,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from inference.anatomy import legs
 from inference.bvh import parse_bvh
 from inference.contacts import (ARC, GROUND, LIFT, LIFT_HIGH, MAX_SWING, REACH, STRAIGHT, contacts, fade_frames,
-                                held_contacts, legs, lifts, offsets, plant)
+                                held_contacts, lifts, offsets, plant)
 from inference.guard import ground
 from inference.inbetween import fill_gaps
 from lab.metrics import foot_skating, paw_ground

@@ -6,8 +6,9 @@ import zipfile
 import numpy as np
 import pytest
 
+from inference.anatomy import legs
 from inference.bvh import parse_bvh
-from inference.contacts import GROUND, held_contacts, legs, locks, plant
+from inference.contacts import GROUND, held_contacts, locks, plant
 from inference.guard import ground
 from inference.inbetween import fill_gaps
 from lab import metrics

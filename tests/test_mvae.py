@@ -75,7 +75,7 @@ def test_the_skating_term_is_the_benchmarks_skating_of_the_feet(clip):
 
     motion = read_bvh(clip)
     pose = poses(motion)[0]
-    feet = Feet.of(type("Part", (), {"poses": pose}), motion.skeleton.names, motion.fps)
+    feet = Feet.of(type("Part", (), {"poses": pose}), motion.skeleton, motion.fps)
     term = feet.skating(torch.as_tensor(pose[:-1], dtype=torch.float32), torch.as_tensor(pose[1:], dtype=torch.float32))
     measured = foot_skating(foot_positions(motion.global_transforms()[1][1:], motion.skeleton), feet.ground.numpy())
     assert measured.min() > 0.005                                        # the capture's feet do slide a little
@@ -99,7 +99,7 @@ def test_with_skate_root_only_the_roots_step_learns_from_the_skating_term(clip):
     pose = poses(motion)[0].astype(np.float32)
     family = MVAEFamily()
     stats = family.statistics(type("Part", (), {"poses": pose}), None, None)
-    feet = Feet.of(type("Part", (), {"poses": pose}), motion.skeleton.names, motion.fps)
+    feet = Feet.of(type("Part", (), {"poses": pose}), motion.skeleton, motion.fps)
     # every foot counted: an untrained network's feet float at the data's mean height, above the term's reach
     family.feet = Feet(feet.columns, feet.ground + 1000.0, feet.fps)
     torch.manual_seed(0)

@@ -9,7 +9,8 @@ from lab.dataset import read_motions, subject_of
 from inference.errors import DataError
 from lab.metrics import foot_skating
 from inference.motion import Skeleton, forward_kinematics
-from inference.retarget import Retargeting, direction_error, natural_pose, pelvis, standing_height
+from inference.anatomy import pelvis
+from inference.retarget import Retargeting, direction_error, natural_pose, standing_height
 
 LAFAN_FEET = ["LeftFoot", "RightFoot", "LeftToe", "RightToe"]
 BANDAI_FEET = ["Foot_L", "Foot_R", "Toes_L", "Toes_R"]

@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from inference.bvh import read_bvh  # noqa: E402
 from lab.dataset import read_motions, subject_of  # noqa: E402
 from lab.metrics import foot_skating  # noqa: E402
-from inference.retarget import Retargeting, direction_error, natural_pose, pelvis  # noqa: E402
+from inference.anatomy import pelvis  # noqa: E402
+from inference.retarget import Retargeting, direction_error, natural_pose  # noqa: E402
 
 FEET = {"lafan1": ["LeftFoot", "RightFoot", "LeftToe", "RightToe"],
         "bandai": ["Foot_L", "Foot_R", "Toes_L", "Toes_R"],

@@ -58,8 +58,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 from inference.bvh import parse_bvh, write_bvh  # noqa: E402  (after the path is set)
-from inference.contacts import is_quadruped  # noqa: E402
-from inference.mann.features import PAWS  # noqa: E402
+from inference.anatomy import PAWS, is_quadruped  # noqa: E402
 from inference.mapping import describe  # noqa: E402
 from inference.modelfile import open_model  # noqa: E402
 from inference.retarget import Retargeting, natural_pose  # noqa: E402

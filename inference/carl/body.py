@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import quat
+from ..anatomy import PAWS, leg_joints
 from ..errors import BetwixtError
-from ..mann.features import PAWS
 
 RADII = {"Hips": 0.06, "Spine": 0.08, "Spine1": 0.08, "Neck": 0.045, "Head": 0.045,
          "LeftShoulder": 0.04, "RightShoulder": 0.04, "LeftArm": 0.035, "RightArm": 0.035,
@@ -30,7 +30,6 @@ DENSITY = 1000.0        # kg/m^3: a body about as dense as water
 KP_PER_KG = 100.0       # Nm/rad of a joint's stiffness per kg of the bodies it carries ...
 LEG_LOAD = 0.25         # ... a leg's joints carrying at least this share of the whole body, standing on it
 KP_MIN = 20.0           # Nm/rad: the tail's tip still holds its pose
-LEGS = ("Shoulder", "Arm", "Hand", "Leg", "Foot")   # name parts of a leg's joints
 DAMPING = 0.1           # kd = kp * DAMPING (CARL's kd = kp / 10)
 TORQUE_SPAN = 1.0       # rad: an actuator's torque is at most kp times this
 ARMATURE = 0.02         # kg m^2 on every rotational degree of freedom: thin bones spinning about their axes stay stable
@@ -119,7 +118,7 @@ def build(skeleton, natural, limits, scale):
     carried = masses.copy()
     for j in range(len(skeleton) - 1, 0, -1):    # children after parents: sum the subtrees upwards
         carried[skeleton.parents[j]] += carried[j]
-    leg = np.array([any(part in n for part in LEGS) for n in skeleton.names])
+    leg = np.isin(np.arange(len(skeleton)), leg_joints(skeleton))
     carried = np.where(leg, np.maximum(carried, LEG_LOAD * masses.sum()), carried)
     kp = np.maximum(KP_PER_KG * carried, KP_MIN)
     kp[0] = 0.0

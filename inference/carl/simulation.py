@@ -12,7 +12,7 @@ miss their reference by tens of degrees; ramped, they follow it within a few.
 import numpy as np
 
 from .body import DAMPING, TERMINAL, mujoco
-from ..mann.features import PAWS
+from ..anatomy import PAWS
 
 POLICY_RATE = 30.0   # Hz
 

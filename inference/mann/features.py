@@ -20,10 +20,10 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .. import quat
+from ..anatomy import PAWS
 from ..errors import DataError
 from ..motion import forward_kinematics
 
-PAWS = ("LeftHand", "RightHand", "LeftFoot", "RightFoot")   # the paws are the End Sites under these
 SITE = "Site"   # an End Site's bone name: its joint's name and this
 
 SAMPLES = tuple([-1 + i / 6 for i in range(6)] + [0.0] + [i / 5 for i in range(1, 6)])   # seconds

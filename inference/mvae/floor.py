@@ -13,7 +13,7 @@ the motion's bones are aimed at (:func:`.features.motion_of`, :mod:`..aim`), so 
 is under the floor; and from the pose's orientations (the hips' height plus the leg's bones, the
 skeleton's rest offsets, turned by their parents' forward and up vectors); the two need not agree. By
 the positions alone the walks blew up more often (docs/experiments.md, "Bones aimed at the network's
-positions"). The feet are the legs' foot and toe joints as :func:`..contacts.legs` finds them.
+positions"). The feet are the legs' foot and toe joints as :func:`..anatomy.legs` finds them.
 
 The other joints count by the network's positions: a walk that lies down (LaFAN1's falls and crawls) rests
 on its hips, hands and head, and with the feet alone watched they sank through the floor. Each of them
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..contacts import legs
+from ..anatomy import legs
 from .features import fields
 
 SUNK = 10.0           # units (LaFAN1's cm): how far under the floor a foot may go by the orientations
@@ -60,7 +60,7 @@ class Legs:
 
     @classmethod
     def of(cls, skeleton):
-        """The legs of ``skeleton``, or None where :func:`..contacts.legs` finds none."""
+        """The legs of ``skeleton``, or None where :func:`..anatomy.legs` finds none."""
         found = legs(skeleton)
         if not found:
             return None

@@ -20,7 +20,8 @@ from dataclasses import replace
 import numpy as np
 
 from .. import quat
-from ..contacts import GROUND, legs, plant
+from ..anatomy import legs
+from ..contacts import GROUND, plant
 from ..inbetween import floor
 from ..mann.path import Path, check, desired, paced
 from ..modelfile import Model, ModelError, Placement, session

@@ -15,7 +15,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..contacts import GROUND, REACH, fade_frames, legs, nearness, offsets, pivoted, solve_leg, steps
+from ..anatomy import legs
+from ..contacts import GROUND, REACH, fade_frames, nearness, offsets, pivoted, solve_leg, steps
 from ..motion import forward_kinematics
 from .floor import standing_share
 

@@ -26,9 +26,9 @@ import numpy as np
 import torch
 
 from lab.dataset import load_motion_set
+from inference.anatomy import stance_joints
 from inference.errors import DataError
 from lab.metrics import SKATE_HEIGHT
-from lab.mvae_bench import FEET
 from inference.mvae.features import ROOT, fields
 from ..clips import selection_of, speeds_of
 from ..family import Family, one_data_set
@@ -71,7 +71,7 @@ class MVAEFamily(Family):
         chosen = selection_of(args)
         train, validation = parts(data, chosen, not args.no_mirror, speeds_of(args), args.rollout)
         sk = data.skeleton
-        self.feet = Feet.of(train, sk.names, data.fps)
+        self.feet = Feet.of(train, sk, data.fps)
         meta = {"data": [data.source], "data_files": train.files, "subjects": chosen.subjects,
                 "held_out": list(chosen.held_out),
                 "fps": float(data.fps), "layout": train.layout,
@@ -189,9 +189,9 @@ class Feet:
         self.columns, self.ground, self.fps = columns, ground, fps
 
     @classmethod
-    def of(cls, train, names, fps):
-        start = fields(len(names))["positions"][0]
-        columns = np.array([[start + 3 * names.index(f) + c for c in range(3)] for f in FEET])
+    def of(cls, train, skeleton, fps):
+        start = fields(len(skeleton))["positions"][0]
+        columns = np.array([[start + 3 * j + c for c in range(3)] for j in stance_joints(skeleton)])
         ground = np.percentile(train.poses[:, columns[:, 1]], 2, axis=0)
         return cls(torch.as_tensor(columns), torch.as_tensor(ground, dtype=torch.float32), fps)
 
