@@ -22,10 +22,11 @@ the generated frames only (keys and the frames outside gaps are never changed):
    glides along the floor where the capture steps or jumps), its toe by as much but never more than
    its ankle clears the ankle's ground (a network's toe may scrape the floor under a raised ankle), and
    a toe standing on its own under a standing body is not taken up with its foot (a heel lifted off it);
-5. two-bone IK (hip, knee, ankle) puts the ankle on its target, the knee turning in the plane of the
-   leg; the foot keeps its world rotation but turns so that its toe reaches the toe's target. Where a
-   toe is held and its ankle is not, the ankle's target is first moved onto the foot's length about
-   the toe's (:func:`pivoted`), so the foot pivots on the held toe rather than dragging it.
+5. two-bone IK (hip, knee, ankle: :mod:`.leg_ik`) puts the ankle on its target, the knee turning in the
+   plane of the leg; the foot keeps its world rotation but turns so that its toe reaches the toe's
+   target. Where a toe is held and its ankle is not, the ankle's target is first moved onto the foot's
+   length about the toe's (:func:`.leg_ik.pivoted`), so the foot pivots on the held toe rather than
+   dragging it.
 
 A quadruped's leg without a toe joint stands on its *paw*, the End Site below its foot (the dog's: under
 ``LeftHand``, ``RightHand`` in front, ``LeftFoot``, ``RightFoot`` behind), and the paw is the point
@@ -44,6 +45,7 @@ import numpy as np
 from . import quat
 from .anatomy import legs
 from .guard import ground
+from .leg_ik import pivoted, reachable, solve_leg
 from .motion import AXES, forward_kinematics
 
 LOW, LOW_RELEASE = 0.025, 0.035   # of the body's height above a joint's ground
@@ -53,13 +55,9 @@ FADE = 0.2                        # seconds over which a lock's offset fades in 
 REACH = 0.05                      # of the body's height: how far a path may stray from its step's start
 LIFT, LIFT_HIGH = 0.2, 0.15       # a swing's clearance: of the way it travels, at most this of the body's height
 TOE_LIFT_HIGH = 0.08              # a toe's, less: lifted higher, the foot turns faster than the capture's ever do
-STRAIGHT, TOP = 0.97, 0.99        # of a leg's length: how far from its hip a target pulls an ankle unhindered, and
-#                                   at most, eased in between
 ARC = 6.0                         # body heights a second squared: the most a swing's arc accelerates a foot
 STANDING = 0.35                   # of the body's height: hips this far above a toe's ground stand on it
 MAX_SWING = 2.0                   # seconds: a foot off the ground longer is not stepping (a swing lasts under one)
-HINGE = 0.1                       # a knee bent less than this (a sine: 6 degrees) bends in its hinge's plane
-SWING = 4.0                       # the most the hip's swing moves the knee, in lengths of the ankle's move by it
 # a quadruped's paws: of its leg's length (MANN's Placement height), a person's thresholds in leg lengths
 # (about half the body's height) for LOW, looser for SLOW (experiments.md, "Planted paws")
 PAW_LOW, PAW_LOW_RELEASE = 0.05, 0.07
@@ -79,7 +77,7 @@ def plant(motion, gaps, height):
     Unchanged where no leg is found.
 
     A leg stands on its ankle (and toe), or on its paw: the paw's target, less the lowest segment as
-    the model turned it, is the ankle's, since :func:`solve_leg` keeps the foot's world rotation. That
+    the model turned it, is the ankle's, since :func:`.leg_ik.solve_leg` keeps the foot's world rotation. That
     keeps the leg's shape: a dog's hock or pastern angled as in the model's stride, only hip and knee
     (shoulder and elbow) bending, in the leg's plane; an IK over all three segments would be free to
     straighten or buckle the lowest joint, which the network, trained on real strides, set."""
@@ -135,22 +133,6 @@ def plant(motion, gaps, height):
     return replace(motion, rotations=rotations)
 
 
-def plant_windows(clip, starts, rotations, positions, past, height):
-    """The local rotations of filled windows (B, n + 2, J, 4) (translations (B, n + 2, J, 3)) of ``clip``, the
-    keys at ``starts`` (B,) and n + 1 frames after each at either end, after each gap's feet are planted in
-    the clip with ``past`` of its frames on either side: a benchmark's gaps planted as the add-on plants a
-    fill, whose context on either side is the model's past (``addon/transitions.margins``)."""
-    out = rotations.copy()
-    n = rotations.shape[1] - 2
-    for b, s in enumerate(starts):
-        window = slice(s + 1 - past, s + n + 2 + past)
-        r, p = clip.rotations[window].copy(), clip.positions[window].copy()
-        r[past - 1:past + n + 1], p[past - 1:past + n + 1] = rotations[b], positions[b]
-        planted = plant(replace(clip, rotations=r, positions=p), [(past - 1, past + n)], height)
-        out[b] = planted.rotations[past - 1:past + n + 1]
-    return out
-
-
 def _held(path, lowest, generated, up, height, fps, paws=False, high=LIFT_HIGH, ceiling=np.inf, sharpest=ARC):
     """(F, K, 3) the points ``path`` (F, K, 3) held where they are in contact (:func:`contacts` with their
     grounds ``lowest`` (K,), :func:`offsets`), in steps (:func:`steps`), never below their grounds and clear
@@ -166,23 +148,6 @@ def _held(path, lowest, generated, up, height, fps, paws=False, high=LIFT_HIGH, 
     return held, contact
 
 
-def reachable(hip, ankle, target, offsets, leg):
-    """(F, 3) ``target`` (F, 3) for the ankle, drawn toward the ``hip`` (F, 3) where it lies further from it than
-    :data:`STRAIGHT` of the leg's length (``offsets`` of its knee and foot) and than the leg's own ``ankle``
-    (F, 3): eased onto no further than :data:`TOP` of the length (or the leg's own ankle, where that is
-    further), never stopping at once. A lock left behind as the body moves on pulls the leg straight, and the
-    knee's bend changes ever faster as the leg nears straight: a target at its full length snaps the knee
-    straight and back within a few frames."""
-    length = np.linalg.norm(offsets[leg.knee]) + np.linalg.norm(offsets[leg.foot])
-    own = np.linalg.norm(ankle - hip, axis=-1)
-    bound = np.maximum(own, STRAIGHT * length)
-    soft = np.maximum(np.maximum(own, TOP * length) - bound, 1e-12)
-    way = target - hip
-    far = np.linalg.norm(way, axis=-1)
-    eased = np.where(far > bound, bound + soft * np.tanh((far - bound) / soft), far)
-    return hip + way * (eased / np.maximum(far, 1e-12))[:, None]
-
-
 def nearness(contact, fade):
     """(F,) 1 on the frames of ``contact`` (F,) bool, falling linearly to 0 at ``fade`` + 1 frames from the
     nearest of them: a weight that comes and goes with a contact as its lock's offset does."""
@@ -193,18 +158,6 @@ def nearness(contact, fade):
     after = np.minimum(np.searchsorted(on, index), len(on) - 1)
     distance = np.minimum(np.abs(on[after] - index), np.abs(index - on[np.maximum(after - 1, 0)]))
     return np.clip(1.0 - distance / (fade + 1), 0.0, 1.0)
-
-
-def pivoted(ankle, toe, length, weight):
-    """(F, 3) the ankle's targets ``ankle`` (F, 3) moved by ``weight`` (F,) of the way onto the sphere of the
-    foot's ``length`` about the toe's targets ``toe`` (F, 3). The foot only aims at its toe's target
-    (:func:`solve_leg`), so a toe held on the floor while its ankle moves otherwise slides with the ankle
-    (a heel lifting off a standing toe, a network's foot turning on the floor); on the sphere, the foot
-    pivots about the held toe."""
-    way = ankle - toe
-    reach = np.linalg.norm(way, axis=-1, keepdims=True)
-    on_sphere = toe + length * way / np.maximum(reach, 1e-9)
-    return ankle + weight[:, None] * (on_sphere - ankle)
 
 
 def held_contacts(path, lowest, generated, up, height, fps, paws=False):
@@ -356,76 +309,3 @@ def locks(feet, contact, generated):
         total = np.bincount(key[free], weights=feet[..., c][free], minlength=len(count))
         out[..., c] = np.where(free, (total / np.maximum(count, 1))[key], out[..., c])
     return out
-
-
-def solve_leg(rotations, grot, gpos, parents, leg, target, toe_target=None, up=1):
-    """Local rotations (F, J, 4) with ``leg``'s hip, knee and foot turned so that its ankle reaches
-    ``target`` (F, 3) (as near as the leg's length allows) and its toe points at ``toe_target``, its
-    tip no lower than that target (axis ``up``);
-    ``grot``, ``gpos``: the world rotations and positions of ``rotations``.
-
-    The knee bends in the plane of hip, knee and ankle (its normal, or the knee's hinge axis seen
-    from the thigh where the leg is straight), then the whole leg swings about the hip by the
-    smallest turn onto the target, but never so far that the knee moves more than SWING times as far
-    as the bent leg's ankle has to: the knee moves thigh / reach times as far as the ankle, so this only
-    binds with the leg folded (the ankle within half a thigh of the hip: kneeling, lying), where a target
-    a few centimetres off turns the hip-to-ankle line by half a turn and the knee would whip round with
-    it; there the ankle goes only part of the way. The foot keeps its world rotation, turned by the
-    smallest turn that aims it at the toe's target.
-    """
-    a, b, c = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.foot]
-    thigh, shin = np.linalg.norm(b - a, axis=-1), np.linalg.norm(c - b, axis=-1)
-    normal = np.cross(a - b, c - b)
-    hinge = quat.rotate(quat.inv(grot[:, leg.hip]), normal).sum(axis=0)       # the knee's axis, in the thigh's frame
-    hinge /= max(np.linalg.norm(hinge), 1e-12)
-    hinge = quat.rotate(grot[:, leg.hip], hinge)
-    reach = np.clip(np.linalg.norm(target - a, axis=-1), np.abs(thigh - shin) * 1.0001, (thigh + shin) * 0.9999)
-    wanted = np.arccos(np.clip((thigh ** 2 + shin ** 2 - reach ** 2) / (2 * thigh * shin), -1.0, 1.0))
-    if leg.paw:   # a quadruped's knee and hock fold both ways within a stride: the leg's own plane, as the model bent it
-        normal = normal + 1e-3 * (thigh * shin)[:, None] * hinge
-        normal /= np.maximum(np.linalg.norm(normal, axis=-1, keepdims=True), 1e-12)
-        now = np.arccos(np.clip(np.sum((a - b) * (c - b), axis=-1) / np.maximum(thigh * shin, 1e-12), -1.0, 1.0))
-        bend = quat.from_angle_axis(wanted - now, normal)
-    else:
-        # a person's knee bends about its leg's own plane's normal turned to the hinge's side, or about the hinge
-        # where the leg is nearly straight (within HINGE, a sine), whose plane says nothing of where the knee
-        # points; a knee the model straightened a little past straight bends forward again, one it bent further
-        # back stays back
-        sine = np.linalg.norm(normal, axis=-1) / np.maximum(thigh * shin, 1e-12)
-        side = np.where(np.sum(normal * hinge, axis=-1) < 0, -1.0, 1.0)
-        own = np.clip(sine / HINGE, 0.0, 1.0)
-        normal = (own * side / np.maximum(sine * thigh * shin, 1e-12))[:, None] * normal + (1.0 - own)[:, None] * hinge
-        normal /= np.maximum(np.linalg.norm(normal, axis=-1, keepdims=True), 1e-12)
-        now = np.arctan2(np.sum(np.cross(a - b, c - b) * normal, axis=-1), np.sum((a - b) * (c - b), axis=-1)) % (2 * np.pi)
-        back = np.where(now > np.pi, own, 0.0)
-        wanted = wanted + back * (2 * np.pi - 2 * wanted)
-        bend = quat.from_angle_axis((wanted - now + np.pi) % (2 * np.pi) - np.pi, normal)
-    bent = b + quat.rotate(bend, c - b)
-    swing = quat.normalize(quat.between(bent - a, target - a))
-    turn = 2.0 * np.arctan2(np.linalg.norm(swing[:, 1:], axis=-1), swing[:, 0])
-    most = 2.0 * np.arcsin(np.clip(SWING * np.linalg.norm(target - bent, axis=-1) / (2.0 * thigh), 0.0, 1.0))
-    swing = quat.slerp(np.array([1.0, 0.0, 0.0, 0.0]), swing, np.minimum(most / np.maximum(turn, 1e-12), 1.0))
-    hip_world = quat.mul(swing, grot[:, leg.hip])
-    knee_world = quat.mul(hip_world, quat.mul(quat.inv(grot[:, leg.hip]), quat.mul(bend, grot[:, leg.knee])))
-    foot_world = grot[:, leg.foot]
-    if toe_target is not None:   # aimed at its target, but never lower than the target's height
-        ankle = a + quat.rotate(swing, bent - a)
-        toe = gpos[:, leg.toe] - c
-        aim = toe_target - ankle
-        aim /= np.maximum(np.linalg.norm(aim, axis=-1, keepdims=True), 1e-12)
-        rise = np.clip((toe_target[:, up] - ankle[:, up]) / np.linalg.norm(toe, axis=-1), -1.0, 1.0)
-        level = np.delete(aim, up, axis=-1)
-        spread = np.sqrt(np.maximum(1.0 - np.maximum(aim[:, up], rise) ** 2, 0.0)) / np.maximum(
-            np.linalg.norm(level, axis=-1), 1e-12)
-        aim = np.insert(level * spread[:, None], up, np.maximum(aim[:, up], rise), axis=-1)
-        foot_world = quat.mul(quat.normalize(quat.between(toe, aim)), foot_world)
-    out = rotations.copy()
-    parent = grot[:, parents[leg.hip]]
-    out[:, leg.hip] = quat.mul(quat.inv(parent), hip_world)
-    out[:, leg.knee] = quat.mul(quat.inv(hip_world), knee_world)
-    out[:, leg.foot] = quat.mul(quat.inv(knee_world), foot_world)
-    joints = [leg.hip, leg.knee, leg.foot]   # the sign each had, so the motion's signs stay continuous
-    flip = np.sum(out[:, joints] * rotations[:, joints], axis=-1, keepdims=True) < 0
-    out[:, joints] = np.where(flip, -out[:, joints], out[:, joints])
-    return out
-

@@ -34,11 +34,12 @@ import time
 import numpy as np
 
 from . import floor_metrics
-from inference.contacts import plant, plant_windows
+from inference.contacts import plant
 from inference.errors import DataError
 from inference.motion import Motion, forward_kinematics
 from inference.transition import Gap, interpolation
 from . import metrics
+from .planting import plant_windows
 from inference.mann.features import bones_of, root, world
 from inference.mann.path import GAITS, Path
 

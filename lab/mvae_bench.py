@@ -32,7 +32,7 @@ Every generated motion is measured as the user gets it (``planted``, unless --no
 by :func:`inference.contacts.plant` after the model, as the add-on's Plant Feet and the command line plant them.
 A walk (and a continuation) on its generated frames with the second before its start as the context, as
 Continue reads it (:meth:`inference.mvae.runtime.MVAEModel.planted`); a gap's variants, the Motion VAE's and the
-RTN's alike, with each model's past on either side (:func:`inference.contacts.plant_windows`); a path on every
+RTN's alike, with each model's past on either side (:func:`.planting.plant_windows`); a path on every
 frame after the start pose. The timings include the planting.
 
 Lengths are LaFAN1's centimetres; ``goals`` holds the issue's bar.
@@ -45,11 +45,12 @@ import numpy as np
 from . import floor_metrics
 from .benchmark import TEST_SUBJECTS
 from inference.anatomy import stance_joints
-from inference.contacts import plant, plant_windows
+from inference.contacts import plant
 from inference.errors import DataError
 from inference.inbetween import gap_in
 from .mann_bench import PAPER, shapes
 from .metrics import STILL, foot_skating, path_deviation, path_progress, paw_ground, travel_deviation
+from .planting import plant_windows
 from inference.motion import forward_kinematics
 from inference.mvae.features import poses, root_of
 from inference.mvae.runtime import BlewUp
@@ -263,7 +264,7 @@ def variants_against_rtn(model, rtn, clips, starts, k=SPREAD_K, planted=True, re
 def _variants(method, options, keys, worlds, k, planted=True, reference=None):
     """Error, miss, spread and skating (see :func:`variants_against_rtn`) of ``method.variants(gap, k,
     seed=..., **options)`` (arrays (k, 1, VARIANT_GAP, J, ...)) of the gap after each (clip, key frame) of
-    ``keys``, ``planted`` in the clip (:func:`inference.contacts.plant_windows`, all but the miss); ``worlds`` the
+    ``keys``, ``planted`` in the clip (:func:`.planting.plant_windows`, all but the miss); ``worlds`` the
     clips' world joint positions (F, J, 3) by name. Where a :func:`floor_reference` is given, ``floor``: the
     floor measures of the in-between frames (``model``) and of the capture's same frames (``capture``)."""
     rows, floor = [], {"model": [], "capture": []}
@@ -300,7 +301,7 @@ def _variants(method, options, keys, worlds, k, planted=True, reference=None):
 
 def _planted_variants(method, clip, first, rotations, positions):
     """Variants (k, 1, n, J, ...) of the gap after ``clip``'s key ``first``, their feet planted in the clip
-    with ``method``'s past on either side (:func:`inference.contacts.plant_windows`)."""
+    with ``method``'s past on either side (:func:`.planting.plant_windows`)."""
     ends = [first, first + rotations.shape[2] + 1]
     window = (np.concatenate([np.repeat(clip.rotations[None, ends[:1]], len(rotations), 0), rotations[:, 0],
                               np.repeat(clip.rotations[None, ends[1:]], len(rotations), 0)], axis=1),

@@ -9,13 +9,14 @@ import pytest
 
 from inference.anatomy import legs
 from inference.bvh import parse_bvh
-from inference.contacts import (ARC, GROUND, LIFT, LIFT_HIGH, MAX_SWING, REACH, STRAIGHT, contacts, fade_frames,
-                                held_contacts, lifts, offsets, plant)
+from inference.contacts import (ARC, GROUND, LIFT, LIFT_HIGH, MAX_SWING, REACH, contacts, fade_frames, held_contacts,
+                                lifts, offsets, plant)
 from inference.guard import ground
 from inference.inbetween import fill_gaps
+from inference.leg_ik import STRAIGHT
 from lab.metrics import foot_skating, paw_ground
 from inference.modelfile import MODELS, open_model
-from inference.motion import Motion, Skeleton, forward_kinematics
+from inference.motion import Motion, Skeleton
 
 FEET = ("LeftToe", "RightToe", "LeftFoot", "RightFoot")
 N = 30   # frames a gap
@@ -259,52 +260,3 @@ def test_planting_hardly_adds_to_the_knees_acceleration(filled):
         return np.mean([acceleration[s - 1:e].max() for s, e in gaps])
 
     assert largest(planted) < 1.3 * largest(fill), (largest(planted), largest(fill))
-
-
-def leg_skeleton():
-    """A hip over a knee over an ankle over a toe, 45 cm a segment, the knee bending about X."""
-    names = ["Hips", "LeftUpLeg", "LeftLeg", "LeftFoot", "LeftToe"]
-    offsets = np.array([[0, 0, 0], [10, 0, 0], [0, -45, 0], [0, -45, 0], [0, -5, 12]], float)
-    return Skeleton(names, np.array([-1, 0, 1, 2, 3]), offsets)
-
-
-def knee_bent(degrees, frames=5):
-    """A still pose of :func:`leg_skeleton` with its knee bent by ``degrees`` about X (negative: backward)."""
-    rotations = np.tile(np.array([1.0, 0, 0, 0]), (frames, 5, 1))
-    half = np.radians(degrees) / 2
-    rotations[:, 2] = [np.cos(half), np.sin(half), 0, 0]
-    rotations[:, 1] = [np.cos(-half / 2), np.sin(-half / 2), 0, 0]
-    positions = np.tile(np.array([0.0, 100.0, 0.0]), (frames, 5, 1))
-    positions[:, 1:] = leg_skeleton().offsets[1:]
-    return rotations, positions
-
-
-@pytest.mark.parametrize("degrees", [40.0, -25.0])
-def test_a_leg_aimed_where_its_ankle_is_stays_as_it_was(degrees):
-    """Bent forward, or bent backward as far as a retargeted clip's knee can be: aimed at its own ankle, the
-    leg keeps its pose (its bend is measured about its own plane's normal, turned to the hinge's side)."""
-    from inference.contacts import solve_leg
-    rotations, positions = knee_bent(degrees)
-    sk = leg_skeleton()
-    grot, gpos = forward_kinematics(rotations, positions, sk.parents)
-    leg = legs(sk)[0]
-    out = solve_leg(rotations, grot, gpos, sk.parents, leg, gpos[:, leg.foot], gpos[:, leg.toe])
-    np.testing.assert_allclose(forward_kinematics(out, positions, sk.parents)[1], gpos, atol=1e-6)
-
-
-def test_a_knee_straightened_past_straight_bends_forward_as_its_hinge_does():
-    """A knee a degree past straight, against the hinge its bent frames show: pulled in, it bends forward
-    (as those frames do), not backward about the nearly straight leg's own, ill-defined plane."""
-    from inference.contacts import solve_leg
-    sk = leg_skeleton()
-    forward, positions = knee_bent(30.0, 4)
-    past, _ = knee_bent(-1.0, 4)
-    rotations = np.concatenate([forward, past])
-    positions = np.concatenate([positions, positions])
-    grot, gpos = forward_kinematics(rotations, positions, sk.parents)
-    leg = legs(sk)[0]
-    target = gpos[:, leg.foot] + np.array([0.0, 10.0, 0.0])          # 10 cm nearer the hip
-    out = solve_leg(rotations, grot, gpos, sk.parents, leg, target)
-    knee = forward_kinematics(out, positions, sk.parents)[1][:, leg.knee]
-    bent_side = np.sign(gpos[0, leg.knee, 2] - gpos[0, leg.hip, 2])   # where the bent frames' knee points
-    assert np.all(np.sign(knee[4:, 2] - gpos[4:, leg.hip, 2]) == bent_side), knee[4:]

@@ -16,7 +16,8 @@ from dataclasses import replace
 import numpy as np
 
 from ..anatomy import legs
-from ..contacts import GROUND, REACH, fade_frames, nearness, offsets, pivoted, solve_leg, steps
+from ..contacts import GROUND, REACH, fade_frames, nearness, offsets, steps
+from ..leg_ik import pivoted, solve_leg
 from ..motion import forward_kinematics
 from .floor import standing_share
 
@@ -47,8 +48,8 @@ def held(motion, standing, first, height):
     at its mean position over each stretch it stands (cut into steps no longer than the contacts' REACH of
     ``height``), and down on its ground (the GROUND percentile of its height), fading to its own path over
     the contacts' fade; where a toe is held and its ankle is not,
-    the ankle's target on the foot's length about the toe's (:func:`..contacts.pivoted`); the legs put
-    there by :func:`..contacts.solve_leg`, the foot aimed at its toe's target."""
+    the ankle's target on the foot's length about the toe's (:func:`..leg_ik.pivoted`); the legs put
+    there by :func:`..leg_ik.solve_leg`, the foot aimed at its toe's target."""
     found = legs(motion.skeleton)
     if not found or first >= motion.n_frames:
         return motion

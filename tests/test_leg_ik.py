@@ -1,0 +1,71 @@
+"""Two-bone leg IK (inference/leg_ik.py) on a leg built to measure: a leg aimed where it is keeps its pose, a
+knee bends on its hinge's side, and a target out of reach is drawn in short of straight."""
+
+import numpy as np
+import pytest
+
+from inference.anatomy import legs
+from inference.leg_ik import STRAIGHT, TOP, reachable, solve_leg
+from inference.motion import Skeleton, forward_kinematics
+
+
+def leg_skeleton():
+    """A hip over a knee over an ankle over a toe, 45 cm a segment, the knee bending about X."""
+    names = ["Hips", "LeftUpLeg", "LeftLeg", "LeftFoot", "LeftToe"]
+    offsets = np.array([[0, 0, 0], [10, 0, 0], [0, -45, 0], [0, -45, 0], [0, -5, 12]], float)
+    return Skeleton(names, np.array([-1, 0, 1, 2, 3]), offsets)
+
+
+def knee_bent(degrees, frames=5):
+    """A still pose of :func:`leg_skeleton` with its knee bent by ``degrees`` about X (negative: backward)."""
+    rotations = np.tile(np.array([1.0, 0, 0, 0]), (frames, 5, 1))
+    half = np.radians(degrees) / 2
+    rotations[:, 2] = [np.cos(half), np.sin(half), 0, 0]
+    rotations[:, 1] = [np.cos(-half / 2), np.sin(-half / 2), 0, 0]
+    positions = np.tile(np.array([0.0, 100.0, 0.0]), (frames, 5, 1))
+    positions[:, 1:] = leg_skeleton().offsets[1:]
+    return rotations, positions
+
+
+@pytest.mark.parametrize("degrees", [40.0, -25.0])
+def test_a_leg_aimed_where_its_ankle_is_stays_as_it_was(degrees):
+    """Bent forward, or bent backward as far as a retargeted clip's knee can be: aimed at its own ankle, the
+    leg keeps its pose (its bend is measured about its own plane's normal, turned to the hinge's side)."""
+    rotations, positions = knee_bent(degrees)
+    sk = leg_skeleton()
+    grot, gpos = forward_kinematics(rotations, positions, sk.parents)
+    leg = legs(sk)[0]
+    out = solve_leg(rotations, grot, gpos, sk.parents, leg, gpos[:, leg.foot], gpos[:, leg.toe])
+    np.testing.assert_allclose(forward_kinematics(out, positions, sk.parents)[1], gpos, atol=1e-6)
+
+
+def test_a_knee_straightened_past_straight_bends_forward_as_its_hinge_does():
+    """A knee a degree past straight, against the hinge its bent frames show: pulled in, it bends forward
+    (as those frames do), not backward about the nearly straight leg's own, ill-defined plane."""
+    sk = leg_skeleton()
+    forward, positions = knee_bent(30.0, 4)
+    past, _ = knee_bent(-1.0, 4)
+    rotations = np.concatenate([forward, past])
+    positions = np.concatenate([positions, positions])
+    grot, gpos = forward_kinematics(rotations, positions, sk.parents)
+    leg = legs(sk)[0]
+    target = gpos[:, leg.foot] + np.array([0.0, 10.0, 0.0])          # 10 cm nearer the hip
+    out = solve_leg(rotations, grot, gpos, sk.parents, leg, target)
+    knee = forward_kinematics(out, positions, sk.parents)[1][:, leg.knee]
+    bent_side = np.sign(gpos[0, leg.knee, 2] - gpos[0, leg.hip, 2])   # where the bent frames' knee points
+    assert np.all(np.sign(knee[4:, 2] - gpos[4:, leg.hip, 2]) == bent_side), knee[4:]
+
+
+def test_a_target_out_of_reach_is_drawn_in_short_of_a_straight_leg():
+    """A target twice the leg's length away comes no further than ``TOP`` of it from the hip; one within
+    ``STRAIGHT`` of it is left where it is."""
+    sk = leg_skeleton()
+    rotations, positions = knee_bent(40.0, 2)
+    grot, gpos = forward_kinematics(rotations, positions, sk.parents)
+    leg = legs(sk)[0]
+    hip, ankle = gpos[:, leg.hip], gpos[:, leg.foot]
+    length = 90.0
+    far = hip + np.array([[0.0, -2 * length, 0.0], [0.0, -0.5 * STRAIGHT * length, 0.0]])
+    drawn = reachable(hip, ankle, far, sk.offsets, leg)
+    assert STRAIGHT * length < np.linalg.norm(drawn[0] - hip[0]) <= TOP * length
+    np.testing.assert_allclose(drawn[1], far[1])
