@@ -50,4 +50,5 @@ def main(argv=None):
     return 0
 
 
-sys.exit(main())
+if __name__ == "__main__":   # tests call main() in-process
+    sys.exit(main())

@@ -7,9 +7,11 @@ used. ``convert`` brings a checkpoint or a model file of an earlier Betwixt to t
 """
 
 import json
+import math
 import os
 from pathlib import Path
 
+from inference.cli import whole
 from inference.errors import DataError
 from inference.modelfile import FORMAT
 from . import card, checkpoint
@@ -195,7 +197,8 @@ def add_arguments(parser):
                         help="the training data (as many --data as the run had): put validation numbers beside "
                              "interpolation's in the model card (for data sets without a benchmark, like Bandai's)")
     parser.add_argument("--cache", help="data set cache folder")
-    parser.add_argument("--max-gap", type=int, help="an RTN's longest gap (frames) to fill, below what it reaches: "
+    parser.add_argument("--max-gap", type=whole(1, math.inf, "frames; at most the longest its network reaches"),
+                        help="an RTN's longest gap (frames) to fill, below what it reaches: "
                                                     "a longer one goes to another model of its skeleton that fills it")
 
 

@@ -30,6 +30,7 @@ from inference.cli import number, whole
 from inference.errors import DataError
 from . import card, checkpoint
 from .clips import held_out_of
+from .options import listed
 
 LICENCES = {"lafan1": "CC BY-NC-ND 4.0 (Ubisoft La Forge LaFAN1): non-commercial use only",
             "bandai": "CC BY-NC 4.0 (Bandai Namco Research Motion dataset): non-commercial use only",
@@ -42,14 +43,16 @@ def add_arguments(parser, family):
                         help="folder or archive of BVH files; given several times, several data sets "
                              "(the RTN brings them onto one skeleton)")
     parser.add_argument("--out", required=True, type=Path, help="run folder: checkpoints, curves")
-    parser.add_argument("--subjects", default=None,
+    parser.add_argument("--subjects", default=None, type=listed(whole(0, math.inf, "subjects are numbered from 0")),
                         help="comma-separated training subjects (LaFAN1: 1,2,3,4); default all clips")
     parser.add_argument("--hold-out", default=None, metavar="NAMES",
                         help="clips (file stems, comma-separated, or a file of one a line) neither trained nor "
                              "validated on, in any --data, so that the model can be measured on them; a resumed "
                              "run, or one started with --init, keeps its checkpoint's held out too")
     parser.add_argument("--no-mirror", action="store_true", help="do not add mirrored clips")
-    parser.add_argument("--speeds", default="1",
+    parser.add_argument("--speeds", default="1", type=listed(number(0.1, 10.0, "playback speeds: at 0 a clip never "
+                                                                               "moves, at 10 a walk is a sprint"),
+                                                              8, "each speed is one more copy of the clips in memory"),
                         help="comma-separated playback speeds of the training clips, e.g. 0.8,1,1.25: "
                              "more timings for small data sets (default: 1, as captured)")
     parser.add_argument("--steps", type=whole(1, math.inf, "at least one optimiser step, or the checkpoint is "

@@ -28,6 +28,7 @@ from inference.errors import DataError
 from inference.motion import Skeleton
 from .. import card, checkpoint
 from ..loop import licence_of, source_commit
+from ..options import listed, one_of
 from .env import Tracking
 from .evaluate import evaluate
 from .gaits import GAITS, stretches
@@ -64,12 +65,14 @@ def add_arguments(parser):
     parser.add_argument("--kl", type=number(0.0, 1.0, "a KL divergence"), default=Settings.kl,
                         help="the KL divergence of an update the policy's learning rate adapts to; 0: a fixed --lr")
     parser.add_argument("--value-lr", type=number(1e-9, 1.0, "a learning rate"), default=1e-3)
-    parser.add_argument("--hidden", default="512,256", help="hidden layer widths (a new run only)")
+    parser.add_argument("--hidden", default="512,256", help="hidden layer widths (a new run only)",
+                        type=listed(whole(1, 8192, "a layer's width"), 8, "hidden layers"))
     parser.add_argument("--primitives", type=whole(1, 64, "the policy's primitives"), default=8,
                         help="the policy's primitives (a new run only)")
     parser.add_argument("--spread", type=number(1e-3, 2.0, "a standard deviation"), default=0.4,
                         help="the policy's first standard deviation, in units of the action (0.3 rad each; a new run only)")
-    parser.add_argument("--gaits", default="walk,trot,canter", help=f"of {', '.join(GAITS)} (a new run only)")
+    parser.add_argument("--gaits", default="walk,trot,canter", help=f"of {', '.join(GAITS)} (a new run only)",
+                        type=one_of(GAITS))
     parser.add_argument("--no-pushes", action="store_true")
     parser.add_argument("--no-randomise", action="store_true", help="keep the nominal masses and friction")
     parser.add_argument("--checkpoint-minutes", type=minutes, default=5.0)
@@ -102,9 +105,6 @@ def train(args, argv):
     data = load_motion_set(args.data, args.cache)
     config = state["config"] if state else {"gaits": args.gaits.split(","), "hidden": [int(h) for h in args.hidden.split(",")],
                                                  "primitives": args.primitives, "spread": args.spread}
-    unknown = sorted(set(config["gaits"]) - set(GAITS))
-    if unknown:
-        raise DataError(f"--gaits: no gait {unknown[0]!r}; the gaits are {', '.join(GAITS)}")
     clips = stretches(data, config["gaits"])
     if not clips:
         raise DataError(f"{args.data}: no stretch of {', '.join(config['gaits'])} outside the test split")

@@ -22,6 +22,7 @@ from dataclasses import asdict
 import numpy as np
 import torch
 
+from inference.cli import number, whole
 from lab.dataset import load_motion_set
 from inference.errors import DataError
 from inference.mann import actions as labelling
@@ -31,6 +32,7 @@ from ..onnx_tools import agreement
 from .data import CURRENT, OUT_SAMPLE_DIM, SAMPLES, TEST_CLIPS, parts
 from .network import INPUTS, MANN, MANNConfig, graph
 
+MOST_EXPERTS = 64           # the gating network's experts (the paper's 4 or 8)
 DROPOUT = 0.3              # the paper's; less measures better on the test split (docs/experiments.md)
 VALIDATION_FRAMES = 4096   # evenly spaced held-out frames that validation measures: the same every time
 
@@ -45,16 +47,23 @@ class MANNFamily(Family):
 
     def add_arguments(self, parser):
         parser.set_defaults(lr=1e-4)   # the paper's rate (the loop's default is the RTN's)
-        parser.add_argument("--experts", type=int, default=8, help="experts the gating network blends (paper: 4 or 8)")
-        parser.add_argument("--dropout", type=float, default=None,
+        parser.add_argument("--experts", type=whole(1, MOST_EXPERTS, "each is a copy of the motion network's weights"),
+                            default=8, help="experts the gating network blends (paper: 4 or 8)")
+        parser.add_argument("--dropout", default=None,
+                            type=number(0.0, 0.95, "a share of the inputs; at 1 nothing reaches the network"),
                             help=f"share of every layer's inputs dropped in training (default {DROPOUT}, the "
                                  "paper's; a run started with --init keeps its checkpoint's unless given)")
-        parser.add_argument("--weight-decay", type=float, default=2.5e-3,
+        parser.add_argument("--weight-decay", default=2.5e-3,
+                            type=number(0.0, 1.0, "a share of the weights taken off a step, times the rate"),
                             help="AdamW's decoupled weight decay (torch's: multiplied by the rate)")
-        parser.add_argument("--restart-epochs", type=float, default=10.0,
+        parser.add_argument("--restart-epochs", default=10.0,
+                            type=number(0.0, 1e6, "epochs of the first cycle; 0 keeps the rate constant"),
                             help="length of the first warm-restart cycle in epochs (0: a constant rate)")
-        parser.add_argument("--restart-mult", type=float, default=2.0, help="each cycle this many times the last")
-        parser.add_argument("--units-per-metre", type=float, default=100.0,
+        parser.add_argument("--restart-mult", default=2.0, help="each cycle this many times the last",
+                            type=number(1.0, 100.0, "each cycle at least as long as the last, or the cycles end "
+                                                    "before the run does"))
+        parser.add_argument("--units-per-metre", default=100.0,
+                            type=number(0.01, 10_000, "the data's length unit: 100 for centimetres, 1 for metres"),
                             help="the data's length unit, for the runtime's paths in metres (the dog data: cm)")
 
     def data(self, args):

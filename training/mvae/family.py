@@ -20,11 +20,13 @@ decoder that ignores z (posterior collapse) shows as KL near zero everywhere.
 
 import base64
 import json
+import math
 from dataclasses import asdict
 
 import numpy as np
 import torch
 
+from inference.cli import number, whole
 from lab.dataset import load_motion_set
 from inference.anatomy import stance_joints
 from inference.errors import DataError
@@ -49,17 +51,22 @@ class MVAEFamily(Family):
 
     def add_arguments(self, parser):
         parser.set_defaults(lr=1e-4, batch=64)   # the paper's (the loop's defaults are the RTN's)
-        parser.add_argument("--latent", type=int, default=32, help="latent dimensions (paper: 32)")
-        parser.add_argument("--experts", type=int, default=6, help="experts of the decoder (paper: 6)")
-        parser.add_argument("--beta", type=float, default=1.0,
+        parser.add_argument("--latent", type=whole(1, 1024, "each is a number the runtime draws a step"), default=32,
+                            help="latent dimensions (paper: 32)")
+        parser.add_argument("--experts", type=whole(1, 64, "each is a copy of the decoder's weights"), default=6,
+                            help="experts of the decoder (paper: 6)")
+        parser.add_argument("--beta", type=number(0.0, 1000.0, "the KL term's weight; 0 leaves the latent unshaped"),
+                            default=1.0,
                             help="weight of the KL term against the reconstruction (each a mean per value)")
-        parser.add_argument("--rollout", type=int, default=8, help="steps of a training roll-out (paper: 8)")
-        parser.add_argument("--supervised", type=int, default=None,
+        parser.add_argument("--rollout", type=whole(1, 1000, "steps of a roll-out, each held for the backward pass"),
+                            default=8, help="steps of a training roll-out (paper: 8)")
+        steps = whole(0, math.inf, "optimiser steps")
+        parser.add_argument("--supervised", type=steps, default=None,
                             help="steps that always condition on the true pose (default: a seventh of --steps)")
-        parser.add_argument("--ramp", type=int, default=None,
+        parser.add_argument("--ramp", type=steps, default=None,
                             help="steps over which the chance of conditioning on the prediction rises from 0 to 1 "
                                  "(default: a seventh of --steps); every later step is autoregressive")
-        parser.add_argument("--skate", type=float, default=0.0,
+        parser.add_argument("--skate", type=number(0.0, 1000.0, "the skating term's weight"), default=0.0,
                             help="weight of the feet's skating (cm a frame, as bench-mvae measures it) from each "
                                  "step's condition to its prediction (0: the paper's loss)")
         parser.add_argument("--skate-root", action="store_true",

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from inference import quat
+from inference.cli import MOST_VARIATION, number, whole
 from lab.dataset import load_sources
 from inference.errors import DataError
 from inference.features import Layout, chain
@@ -30,11 +31,13 @@ from ..clips import selection_of, speeds_of
 from ..family import Family
 from ..kinematics import forward_kinematics
 from ..loop import Normaliser
+from ..options import listed
 from ..onnx_tools import agreement
 from .network import RTN, RTNConfig, graph
 from .sampler import Transitions
 
 VALIDATION_LENGTHS = (5, 15, 30, 45)
+MOST_GAP = 1000   # frames of a training transition (the shipped models learned up to 120)
 
 
 class RTNFamily(Family):
@@ -44,8 +47,10 @@ class RTNFamily(Family):
     normalisation = ("frame_mean", "frame_std", "target_mean", "target_std")
 
     def add_arguments(self, parser):
-        parser.add_argument("--min-gap", type=int, default=5)
-        parser.add_argument("--max-gap", type=int, default=60)
+        gap = whole(1, MOST_GAP, "frames a training transition fills; each is a step of the network held for the "
+                                 "backward pass")
+        parser.add_argument("--min-gap", type=gap, default=5)
+        parser.add_argument("--max-gap", type=gap, default=60)
         parser.add_argument("--loss", choices=("mse", "l2"), default="mse",
                             help="mse: the paper's mean squared error; l2: the mean of each frame's error "
                                  "norm, as the benchmark's L2Q and L2P measure it (see frames_loss)")
@@ -55,23 +60,29 @@ class RTNFamily(Family):
         parser.add_argument("--relative", action="store_true",
                             help="divide each step's loss by straight-line interpolation's on the same batch, "
                                  "so that every gap length pulls the weights alike (see transition_loss)")
-        parser.add_argument("--reverse", type=float, default=0.0,
+        parser.add_argument("--reverse", type=number(0.0, 1.0, "a probability"), default=0.0,
                             help="probability of a training window played backwards, so that the runtime "
                                  "may fill each gap from both sides and average (0: forwards only)")
-        parser.add_argument("--noise", type=float, default=0.5,
+        parser.add_argument("--noise", type=number(0.0, MOST_VARIATION, "the runtime's --variation stops there too"),
+                            default=0.5,
                             help="strength of the variation noise during training (Harvey et al. 2020: 0.5)")
         parser.add_argument("--skeleton", default=None,
                             help="a BVH file whose skeleton the model learns on (default: the first --data's); "
                                  "data sets of other skeletons are retargeted onto it once and cached")
         parser.add_argument("--shares", default=None, metavar="W1,W2,...",
+                            type=listed(number(0.0, 1e6, "a data set's weight; 0 leaves it out")),
                             help="one weight per --data, in order: each data set's share of the training windows "
                                  "(default: in proportion to the windows its clips hold)")
-        parser.add_argument("--proportions", type=float, default=0.0,
+        parser.add_argument("--proportions", default=0.0,
+                            type=number(0.0, 0.5, "bones scaled by 1 ± this; at 1 a bone may shrink to nothing"),
                             help="scale each training window's leg, arm and torso bones by random factors within "
                                  "1 ± this (e.g. 0.1), the hips' height with the legs, so that the network sees "
                                  "bodies of other proportions (0: the capture's own)")
 
     def data(self, args):
+        if args.min_gap > args.max_gap:
+            raise DataError(f"--min-gap {args.min_gap} is longer than --max-gap {args.max_gap}: give a --min-gap of "
+                            f"at most {args.max_gap}, or a longer --max-gap")
         chosen = selection_of(args)
         data = load_sources(args.data, args.cache, args.skeleton, chosen)
         train = Transitions(data, "train", chosen, mirrored=not args.no_mirror, speeds=speeds_of(args),

@@ -1,6 +1,7 @@
-"""The torch-eager side of ``python -m inference bench-speed``: the same network, same shapes.
+"""The torch-eager side of ``python -m lab bench-speed``: the same network, same shapes.
 
-The runtime never imports torch, so the benchmark asks for this number in a separate process.
+The runtime never imports torch; the lab imports :func:`eager_ms` where torch is installed, and
+``python -m training speed`` prints it alone.
 Weights are random: the cost of a forward pass does not depend on their values.
 """
 
@@ -10,6 +11,7 @@ import time
 import numpy as np
 import torch
 
+from inference.cli import whole
 from ..onnx_tools import metadata_of
 from .network import RTN, RTNConfig
 
@@ -34,7 +36,7 @@ def eager_ms(model_path, repeats=20, n=30):
 
 def add_arguments(parser):
     parser.add_argument("--model", required=True, help="ONNX model whose network to time")
-    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--repeats", type=whole(1, 10_000, "timed runs, of which the median is given"), default=20)
 
 
 def run(args):
