@@ -16,6 +16,7 @@ and Esc closes the generator between two steps, whose clauses put the scene back
 """
 
 import inspect
+import math
 import threading
 import time
 import traceback
@@ -59,6 +60,15 @@ class Job:
         self._cancel.set()
 
 
+def not_numbers(operator):
+    """Refuse an option that is NaN: Blender holds a number set from Python to its option's limits (an
+    infinity too), but lets NaN through, of which the model would make a broken motion."""
+    for prop in operator.properties.bl_rna.properties:
+        if prop.type == "FLOAT" and not prop.is_array and not math.isfinite(getattr(operator, prop.identifier)):
+            raise BetwixtError(f"{prop.name} is {getattr(operator, prop.identifier)}, not a number; give "
+                               f"{prop.hard_min:g} to {prop.hard_max:g}")
+
+
 SLICE = 0.1   # seconds of main-thread steps between two looks at the user's events
 
 
@@ -87,6 +97,7 @@ class JobOperator:
     def _prepare(self, context):
         if JobOperator.busy:
             raise BetwixtError("another Betwixt job is running; wait for it or press Esc to cancel it")
+        not_numbers(self)
         return self.prepare(context)
 
     def _fail(self, error):

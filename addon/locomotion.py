@@ -16,7 +16,7 @@ import numpy as np
 
 from ..inference import contacts, edit
 from ..inference.errors import BetwixtError
-from ..inference.mann.path import GAITS, Path
+from ..inference.mann.path import GAITS, LONGEST, Path
 from . import options
 from .jobs import JobOperator
 from .plan import Plan, plan_over, read_retarget, resolve, scene_fps
@@ -139,6 +139,10 @@ def read_route(context, start, end, gait="RANGE"):
     if end - start < 1:
         raise BetwixtError(f"the frame range {start}-{end} has {max(end - start + 1, 0)} frames; Follow Path "
                            "needs at least two: set its Start and End (the scene's range by default)")
+    fps = scene_fps(context.scene)
+    if (end - start) / fps > LONGEST:   # refused before its frames are read: ten million of them fill the memory
+        raise BetwixtError(f"the frame range {start}-{end} lasts {(end - start) / fps:,.0f} s at {fps:g} fps, longer "
+                           f"than the {LONGEST:,.0f} s one request follows; set a shorter Start and End")
     obj = active_armature(context)
     curve = selected_curve(context)
     model = model_for(context, obj, "follow-path")
@@ -149,7 +153,6 @@ def read_route(context, start, end, gait="RANGE"):
     if len(points) < 2 or np.linalg.norm(np.diff(points[:, :2], axis=0), axis=-1).sum() < 1e-6:
         raise PathError(f"curve {curve.name!r} has no length on the ground (seen from above, its points are "
                         "one); draw the path across the floor, in the X-Y plane")
-    fps = scene_fps(context.scene)
     speed = GAITS[gait.lower()] * model.units_per_metre if gait != "RANGE" else None
     path = ground_path(points, retarget.scale, (end - start) / fps, speed, source=f"curve {curve.name!r}")
     keys = plan_over(channels, model, rig, retarget, detected, [(start - 1, end + 1)], fps,

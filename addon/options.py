@@ -22,9 +22,12 @@ SOURCE = bpy.props.EnumProperty(
             "Motion VAE model that makes variants)")])
 
 
+MOST_VARIATION = 10.0   # as the command line's --variation: 1 is the noise the model was trained with
+
+
 def variation(default, description="How different the variants are"):
     return bpy.props.FloatProperty(name="Variation", description=description, default=default, min=0.0,
-                                   soft_max=2.0)
+                                   soft_max=2.0, max=MOST_VARIATION)
 
 
 def seed(description):

@@ -111,8 +111,8 @@ class BETWIXT_OT_variants(_Generate, bpy.types.Operator):
                 around = [(a, b) for a, b in edit.gaps_between(key_frames(channels, bones)) if a < frame < b]
                 chosen = around or chosen
             if len(chosen) != 1:
-                raise BetwixtError("select the two keys around one gap (or put the current frame inside a gap) "
-                                   "to make variants of it")
+                raise BetwixtError("select the two keys around one gap on the mapped bones (or put the current frame "
+                                   "inside a gap) to make variants of it")
             return chosen
         try:
             plan = yield from self.read(context, one_gap, SOURCES[self.source])
