@@ -18,7 +18,7 @@ from ..inference.motion import Motion
 from . import controls, evaluated, mapping
 from .pose_io import Channels, active_armature, key_frames, read_rig, sample, world_matrix
 from .preferences import model_for
-from .retarget import MappingError, Retarget
+from .retarget import MappingError, rig_retargeting
 from .steps import drained
 
 
@@ -151,7 +151,7 @@ def plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames,
 def read_retarget(obj, model):
     """``(rig, retarget, detected)``: the armature ``obj``'s bones, calibrated against ``model``'s skeleton
     through its bone mapping (stored, or ``detected`` now: see :func:`.mapping.mapping_for`), at rest and,
-    where it is animated, in its natural stance (:meth:`.retarget.Retarget.build`). A mapping that cannot
+    where it is animated, in its natural stance (:func:`.retarget.rig_retargeting`). A mapping that cannot
     be used is one error naming the armature and the model whose skeleton it was mapped to."""
     rig = read_rig(obj)
     joints, detected = mapping.mapping_for(obj, model.skeleton, rig)
@@ -163,9 +163,9 @@ def read_retarget(obj, model):
                 raise MappingError("a mapped bone comes before the bone of its joint's parent in the rig's bone "
                                    "order; re-enter Edit Mode once, or map the bones again")
             joints = {j: int(np.searchsorted(rig.source[1], b)) for j, b in joints.items()}
-        retarget = Retarget.build(model.skeleton, rig, joints, world_matrix(obj), up=place.up,
-                                  trajectory=place.trajectory, reference=reference_pose(model),
-                                  moving=lambda: in_motion(obj, rig, sorted(joints.values())))
+        retarget = rig_retargeting(model.skeleton, rig, joints, world_matrix(obj), up=place.up,
+                                   trajectory=place.trajectory, reference=reference_pose(model),
+                                   moving=lambda: in_motion(obj, rig, sorted(joints.values())))
     except MappingError as e:
         raise MappingError(f"armature {obj.name!r} for model {model.name}: {e}") from None
     return rig, retarget, detected

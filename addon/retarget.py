@@ -1,4 +1,6 @@
-"""A rig's poses as the model's motion and back: bone names, rest orientations, rest pose, units, axes.
+"""A rig read for retargeting: its rest orientations, rest pose, units and axes, calibrated into the one
+:class:`..inference.retarget.Retargeting` (which converts its poses to the model's motion and back), and
+the model's motion written back as the rig's channels (:func:`to_rig`).
 
 The model's skeleton is a BVH skeleton: at rest every joint frame is the world frame (Y-up, the
 model's units). A rig's bones have their own rest frames (any roll, any tail direction), its own
@@ -33,20 +35,17 @@ Joints the rig lacks (toes, spine bones) take the reference pose's local rotatio
 the rest pose's identity is a pose the model never saw, and it poisons the whole fill.
 
 Translations: the trajectory joint (and the model's root) follow the mapped bone's head, scaled by
-``scale``, the rig's size over the model's (summed lengths of bones mapped at both ends whose upper
-joint's parent is mapped too). Other joints
-keep the model's rest offsets: the models move the trajectory joint only.
+``scale``, the rig's size over the model's (:func:`..inference.retarget.length_ratio`: summed lengths of
+bones mapped at both ends whose upper joint's parent is mapped too). Other joints keep the model's rest
+offsets: the models move the trajectory joint only.
 """
-
-from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..inference import quat
 from ..inference.anatomy import legs, pelvis
 from ..inference.errors import BetwixtError
-from ..inference.motion import forward_kinematics
-from ..inference.retarget import calibrate, descendant_pairs, natural_stance
+from ..inference.retarget import Retargeting, calibrate, length_ratio, natural_stance
 from .rig import affine_inverse, compose, matrix_to_quat, rotation_part
 
 # From a model's up axis to Blender's Z-up: what Blender's BVH importer does (forward -Z, up Y).
@@ -106,159 +105,97 @@ class MappingError(BetwixtError):
     """A bone mapping that cannot drive the model."""
 
 
-@dataclass(frozen=True, eq=False)
-class Retarget:
-    """Model joints ↔ rig bones for one armature and one model, calibrated on their rest poses."""
+def rig_retargeting(skeleton, rig, mapping, world, up=1, trajectory=0, reference=None, moving=None):
+    """The :class:`..inference.retarget.Retargeting` of the model's ``skeleton`` onto the rig ``rig`` (its bones
+    the counterparts), calibrated on their rest poses. ``mapping``: {model joint index: rig bone index};
+    ``world``: the armature object's matrix (4, 4); ``up``: the model's up axis (0, 1, 2); ``reference``:
+    local rotations (J, 4) of a natural pose of the model's skeleton (a T-pose, a standing pose), tried
+    besides its rest pose as the counterpart of the rig's rest pose; the one that needs the smaller turns
+    wins, and with it the bones' twists are right too. ``moving()`` gives armature-space pose matrices
+    (F, bones, 4, 4) of the rig in motion (or None), whose natural stance is tried against ``reference``
+    too (see the module's docstring); it is only called where the rest poses differ and the rig's is no
+    stance."""
+    if len(set(mapping.values())) != len(mapping):
+        raise MappingError("two model joints are mapped to the same bone; map each bone once")
+    joints = np.array(sorted(mapping), dtype=np.int64)
+    if len(joints) < 2:
+        raise MappingError(f"only {len(joints)} of the model's {len(skeleton)} joints are mapped; "
+                           "map the bones in the Betwixt panel (Bone Mapping > Detect)")
+    traj = skeleton.names[trajectory]
+    if trajectory not in mapping:
+        raise MappingError(f"the model's {traj!r} joint, which carries the character through the "
+                           "world, is not mapped; map it to the rig's hip bone")
+    bones = np.array([mapping[j] for j in joints], dtype=np.int64)
+    for b in bones:
+        while b >= 0:
+            if not rig.plain[b]:
+                raise MappingError(f"bone {rig.names[b]!r} does not inherit its parent's rotation or has "
+                                   "non-local location; Betwixt needs Blender's defaults there (Bone "
+                                   "properties > Relations: Inherit Rotation and Local Location on)")
+            b = rig.parents[b]
+    if rig.connected[mapping[trajectory]]:
+        raise MappingError(f"bone {rig.names[mapping[trajectory]]!r} plays {traj!r}, which carries the "
+                           "character through the world, but it is connected to its parent and cannot "
+                           "move; untick Connected in its Relations, or map a bone that is free")
+    world = np.asarray(world, dtype=np.float64)
+    scale = np.linalg.norm(world[:3, :3], axis=0)
+    if scale.max() > 1.001 * scale.min():   # bones would bend as they turn: no rotation reads them
+        raise MappingError(f"the armature object's scale ({', '.join(f'{v:g}' for v in scale)}) is not the same "
+                           "on all three axes; apply it (Object > Apply > Scale) or make it uniform")
+    axes = AXIS_CHANGE[int(up)]
+    rest_world = world @ rig.rest
+    rest_rot = axes.T @ rotation_part(rest_world)              # Cᵀ R_b^rest
+    heads = rest_world[:, :3, 3] @ axes                         # Cᵀ h, in rig units
+    scale = length_ratio(skeleton, mapping, heads)
+    if scale is None:
+        raise MappingError("the mapped bones have no length between them; map bones that are apart")
+    poses = [np.tile([1.0, 0.0, 0.0, 0.0], (len(skeleton), 1))]   # the model's rest pose, and
+    if reference is not None:                                       # a pose of its own, when it has one
+        poses.append(quat.normalize(np.asarray(reference, dtype=np.float64)))
+    reach = None if rig.lengths is None else (rig.lengths * np.linalg.norm(world[:3, 0]))[bones, None]
+    tails = None if reach is None else heads[bones] + reach * rest_rot[bones][:, :, 1]
+    fits = [calibrate(skeleton, joints, rest_rot[bones], heads[bones], poses, tails)]
+    if fits[0][1] > SAME_STANCE and moving is not None and reference is not None \
+            and pelvis(skeleton) in mapping and not _stands(skeleton, mapping, heads, up):
+        pose = moving()
+        if pose is not None:
+            stance, at = _natural(rig, world @ pose, axes, rest_rot, heads, mapping[pelvis(skeleton)], int(up))
+            turned = quat.to_matrix(stance[bones])
+            fits.append(calibrate(skeleton, joints, turned, at[bones], poses[-1:],
+                                  None if reach is None else at[bones] + reach * turned[:, :, 1]))
+    offsets = min(fits, key=lambda fit: fit[1])[0]
+    positional = tuple(sorted({0, int(trajectory)} & set(mapping)))
+    return Retargeting(skeleton, joints, bones, offsets, poses[-1], positional, scale, world, axes, rig,
+                       rig_offsets(skeleton, rig, mapping, offsets, joints, rest_rot, heads / scale))
 
-    skeleton: object            # the model's Skeleton
-    rig: object                 # addon.rig.Rig
-    joints: np.ndarray          # (K,) mapped model joints, in model order
-    bones: np.ndarray           # (K,) their rig bones
-    positional: tuple           # model joints whose translation follows a bone (root, trajectory)
-    world: np.ndarray           # (4, 4) the armature object's world matrix
-    axes: np.ndarray            # (3, 3) C
-    scale: float                # rig world units per model unit
-    offsets: np.ndarray         # (K, 3, 3) O_b
-    missing: np.ndarray         # (J, 4) local rotations of the joints the rig lacks: the reference pose's
-    rig_offsets: np.ndarray     # (J, 3) the model's joint offsets with the rig's bone lengths (:func:`rig_offsets`)
 
-    @classmethod
-    def build(cls, skeleton, rig, mapping, world, up=1, trajectory=0, reference=None, moving=None):
-        """``mapping``: {model joint index: rig bone index}; ``up``: the model's up axis (0, 1, 2);
-        ``reference``: local rotations (J, 4) of a natural pose of the model's skeleton (a T-pose, a
-        standing pose), tried besides its rest pose as the counterpart of the rig's rest pose; the one
-        that needs the smaller turns wins, and with it the bones' twists are right too. ``moving()``
-        gives armature-space pose matrices (F, bones, 4, 4) of the rig in motion (or None), whose natural
-        stance is tried against ``reference`` too (see the module's docstring); it is only called where
-        the rest poses differ and the rig's is no stance."""
-        if len(set(mapping.values())) != len(mapping):
-            raise MappingError("two model joints are mapped to the same bone; map each bone once")
-        joints = np.array(sorted(mapping), dtype=np.int64)
-        if len(joints) < 2:
-            raise MappingError(f"only {len(joints)} of the model's {len(skeleton)} joints are mapped; "
-                               "map the bones in the Betwixt panel (Bone Mapping > Detect)")
-        traj = skeleton.names[trajectory]
-        if trajectory not in mapping:
-            raise MappingError(f"the model's {traj!r} joint, which carries the character through the "
-                               "world, is not mapped; map it to the rig's hip bone")
-        bones = np.array([mapping[j] for j in joints], dtype=np.int64)
-        for b in bones:
-            while b >= 0:
-                if not rig.plain[b]:
-                    raise MappingError(f"bone {rig.names[b]!r} does not inherit its parent's rotation or has "
-                                       "non-local location; Betwixt needs Blender's defaults there (Bone "
-                                       "properties > Relations: Inherit Rotation and Local Location on)")
-                b = rig.parents[b]
-        if rig.connected[mapping[trajectory]]:
-            raise MappingError(f"bone {rig.names[mapping[trajectory]]!r} plays {traj!r}, which carries the "
-                               "character through the world, but it is connected to its parent and cannot "
-                               "move; untick Connected in its Relations, or map a bone that is free")
-        world = np.asarray(world, dtype=np.float64)
-        scale = np.linalg.norm(world[:3, :3], axis=0)
-        if scale.max() > 1.001 * scale.min():   # bones would bend as they turn: no rotation reads them
-            raise MappingError(f"the armature object's scale ({', '.join(f'{v:g}' for v in scale)}) is not the same "
-                               "on all three axes; apply it (Object > Apply > Scale) or make it uniform")
-        axes = AXIS_CHANGE[int(up)]
-        rest_world = world @ rig.rest
-        rest_rot = axes.T @ rotation_part(rest_world)              # Cᵀ R_b^rest
-        heads = rest_world[:, :3, 3] @ axes                         # Cᵀ h, in rig units
-        pairs = descendant_pairs(skeleton.parents, {int(j): k for k, j in enumerate(joints)})
-        # lengths that no pose changes; not from a joint below an unmapped one, whose bone may stand for
-        # a merged chain (one spine bone mapped to the chest has its head at the waist)
-        bones_both = [(j, c) for j, c in pairs if skeleton.parents[c] == j and
-                      (skeleton.parents[j] < 0 or int(skeleton.parents[j]) in mapping)]
-        rig_len = sum(np.linalg.norm(heads[mapping[c]] - heads[mapping[j]]) for j, c in bones_both)
-        model_len = sum(np.linalg.norm(skeleton.offsets[c]) for _, c in bones_both)
-        if model_len <= 0 or rig_len <= 0:
-            raise MappingError("the mapped bones have no length between them; map bones that are apart")
-        poses = [np.tile([1.0, 0.0, 0.0, 0.0], (len(skeleton), 1))]   # the model's rest pose, and
-        if reference is not None:                                       # a pose of its own, when it has one
-            poses.append(quat.normalize(np.asarray(reference, dtype=np.float64)))
-        reach = None if rig.lengths is None else (rig.lengths * np.linalg.norm(world[:3, 0]))[bones, None]
-        tails = None if reach is None else heads[bones] + reach * rest_rot[bones][:, :, 1]
-        fits = [calibrate(skeleton, joints, rest_rot[bones], heads[bones], poses, tails)]
-        if fits[0][1] > SAME_STANCE and moving is not None and reference is not None \
-                and pelvis(skeleton) in mapping and not _stands(skeleton, mapping, heads, up):
-            pose = moving()
-            if pose is not None:
-                stance, at = _natural(rig, world @ pose, axes, rest_rot, heads, mapping[pelvis(skeleton)], int(up))
-                turned = quat.to_matrix(stance[bones])
-                fits.append(calibrate(skeleton, joints, turned, at[bones], poses[-1:],
-                                      None if reach is None else at[bones] + reach * turned[:, :, 1]))
-        offsets = min(fits, key=lambda fit: fit[1])[0]
-        positional = tuple(sorted({0, int(trajectory)} & set(mapping)))
-        scale = float(rig_len / model_len)
-        return cls(skeleton, rig, joints, bones, positional, world, axes, scale, offsets, poses[-1],
-                   rig_offsets(skeleton, rig, mapping, offsets, joints, rest_rot, heads / scale))
+def to_rig(retarget, rotations, positions, location, rotation, scale):
+    """The model's frames (local ``rotations`` (F, J, 4) and ``positions`` (F, J, 3)) → channels of the rig of
+    ``retarget``: ``(location, rotation)`` per bone and frame, and the armature-space pose (F, bones, 4, 4).
 
-    @property
-    def mapping(self):
-        return dict(zip(self.joints.tolist(), self.bones.tolist()))
-
-    def on_rig(self, motion):
-        """``motion`` (the model's, from :meth:`to_model`) on the rig's bone lengths: forward kinematics then
-        gives the rig's joint positions (in model units and axes), so feet planted on it stay planted on the
-        rig, whatever its proportions; planted on the model's lengths, a shorter-legged rig's foot slides
-        where the model's stands still. Joints that follow a bone's head keep their translations."""
-        positions = motion.positions.copy()
-        fixed = np.setdiff1d(np.arange(len(self.skeleton)), self.positional)
-        positions[:, fixed] = self.rig_offsets[fixed]
-        return replace(motion, positions=positions)
-
-    def to_model(self, pose):
-        """Armature-space pose matrices ``(frames, bones, 4, 4)`` → model local rotations and translations."""
-        sk = self.skeleton
-        frames = pose.shape[0]
-        world = self.world @ pose[:, self.bones]
-        grot_m = np.empty((frames, len(sk), 3, 3))
-        gpos = np.empty((frames, len(sk), 3))
-        mapped = dict(zip(self.joints.tolist(), range(len(self.joints))))
-        model_rot = self.axes.T @ rotation_part(world) @ self.offsets        # G_j for mapped joints
-        heads = world[..., :3, 3] @ self.axes / self.scale                    # Cᵀ h / s
-        rot = np.empty((frames, len(sk), 4))
-        pos = np.empty((frames, len(sk), 3))
-        for j, p in enumerate(sk.parents):
-            k = mapped.get(j)
-            parent_rot = grot_m[:, p] if p >= 0 else np.eye(3)
-            grot_m[:, j] = model_rot[:, k] if k is not None else parent_rot @ quat.to_matrix(self.missing[j])
-            local = np.swapaxes(parent_rot, -1, -2) @ grot_m[:, j] if p >= 0 else grot_m[:, j]
-            rot[:, j] = matrix_to_quat(local)
-            if k is not None and j in self.positional:
-                gpos[:, j] = heads[:, k]
-                pos[:, j] = gpos[:, j] if p < 0 else (np.swapaxes(parent_rot, -1, -2)
-                                                      @ (gpos[:, j] - gpos[:, p])[..., None])[..., 0]
-            else:
-                pos[:, j] = sk.offsets[j]
-                gpos[:, j] = sk.offsets[j] if p < 0 else (parent_rot @ sk.offsets[j]) + gpos[:, p]
-        return quat.unroll(rot), pos
-
-    def to_rig(self, rotations, positions, location, rotation, scale):
-        """Model frames → channels of the rig: ``(location, rotation)`` per bone and frame.
-
-        ``location``/``rotation``/``scale`` (frames, bones, …) are the rig's current channels on those
-        frames; unmapped bones keep theirs, mapped bones get the rotation (and the trajectory bone the
-        location) that puts them where the model's joints are. Returns new location and rotation arrays.
-        """
-        grot, gpos = forward_kinematics(rotations, positions, self.skeleton.parents)
-        k_of = dict(zip(self.bones.tolist(), range(len(self.bones))))
-        wrot = rotation_part(self.world)
-        # wanted armature-space rotations (3x3) and heads of the mapped bones
-        want_rot = wrot.T @ self.axes @ quat.to_matrix(grot[:, self.joints]) @ np.swapaxes(self.offsets, -1, -2)
-        inv_world = affine_inverse(self.world)
-        heads = (gpos[:, self.joints] @ self.axes.T) * self.scale
-        want_head = heads @ inv_world[:3, :3].T + inv_world[:3, 3]
-        location, rotation = location.copy(), rotation.copy()
-        rel = self.rig.relative
-        frames = rotations.shape[0]
-        pose = np.empty((frames, len(self.rig), 4, 4))
-        for b, p in enumerate(self.rig.parents):
-            above = rel[b] if p < 0 else pose[:, p] @ rel[b]
-            k = k_of.get(b)
-            if k is not None:
-                rotation[:, b] = matrix_to_quat(np.swapaxes(rotation_part(above), -1, -2) @ want_rot[:, k])
-                if int(self.joints[k]) in self.positional and not self.rig.connected[b]:
-                    head = np.concatenate([want_head[:, k], np.ones((frames, 1))], -1)
-                    location[:, b] = (affine_inverse(above) @ head[..., None])[:, :3, 0]
-            loc = np.zeros_like(location[:, b]) if self.rig.connected[b] else location[:, b]
-            pose[:, b] = above @ compose(loc, rotation[:, b], scale[:, b])
-        return location, rotation, pose
+    ``location``/``rotation``/``scale`` (frames, bones, …) are the rig's current channels on those
+    frames; unmapped bones keep theirs, mapped bones get the rotation (and the trajectory bone the
+    location) that puts them where the model's joints are.
+    """
+    rig, world = retarget.rig, retarget.world
+    want_rot, heads = retarget.to_world(rotations, positions)
+    k_of = dict(zip(retarget.bones.tolist(), range(len(retarget.bones))))
+    # wanted armature-space rotations (3x3) and heads of the mapped bones
+    want_rot = rotation_part(world).T @ retarget.axes @ want_rot
+    inv_world = affine_inverse(world)
+    want_head = (heads @ retarget.axes.T) @ inv_world[:3, :3].T + inv_world[:3, 3]
+    location, rotation = location.copy(), rotation.copy()
+    rel = rig.relative
+    frames = rotations.shape[0]
+    pose = np.empty((frames, len(rig), 4, 4))
+    for b, p in enumerate(rig.parents):
+        above = rel[b] if p < 0 else pose[:, p] @ rel[b]
+        k = k_of.get(b)
+        if k is not None:
+            rotation[:, b] = matrix_to_quat(np.swapaxes(rotation_part(above), -1, -2) @ want_rot[:, k])
+            if int(retarget.joints[k]) in retarget.positional and not rig.connected[b]:
+                head = np.concatenate([want_head[:, k], np.ones((frames, 1))], -1)
+                location[:, b] = (affine_inverse(above) @ head[..., None])[:, :3, 0]
+        loc = np.zeros_like(location[:, b]) if rig.connected[b] else location[:, b]
+        pose[:, b] = above @ compose(loc, rotation[:, b], scale[:, b])
+    return location, rotation, pose

@@ -93,12 +93,7 @@ def compose(location, rotation, scale):
     return m
 
 
-def rotation_part(m):
-    """The rotation of 4x4 or 3x3 matrices with positive, possibly unequal, column scales."""
-    r = np.asarray(m)[..., :3, :3]
-    return r / np.linalg.norm(r, axis=-2, keepdims=True)
-
-
+rotation_part = quat.rotation_part  # (…, 4, 4) or (…, 3, 3) -> (…, 3, 3)
 matrix_to_quat = quat.from_matrix   # (…, 3, 3) -> (…, 4), w >= 0
 
 

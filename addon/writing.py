@@ -19,6 +19,7 @@ from . import controls, mapping
 from .steps import drained
 from .plan import CHUNK, plan_over, read_retarget, scene_fps
 from .pose_io import Channels, KeyStyle, write_bone_keys
+from .retarget import to_rig
 from .rig import quat_to_channels
 
 
@@ -30,8 +31,8 @@ def key_edits(plan, channels, motion, gaps, step):
         return plan.rig, (yield from bone_edits(plan, motion, gaps, step))
     frames = np.concatenate([np.arange(a + step, b, step) for a, b in gaps] + [np.zeros(0, np.int64)])
     rows = frames - plan.first
-    *_, pose = plan.retarget.to_rig(motion.rotations[rows], motion.positions[rows], plan.location[rows],
-                                    plan.rotation[rows], plan.scale[rows])
+    *_, pose = to_rig(plan.retarget, motion.rotations[rows], motion.positions[rows], plan.location[rows],
+                      plan.rotation[rows], plan.scale[rows])
     edits = yield from controls.edits(channels.obj, channels, plan.drive, frames, gaps, pose[:, plan.drive.follows])
     return plan.drive.rig, edits
 
@@ -57,8 +58,8 @@ def bone_edits(plan, motion, gaps, step):
     parts = []
     for start in range(0, max(len(rows), 1), CHUNK):
         r = rows[start:start + CHUNK]
-        parts.append(plan.retarget.to_rig(motion.rotations[r], motion.positions[r], plan.location[r],
-                                          plan.rotation[r], plan.scale[r])[:2])
+        parts.append(to_rig(plan.retarget, motion.rotations[r], motion.positions[r], plan.location[r],
+                            plan.rotation[r], plan.scale[r])[:2])
         yield 0.0
     location, rotation = (np.concatenate([p[k] for p in parts]) for k in (0, 1))
     bones = plan.retarget.bones.tolist()
@@ -94,8 +95,8 @@ def rotation_channels(plan, rotation, bones, starts, counts):
 
 def planted(plan, motion):
     """``motion`` with its feet planted in the plan's gaps (inference/contacts.py) where the plan asks for it,
-    on the rig's bone lengths (:meth:`.retarget.Retarget.on_rig`); speeds are judged at the scene's frame
-    rate, one frame of ``motion`` per scene frame."""
+    on the rig's bone lengths (:meth:`..inference.retarget.Retargeting.on_rig`); speeds are judged at the
+    scene's frame rate, one frame of ``motion`` per scene frame."""
     if not plan.plant:
         return motion
     gaps = [(a - plan.first, b - plan.first) for a, b in plan.gaps]

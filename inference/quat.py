@@ -73,6 +73,12 @@ def to_matrix(q):
     ], axis=-2)
 
 
+def rotation_part(m):
+    """The rotation of 4x4 or 3x3 matrices with positive, possibly unequal, column scales."""
+    r = np.asarray(m)[..., :3, :3]
+    return r / np.linalg.norm(r, axis=-2, keepdims=True)
+
+
 def from_matrix(m):
     """Unit quaternions ``w, x, y, z`` (…, 4) of rotation matrices (…, 3, 3), with ``w >= 0``."""
     m = np.asarray(m, dtype=np.float64)

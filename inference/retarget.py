@@ -1,5 +1,7 @@
-"""One skeleton's motion on another's, in numpy: joints paired by name, world orientations matched
-through natural poses, the trajectory scaled by the ratio of heights.
+"""A skeleton's motion from its counterparts' poses, in numpy: another skeleton's joints (training brings its
+data sets onto a model's skeleton) or a rig's bones (the add-on's :mod:`addon.retarget` reads the rig and
+writes its channels). One :class:`Retargeting` holds the calibration, the conversion between the
+counterparts' world poses and the skeleton's local motion both ways, and the scale.
 
 Training a model on several data sets needs their clips on one skeleton, and the skeletons differ:
 LaFAN1's and Bandai's bones all lie along X at rest (a pose nobody stands in), CMU's rest pose is a
@@ -15,17 +17,18 @@ the source there). On its own skeleton a motion comes back unchanged. Target joi
 take the target's natural pose. The joints that carry the target through the world (those from its root
 to its hips that have position channels: LaFAN1's ``Hips``, Bandai's ``joint_Root`` and ``Hips``)
 follow their source joints' world positions times the ratio of the two skeletons' heights in their
-natural poses; the other joints keep the target's bone lengths.
+natural poses; the other joints keep the target's bone lengths. A rig's size is measured by its bones
+instead (:func:`length_ratio`), its rest pose being no natural pose of a body in motion.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from . import quat
 from .anatomy import pelvis
 from .errors import DataError
-from .features import chain, chain_transform
+from .features import chain
 from .mapping import detect
 from .motion import AXES, forward_kinematics, height
 
@@ -126,6 +129,20 @@ def descendant_pairs(parents, slot):
     return [(a, int(c)) for c in slot for a in [_mapped_ancestor(parents, int(c), slot)] if a is not None]
 
 
+def length_ratio(skeleton, mapping, heads):
+    """Counterpart units per unit of ``skeleton`` (``mapping``: {joint: counterpart index}), from lengths that no
+    pose changes: the distances between the counterparts' ``heads`` (counterparts, 3) of the joints at both
+    ends of a bone, over those bones' lengths; not from a joint below an unmapped one, whose counterpart may
+    stand for a merged chain (one spine bone mapped to the chest has its head at the waist). None where the
+    mapped bones have no length between them."""
+    pairs = descendant_pairs(skeleton.parents, {j: k for k, j in enumerate(sorted(mapping))})
+    both = [(j, c) for j, c in pairs if skeleton.parents[c] == j and
+            (skeleton.parents[j] < 0 or int(skeleton.parents[j]) in mapping)]
+    counterpart = sum(np.linalg.norm(heads[mapping[c]] - heads[mapping[j]]) for j, c in both)
+    own = sum(np.linalg.norm(skeleton.offsets[c]) for _, c in both)
+    return float(counterpart / own) if own > 0 and counterpart > 0 else None
+
+
 def natural_pose(motions, step=4):
     """A stance the motions' skeleton takes (J, 4 local rotations): every joint's mean world rotation.
 
@@ -187,21 +204,30 @@ def standing_height(skeleton, pose, up="Y"):
 
 @dataclass(frozen=True, eq=False)
 class Retargeting:
-    """Motions of a source skeleton → motions of a target skeleton, calibrated once on natural poses."""
+    """A skeleton's joints ↔ their counterparts (another skeleton's joints, a rig's bones), calibrated once:
+    the counterparts' poses as motions of ``skeleton`` (:meth:`to_local`, :meth:`to_model`, a whole source
+    motion by calling it) and back (:meth:`to_world`). Each mapped joint turns in the world as its
+    counterpart does, ``G_j = R_b · O_j`` (the module's docstring); joints no counterpart plays take
+    ``pose``; the ``positional`` joints follow their counterparts' heads, divided by ``scale``."""
 
-    source: object        # Skeleton the motions come in
-    target: object        # Skeleton they go out on
-    joints: np.ndarray    # (K,) mapped target joints, in order
-    bones: np.ndarray     # (K,) their source joints
-    offsets: np.ndarray   # (K, 4) O_j as quaternions
-    natural: np.ndarray   # (J, 4) the target's natural pose: the rotations of joints the source lacks
-    positional: tuple     # (target joint, source joint) pairs whose world positions are carried over
-    scale: float          # target units per source unit: the ratio of standing heights
+    skeleton: object            # the Skeleton motions come out on
+    joints: np.ndarray          # (K,) its mapped joints, in order
+    bones: np.ndarray           # (K,) their counterparts: the source skeleton's joints, or the rig's bones
+    offsets: np.ndarray         # (K, 3, 3) O_j
+    pose: np.ndarray            # (J, 4) local rotations of the joints no counterpart plays
+    positional: tuple           # joints whose translations follow their counterparts' heads
+    scale: float                # counterpart units per skeleton unit
+    world: np.ndarray = field(default_factory=lambda: np.eye(4))   # (4, 4) where the counterparts' space lies
+    axes: np.ndarray = field(default_factory=lambda: np.eye(3))    # (3, 3) C: the skeleton's axes in the world's
+    rig: object = None          # the rig whose bones the counterparts are (addon.rig.Rig), where they are
+    rig_offsets: np.ndarray = None  # (J, 3) the skeleton's joint offsets with the rig's bone lengths
 
     @classmethod
     def build(cls, source, target, source_pose, target_pose, up="Y", name="source"):
-        """``source_pose``/``target_pose`` (J, 4): natural poses of each (:func:`natural_pose`); ``name``
-        says in errors which data set the source skeleton is."""
+        """Joints of skeleton ``target`` played by those of ``source`` (paired by :func:`.mapping.detect`),
+        calibrated on natural poses of each (:func:`natural_pose`), ``source_pose``/``target_pose`` (J, 4);
+        the trajectory scaled by the ratio of their standing heights; ``name`` says in errors which data
+        set the source skeleton is."""
         found = detect(target.names, target.parents, source.names, source.parents)
         joints = np.array([target.index(j) for j in found], dtype=np.int64)
         order = np.argsort(joints)
@@ -214,39 +240,73 @@ class Retargeting:
                             "the first --data (or --skeleton), or rename its joints as LaFAN1, Bandai or Mixamo do")
         sgrot, sheads = forward_kinematics(source_pose, source.offsets, source.parents)
         rest_rot = quat.to_matrix(sgrot[bones])
-        offsets = quat.from_matrix(calibrate(target, joints, rest_rot, sheads[bones], [target_pose])[0])
+        offsets = calibrate(target, joints, rest_rot, sheads[bones], [target_pose])[0]
         carriers = [j for j in chain(target.parents, hips)   # Bandai keys every joint's translation; only these move
                     if any(c.endswith("position") for c in target.channels[j])]
-        positional = tuple((int(j), int(b)) for j, b in zip(joints, bones) if j in carriers)
-        scale = standing_height(target, target_pose, up) / standing_height(source, source_pose, up)
-        return cls(source, target, joints, bones, offsets, np.asarray(target_pose, dtype=np.float64), positional,
-                   float(scale))
+        positional = tuple(int(j) for j in joints if j in carriers)
+        scale = standing_height(source, source_pose, up) / standing_height(target, target_pose, up)
+        return cls(target, joints, bones, offsets, np.asarray(target_pose, dtype=np.float64), positional, float(scale))
+
+    @property
+    def mapping(self):
+        return dict(zip(self.joints.tolist(), self.bones.tolist()))
 
     def __call__(self, motion):
-        """``motion`` (of the source's hierarchy, any bone lengths) as a :class:`Motion` of the target."""
-        sk = self.target
+        """``motion`` (of the source's hierarchy, any bone lengths) as a :class:`Motion` of the skeleton."""
         grot, gpos = motion.global_transforms()
-        frames = motion.n_frames
-        wanted = quat.mul(grot[:, self.bones], self.offsets)                 # (F, K, 4) G_j
-        slot = {int(j): k for k, j in enumerate(self.joints)}
-        world = np.empty((frames, len(sk), 4))
+        rotations, positions = self.to_local(quat.to_matrix(grot[:, self.bones]), gpos[:, self.bones])
+        return replace(motion, skeleton=self.skeleton, rotations=rotations, positions=positions)
+
+    def to_model(self, pose):
+        """The counterparts' matrices ``pose`` (F, bones, 4, 4) in their own space (a rig's armature space,
+        columns of any equal scale) → local rotations (F, J, 4) and translations (F, J, 3) of the skeleton."""
+        placed = self.world @ pose[:, self.bones]
+        return self.to_local(self.axes.T @ quat.rotation_part(placed), placed[..., :3, 3] @ self.axes)
+
+    def to_local(self, rotations, heads):
+        """The counterparts' world rotations ``rotations`` (F, K, 3, 3) and heads ``heads`` (F, K, 3), in the
+        skeleton's axes and the counterparts' units → local rotations (F, J, 4) (signs continuous in time)
+        and translations (F, J, 3) of the skeleton."""
+        sk = self.skeleton
+        frames = rotations.shape[0]
+        grot = np.empty((frames, len(sk), 3, 3))
+        gpos = np.empty((frames, len(sk), 3))
+        mapped = dict(zip(self.joints.tolist(), range(len(self.joints))))
+        wanted = rotations @ self.offsets                                    # G_j for mapped joints
+        heads = heads / self.scale
+        rot = np.empty((frames, len(sk), 4))
+        pos = np.empty((frames, len(sk), 3))
         for j, p in enumerate(sk.parents):
-            k = slot.get(j)
-            world[:, j] = wanted[:, k] if k is not None else (
-                self.natural[j] if p < 0 else quat.mul(world[:, p], self.natural[j]))
-        rotations = world.copy()
-        child = np.flatnonzero(sk.parents >= 0)
-        rotations[:, child] = quat.mul(quat.inv(world[:, sk.parents[child]]), world[:, child])
-        positions = np.repeat(sk.offsets[None], frames, axis=0)
-        for j, b in self.positional:   # parents first: each placed under its already placed parent
-            p = sk.parents[j]
-            there = gpos[:, b] * self.scale
-            if p < 0:
-                positions[:, j] = there
+            k = mapped.get(j)
+            parent_rot = grot[:, p] if p >= 0 else np.eye(3)
+            grot[:, j] = wanted[:, k] if k is not None else parent_rot @ quat.to_matrix(self.pose[j])
+            local = np.swapaxes(parent_rot, -1, -2) @ grot[:, j] if p >= 0 else grot[:, j]
+            rot[:, j] = quat.from_matrix(local)
+            if k is not None and j in self.positional:
+                gpos[:, j] = heads[:, k]
+                pos[:, j] = gpos[:, j] if p < 0 else (np.swapaxes(parent_rot, -1, -2)
+                                                      @ (gpos[:, j] - gpos[:, p])[..., None])[..., 0]
             else:
-                prot, ppos = chain_transform(rotations, positions, sk.parents, p)
-                positions[:, j] = quat.rotate(quat.inv(prot), there - ppos)
-        return replace(motion, skeleton=sk, rotations=quat.unroll(rotations), positions=positions)
+                pos[:, j] = sk.offsets[j]
+                gpos[:, j] = sk.offsets[j] if p < 0 else (parent_rot @ sk.offsets[j]) + gpos[:, p]
+        return quat.unroll(rot), pos
+
+    def to_world(self, rotations, positions):
+        """Local rotations (F, J, 4) and translations (F, J, 3) of the skeleton → the world rotations
+        (F, K, 3, 3) and heads (F, K, 3) its counterparts take, in the skeleton's axes and their units."""
+        grot, gpos = forward_kinematics(rotations, positions, self.skeleton.parents)
+        rotations = quat.to_matrix(grot[:, self.joints]) @ np.swapaxes(self.offsets, -1, -2)
+        return rotations, gpos[:, self.joints] * self.scale
+
+    def on_rig(self, motion):
+        """``motion`` (the skeleton's, from :meth:`to_model`) on the rig's bone lengths: forward kinematics then
+        gives the rig's joint positions (in the skeleton's units and axes), so feet planted on it stay planted on
+        the rig, whatever its proportions; planted on the skeleton's lengths, a shorter-legged rig's foot slides
+        where the model's stands still. Joints that follow a bone's head keep their translations."""
+        positions = motion.positions.copy()
+        fixed = np.setdiff1d(np.arange(len(self.skeleton)), self.positional)
+        positions[:, fixed] = self.rig_offsets[fixed]
+        return replace(motion, positions=positions)
 
 
 def direction_error(source, target, retargeting):
@@ -255,10 +315,10 @@ def direction_error(source, target, retargeting):
     direction from one to the other, against the same pair's in the source (where the source's joints
     are apart: CMU's ``LowerBack`` sits on its ``Hips``)."""
     slot = {int(j): k for k, j in enumerate(retargeting.joints)}
-    bone_of = dict(zip(retargeting.joints.tolist(), retargeting.bones.tolist()))
+    bone_of = retargeting.mapping
     sk = source.skeleton
     _, rest = forward_kinematics(np.tile([1.0, 0.0, 0.0, 0.0], (len(sk), 1)), sk.offsets, sk.parents)
-    pairs = [(j, c) for j, c in descendant_pairs(retargeting.target.parents, slot)
+    pairs = [(j, c) for j, c in descendant_pairs(retargeting.skeleton.parents, slot)
              if np.linalg.norm(rest[bone_of[c]] - rest[bone_of[j]]) > 1e-3 * np.ptp(rest, axis=0).max()]
     _, tpos = target.global_transforms()
     _, spos = source.global_transforms()

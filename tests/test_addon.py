@@ -181,7 +181,7 @@ def test_reading_an_imported_clip_gives_the_clip_back(addon, clip):
     """Blender's importer turns the file into bones with rest orientations, Z-up; reading undoes all of it."""
     from betwixt.addon import mapping, pose_io
     from betwixt.addon.preferences import load_model
-    from betwixt.addon.retarget import Retarget
+    from betwixt.addon.retarget import rig_retargeting, to_rig
     path, motion = clip
     obj = import_bvh(path)
     model = load_model()
@@ -194,13 +194,13 @@ def test_reading_an_imported_clip_gives_the_clip_back(addon, clip):
     check = [0, 57, 299]
     blender = np.linalg.inv(np.array(obj.matrix_world)) @ evaluated(obj, frames[check])
     assert np.abs(pose[check] - blender).max() < 1e-3          # cm, float32 Blender
-    retarget = Retarget.build(model.skeleton, rig, joints, pose_io.world_matrix(obj))
+    retarget = rig_retargeting(model.skeleton, rig, joints, pose_io.world_matrix(obj))
     assert abs(retarget.scale - 1.0) < 1e-6                       # the importer keeps the file's units
     rotations, positions = retarget.to_model(pose)
     assert np.minimum(np.abs(rotations - motion.rotations), np.abs(rotations + motion.rotations)).max() < 1e-5
     assert np.abs(positions - motion.positions).max() < 1e-3
     # and back: the same channels
-    new_location, new_rotation, _ = retarget.to_rig(rotations, positions, location, rotation, scale)
+    new_location, new_rotation, _ = to_rig(retarget, rotations, positions, location, rotation, scale)
     assert np.abs(new_location - location).max() < 1e-6
     assert np.minimum(np.abs(new_rotation - rotation), np.abs(new_rotation + rotation)).max() < 1e-6
 
@@ -512,16 +512,16 @@ def key_rig(obj, names, motion):
 
     The clip goes on through the bone frames the add-on reads the rig with (the model's reference
     pose included): from rest positions a bone's twist about itself is a choice, and the model sees
-    the clip only if writer and reader make the same one. Returns that Retarget.
+    the clip only if writer and reader make the same one. Returns that Retargeting.
     """
     from betwixt.addon import plan as reading, pose_io
     from betwixt.addon.preferences import load_model
-    from betwixt.addon.retarget import Retarget
+    from betwixt.addon.retarget import rig_retargeting, to_rig
     from betwixt.addon.rig import channel_count, channel_path, quat_to_channels, quat_to_euler
     rig = pose_io.read_rig(obj)
     mapping = {j: rig.names.index(n) for j, n in enumerate(names)}
-    retarget = Retarget.build(motion.skeleton, rig, mapping, pose_io.world_matrix(obj),
-                              reference=reading.reference_pose(load_model()))
+    retarget = rig_retargeting(motion.skeleton, rig, mapping, pose_io.world_matrix(obj),
+                               reference=reading.reference_pose(load_model()))
     n = motion.n_frames
     t = np.arange(n) / 30.0
     location = np.zeros((n, len(rig), 3))
@@ -529,7 +529,8 @@ def key_rig(obj, names, motion):
     root = rig.names.index("Root")
     location[:, root] = np.stack([0.1 * np.sin(t), 0.05 * t, 0 * t], -1)
     rotation[:, root] = quat.from_angle_axis(0.3 * np.sin(0.7 * t), np.array([0.0, 0.0, 1.0]))
-    location, rotation, _ = retarget.to_rig(motion.rotations, motion.positions, location, rotation, np.ones_like(location))
+    location, rotation, _ = to_rig(retarget, motion.rotations, motion.positions, location, rotation,
+                                   np.ones_like(location))
     prop = rig.names.index("Prop")
     rotation[:, prop] = quat.from_angle_axis(np.sin(t), np.array([1.0, 0.0, 0.0]))
     anim = obj.animation_data_create()
@@ -557,7 +558,7 @@ def key_rig(obj, names, motion):
 def test_a_rig_with_other_names_and_rest_orientations_moves_like_the_model(addon, clip, rest):
     """World joint positions Blender evaluates on the rig = the model skeleton's, scaled and turned Z-up."""
     from betwixt.addon.preferences import load_model
-    from betwixt.addon.retarget import Retarget
+    from betwixt.addon.retarget import rig_retargeting
     _, motion = clip
     sk = motion.skeleton
     rest_rotations = np.tile([1.0, 0, 0, 0], (len(sk), 1)) if rest == "model" else motion.rotations[0]
@@ -567,7 +568,7 @@ def test_a_rig_with_other_names_and_rest_orientations_moves_like_the_model(addon
     assert abs(scale - 0.015) < 1e-6
     # the bone frames are the rest pose's own, up to a small twist where only the model's natural pose
     # can tell it (its rest pose would turn posed legs and arms about half a turn); end bones aside
-    truth = Retarget.build(sk, retarget.rig, retarget.mapping, retarget.world, reference=rest_rotations)
+    truth = rig_retargeting(sk, retarget.rig, retarget.mapping, retarget.world, reference=rest_rotations)
     twist = np.degrees(np.arccos(np.clip((np.trace(np.swapaxes(retarget.offsets, -1, -2) @ truth.offsets,
                                                    axis1=-2, axis2=-1) - 1) / 2, -1, 1)))
     assert twist[[j for j in range(len(sk)) if sk.children(j)]].max() < 20.0, twist
@@ -655,7 +656,7 @@ def test_bandai_rig_is_mapped_and_its_bones_point_where_the_model_s_do(addon, mo
 
 def test_feet_planted_on_a_rig_of_other_proportions_stand_still_on_it(addon, mocap, tmp_path):
     """Bandai's legs are not the model's: planted on the model's lengths, a foot that stands still in
-    the model's skeleton slides on the rig; planted on the rig's own (``Retarget.on_rig``) it stands.
+    the model's skeleton slides on the rig; planted on the rig's own (``Retargeting.on_rig``) it stands.
     With the shipped default model: the test model's feet never stand still."""
     from betwixt.addon import plan as reading, writing
     from betwixt.inference import edit
@@ -871,7 +872,7 @@ def test_a_rig_whose_rest_pose_is_no_stance_is_matched_in_its_natural_stance(bet
     and filled 1 s gaps at 1.26 of Bezier's error (rig suite); matched in the walk's natural stance (as
     training's retargeting matches data sets), the fills beat Bezier."""
     from betwixt.addon import plan as reading
-    from betwixt.addon.retarget import Retarget
+    from betwixt.addon.retarget import rig_retargeting
     bpy.ops.wm.read_homefile(use_empty=True)
     bpy.context.preferences.addons["betwixt"].preferences.rtn_file = ""
     with zipfile.ZipFile(mocap / "bandai1.zip") as z:
@@ -879,8 +880,8 @@ def test_a_rig_whose_rest_pose_is_no_stance_is_matched_in_its_natural_stance(bet
     write_bvh(motion, tmp_path / "walk.bvh")
     obj = import_bvh(tmp_path / "walk.bvh")
     rig, retarget, _ = reading.read_retarget(obj, reading.model_for(bpy.context, obj, "fill"))
-    at_rest = replace(retarget, offsets=Retarget.build(retarget.skeleton, rig, retarget.mapping, retarget.world,
-                                                       reference=retarget.missing).offsets)
+    at_rest = replace(retarget, offsets=rig_retargeting(retarget.skeleton, rig, retarget.mapping, retarget.world,
+                                                        reference=retarget.pose).offsets)
     assert np.abs(at_rest.offsets - retarget.offsets).max() > 0.1     # another calibration than at rest
     _, truth = forward_kinematics(motion.rotations, motion.positions, motion.skeleton.parents)
     truth = truth[:, [motion.skeleton.names.index(b.name) for b in obj.pose.bones]] @ C.T

@@ -192,7 +192,7 @@ def test_a_rig_with_one_spine_bone_has_the_size_of_its_legs_and_arms(betwixt_add
     parent), whose head is at the waist on this rig. Its three bones to the neck and shoulders are far
     longer than the model's; the rig is still the model's size (0.01), not 1.165 times it, which made
     the hips' path too short for the legs and planted feet slide."""
-    from betwixt.addon.retarget import Retarget
+    from betwixt.addon.retarget import rig_retargeting
     from betwixt.addon.rig import Rig
     from betwixt.inference.motion import forward_kinematics
     sk = lafan.skeleton
@@ -205,7 +205,7 @@ def test_a_rig_with_one_spine_bone_has_the_size_of_its_legs_and_arms(betwixt_add
     rig = Rig(tuple(sk.names[j] for j in kept), [kept.index(p) if p >= 0 else -1 for p in parents], rest,
               np.zeros(len(kept), bool), ("QUATERNION",) * len(kept))
     mapping = {j: kept.index(j) for j in kept if j != sk.index("Spine")} | {gone[1]: kept.index(sk.index("Spine"))}
-    assert abs(Retarget.build(sk, rig, mapping, np.eye(4)).scale - 0.01) < 1e-12
+    assert abs(rig_retargeting(sk, rig, mapping, np.eye(4)).scale - 0.01) < 1e-12
 
 
 def test_bandai_clip_maps_onto_the_lafan1_skeleton(betwixt_addon, mocap, lafan):
@@ -297,7 +297,7 @@ def test_rest_pose_alignment_and_its_twist(betwixt_addon, lafan):
     From rest positions alone every bone points right but may keep a constant twist about itself;
     given that natural pose as the model's reference, the frames come out exact, twist included.
     """
-    from betwixt.addon.retarget import AXIS_CHANGE, Retarget
+    from betwixt.addon.retarget import AXIS_CHANGE, rig_retargeting, to_rig
     from betwixt.addon.rig import Rig
     from betwixt.inference import quat
     from betwixt.inference.motion import forward_kinematics
@@ -312,10 +312,10 @@ def test_rest_pose_alignment_and_its_twist(betwixt_addon, lafan):
     rig = Rig(tuple(f"b{j}" for j in range(len(sk))), sk.parents, rest, np.zeros(len(sk), bool),
               ("QUATERNION",) * len(sk))
     mapping = {j: j for j in range(len(sk))}
-    exact = Retarget.build(sk, rig, mapping, np.eye(4), reference=pose)
+    exact = rig_retargeting(sk, rig, mapping, np.eye(4), reference=pose)
     np.testing.assert_allclose(exact.offsets, np.swapaxes(twist, -1, -2), atol=1e-9)
     assert abs(exact.scale - 0.01) < 1e-12
-    guessed = Retarget.build(sk, rig, mapping, np.eye(4))
+    guessed = rig_retargeting(sk, rig, mapping, np.eye(4))
     # directions: each bone's offset to its child is carried the same way by both
     for j in range(1, len(sk)):
         p = sk.parents[j]
@@ -328,7 +328,8 @@ def test_rest_pose_alignment_and_its_twist(betwixt_addon, lafan):
     frames = np.stack([pose, quat.normalize(pose + 0.1 * rng.standard_normal(pose.shape))])
     positions = np.repeat(sk.offsets[None], 2, 0)
     n = (2, len(sk))
-    loc, rot, _ = exact.to_rig(frames, positions, np.zeros(n + (3,)), np.tile([1.0, 0, 0, 0], n + (1,)), np.ones(n + (3,)))
+    loc, rot, _ = to_rig(exact, frames, positions, np.zeros(n + (3,)), np.tile([1.0, 0, 0, 0], n + (1,)),
+                         np.ones(n + (3,)))
     r, p = exact.to_model(rig.pose(loc, rot, np.ones(n + (3,))))
     assert np.minimum(np.abs(r - frames), np.abs(r + frames)).max() < 1e-9
     np.testing.assert_allclose(p, positions, atol=1e-9)

@@ -4,6 +4,7 @@
 import numpy as np
 import pytest
 
+from inference import quat
 from inference.bvh import parse_bvh
 from lab.dataset import read_motions, subject_of
 from inference.errors import DataError
@@ -48,6 +49,20 @@ def test_a_clip_onto_its_own_skeleton_is_the_clip(lafan):
     np.testing.assert_allclose(out.positions, clip.positions, atol=1e-9)
 
 
+def test_a_retargeted_motion_goes_back_to_its_source_s_world_pose(lafan, bandai):
+    """Bandai's walk onto LaFAN1's skeleton and back (``to_world``, as the add-on writes a rig): each mapped
+    joint's counterpart turns in the world as the source's joint did, and the hips stand where the source's did."""
+    clips, lafan_pose = lafan
+    walk = next(m for m in bandai[0] if "_walk_" in m.name).frames(0, 60)
+    onto = Retargeting.build(walk.skeleton, clips[0].skeleton, bandai[1], lafan_pose)
+    out = onto(walk)
+    rotations, heads = onto.to_world(out.rotations, out.positions)
+    grot, gpos = walk.global_transforms()
+    np.testing.assert_allclose(rotations, quat.to_matrix(grot[:, onto.bones]), atol=1e-9)
+    hips = [k for k, j in enumerate(onto.joints) if j in onto.positional]
+    np.testing.assert_allclose(heads[:, hips], gpos[:, onto.bones[hips]], atol=1e-6)
+
+
 def test_the_natural_pose_stands_upright(lafan, bandai):
     """Walks in every direction average into one body standing on its feet: head above hips above toes."""
     for clips, pose in (lafan, bandai):
@@ -65,7 +80,7 @@ def test_bandai_walks_onto_lafan1_with_its_bones_directions_and_feet(lafan, band
     onto = Retargeting.build(bandai[0][0].skeleton, clips[0].skeleton, bandai[1], lafan_pose)
     target = clips[0].skeleton
     heights = standing_height(target, lafan_pose), standing_height(walks[0].skeleton, bandai[1])
-    assert onto.scale == pytest.approx(heights[0] / heights[1])
+    assert onto.scale == pytest.approx(heights[1] / heights[0])   # source units per target unit
     source_skate = target_skate = frames = 0.0
     for walk in walks:
         out = onto(walk)
@@ -83,7 +98,7 @@ def test_bandai_walks_onto_lafan1_with_its_bones_directions_and_feet(lafan, band
             cos = np.sum(t * s, -1) / np.linalg.norm(t, axis=-1) / np.linalg.norm(s, axis=-1)
             assert cos.min() > np.cos(np.radians(0.1)), name   # measured: 0.06 at most
         # the hips carried as the source's, scaled by the ratio of heights
-        np.testing.assert_allclose(world[:, 0], source[:, walk.skeleton.index("Hips")] * onto.scale, atol=1e-9)
+        np.testing.assert_allclose(world[:, 0], source[:, walk.skeleton.index("Hips")] / onto.scale, atol=1e-9)
         source_skate += skating(walk, BANDAI_FEET) * walk.n_frames
         target_skate += skating(out, LAFAN_FEET) * walk.n_frames
         frames += walk.n_frames

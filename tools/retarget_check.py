@@ -44,13 +44,14 @@ def measure(name, clips, onto, feet):
         out = onto(clip)
         angles.append(direction_error(clip, out, onto))
         source += skating(clip, feet) * clip.n_frames
-        scaled += skating(clip, feet, onto.scale) * clip.n_frames
+        scaled += skating(clip, feet, 1 / onto.scale) * clip.n_frames
         target += skating(out, FEET["lafan1"]) * clip.n_frames
         frames += clip.n_frames
     angles = np.concatenate(angles)
     print(f"{name}: {len(clips)} clips, {frames} frames; bone directions {angles.mean():.2f} deg on average "
           f"({angles.max():.2f} at most); foot skating {source / frames:.3f} (source units) -> {target / frames:.3f} "
-          f"(cm) a frame, {target / scaled:.3f}x the source's made as large as the target (scale {onto.scale:.4f})")
+          f"(cm) a frame, {target / scaled:.3f}x the source's made as large as the target "
+          f"(scale {1 / onto.scale:.4f})")
 
 
 def filmstrip(source, target, scale, path, frames=6):
