@@ -57,7 +57,7 @@ def read_start(context, count, frames, seed, plant=True):
     first = max(keys[0], frame - math.ceil(fps))
     plan = plan_over(channels, model, rig, retarget, detected, [(frame, frame + frames + 1)], fps,
                      np.arange(first, frame + frames + 2))
-    plan.options, plan.count, plan.plant = {"seed": seed, "frames": frames}, count, plant
+    plan.options, plan.count, plan.plant = {"seed": seed, "frames": frames, "last_key": keys[-1]}, count, plant
     check_original(plan)
     return plan
 
@@ -88,6 +88,8 @@ def walks(plan, progress=None, cancelled=None):
         rotations, positions = plan.motion.rotations.copy(), plan.motion.positions.copy()
         rotations[at + 1:at + frames + 1], positions[at + 1:at + frames + 1] = new.rotations, new.positions
         positions[at + 1:at + frames + 1, 0, up] += level
+        if frame + frames >= plan.options["last_key"]:   # no key after: Blender holds its own last pose
+            rotations[at + frames + 1:], positions[at + frames + 1:] = rotations[at + frames], positions[at + frames]
         motion = replace(plan.motion, rotations=quat.unroll(rotations), positions=positions)
         made = planted(plan, motion.frames(0, at + frames + 1))
         out.append(replace(motion, rotations=np.concatenate([made.rotations, motion.rotations[at + frames + 1:]])))

@@ -82,15 +82,29 @@ def read_plan_steps(context, keys_from, serves="fill", kind=None):
     return plan
 
 
-def unusable(rig, frames, values):
+def unusable(rig, frames, values, channels=None):
     """Refuse ``values`` (frames, bones, …) read from the rig on scene ``frames`` where one is NaN or infinite,
-    naming the first such bone and frame: a key the model cannot read."""
+    naming the first such bone and the frame of its key that is not a number (from ``channels``; between
+    sparse keys one bad key spoils every frame around it), or the first such frame."""
     bad = ~np.isfinite(values).all(axis=-1)
     if bad.any():
         row, bone = np.argwhere(bad)[0]
-        raise BetwixtError(f"bone {rig.names[bone]!r} is not a number (NaN or infinite) on frame {int(frames[row])}"
-                           f"{f' and {int(bad.sum()) - 1} more places' if bad.sum() > 1 else ''}; fix its key in the "
+        name = rig.names[bone]
+        keys = bad_keys(channels, name) if channels is not None else []
+        where = f"{keys[0]}{f' and {len(keys) - 1} more keys' if len(keys) > 1 else ''}" if keys else \
+            f"{int(frames[row])}{f' and {int(bad.sum()) - 1} more places' if bad.sum() > 1 else ''}"
+        raise BetwixtError(f"bone {name!r} is not a number (NaN or infinite) on frame {where}; fix its key in the "
                            "Graph Editor (or delete it) and run Betwixt again")
+
+
+def bad_keys(channels, bone):
+    """Sorted whole frames of the ``bone``'s keys whose value is NaN or infinite."""
+    found = set()
+    for fc in channels.bone_curves([bone]):
+        co = np.empty(2 * len(fc.keyframe_points))
+        fc.keyframe_points.foreach_get("co", co)
+        found.update(np.round(co[0::2][~np.isfinite(co[1::2])]).astype(np.int64).tolist())
+    return sorted(found)
 
 
 def keyed_bones(obj, rig, retarget):
@@ -120,7 +134,7 @@ def plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames,
         for start in range(0, len(frames), CHUNK):
             part = frames[start:start + CHUNK]
             location, rotation, scale, raw = sample(obj, channels, rig, part, retarget.bones)
-            unusable(rig, part, np.concatenate([location, rotation, scale], axis=-1))
+            unusable(rig, part, np.concatenate([location, rotation, scale], axis=-1), channels)
             parts.append((location, rotation, scale, raw, *retarget.to_model(rig.pose(location, rotation, scale))))
             yield (start + len(part)) / len(frames)
         location, rotation, scale, rotations, positions = (np.concatenate([p[k] for p in parts]) for k in (0, 1, 2, 4, 5))

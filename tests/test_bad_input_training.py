@@ -14,7 +14,8 @@ SPEEDS = "argument --speeds: {}: give 0.1 to 10 (playback speeds: at 0 a clip ne
 COMMON = [   # the loop's own, for every family
     ("--speeds", "0", SPEEDS.format("0: 0")),
     ("--speeds", "1,nan", SPEEDS.format("1,nan: nan")),
-    ("--speeds", ",".join(["1"] * 9), "argument --speeds: 1,1,1,1,1,1,1,1,1: 9 of them; give at most 8 (each speed is one more copy of the clips in memory)"),
+    ("--speeds", ",".join(["1"] * 9), "argument --speeds: 1,1,1,1,1,1,1,1,1: 9 of them; give at most 8 (each speed is "
+                                      "one more copy of the clips in memory)"),
     ("--subjects", "1,two", "argument --subjects: 1,two: 'two' is not a whole number"),
     ("--subjects", "-1", "argument --subjects: -1: -1: give 0 or more (subjects are numbered from 0)"),
 ]
@@ -95,7 +96,8 @@ def test_a_training_option_out_of_bounds_is_refused_before_the_run_folder(human,
 def test_a_shortest_gap_above_the_longest_is_refused_before_the_data_is_read(human, tmp_path, capsys):
     line = refused(capsys, tmp_path, ["rtn", "--data", human, "--out", tmp_path / "run", "--min-gap", "30",
                                       "--max-gap", "20"])
-    assert line == "error: --min-gap 30 is longer than --max-gap 20: give a --min-gap of at most 20, or a longer --max-gap"
+    assert line == ("error: --min-gap 30 is longer than --max-gap 20: give a --min-gap of at most 20, or a longer "
+                    "--max-gap")
 
 
 @pytest.mark.parametrize("argv, words", [
