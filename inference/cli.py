@@ -1,7 +1,8 @@
-"""``python -m inference``: inspect BVH files, run the models and the benchmark from a terminal.
+"""``python -m inference``: inspect BVH files and run the models on them from a terminal.
 
 Bad input ends with one line on stderr that says what is wrong and where, and exit code 2; so does a
-result that fails its last check (:mod:`.check`): nothing is written then.
+result that fails its last check (:mod:`.check`): nothing is written then. The benchmarks, timings and
+data set caches are ``python -m lab``'s (not shipped), which runs on :func:`dispatch` and these option types.
 """
 
 import argparse
@@ -10,15 +11,23 @@ import math
 import os
 import sys
 import time
-from pathlib import Path
-
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
-from . import quat
+from . import library, quat
+from .anatomy import legs
 from .bvh import read_bvh, write_bvh
+from .check import ResultError, check_result
+from .contacts import plant
+from .edit import fill, superres, window
 from .errors import BetwixtError
+from .guard import check, summary
+from .inbetween import check_keys, gap_in, sparse_keys
+from .mann.path import paced, read_path
+from .modelfile import ModelError, find_model, open_model, shipped
+from .modelfile import describe as describe_model
 from .motion import AXES, guess_up_axis, height
 
 MOST_VARIANTS = 64      # variants of one gap: each is a model's run, held in memory until all are checked
@@ -27,12 +36,12 @@ MOST_FRAMES = 36_000    # frames of one walk: 20 minutes at 30 fps (the Motion V
 MOST_VARIATION = 10.0   # noise strength: 1 is the training's spread, the add-on's slider stops at 2
 MOST_TAU = 10.0         # MANN's tau: at 10 the path counts only in the last frames of the network's second
 MOST_BLEND = 10_000     # frames of a target blend: longer than any gap a model fills
-FILMSTRIP_FIGURES = 12  # stick figures a filmstrip draws where --every is not given
 
 
 class Parser(argparse.ArgumentParser):
     """A mistake on the command line ends as other bad input does: one line on stderr and exit code 2
-    (argparse's own prints its usage block first). ``python -m training`` parses with it too."""
+    (argparse's own prints its usage block first). ``python -m lab`` and ``python -m training`` parse with it
+    too."""
 
     def error(self, message):
         self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
@@ -47,33 +56,16 @@ def main(argv=None):
     info.add_argument("--json", action="store_true", help="print JSON instead of text")
     info.set_defaults(run=_info)
 
-    bench = commands.add_parser("bench", help="the LaFAN1 in-betweening benchmark")
-    bench.add_argument("--data", type=Path, required=True, help="LaFAN1 folder or archive")
-    bench.add_argument("--json", type=Path, help="write the results here")
-    bench.add_argument("--plots", type=Path, help="write PNG plots of per-frame errors here")
-    bench.add_argument("--long", action="store_true",
-                       help="gaps of 60, 90 and 120 frames instead of the protocol's, with PEAK, the "
-                            "fastest joint's speed, beside the capture's")
-    bench.add_argument("--model", type=Path, action="append", default=[],
-                       help="a model to evaluate beside the baselines (default: the shipped ones for "
-                            "LaFAN1's skeleton)")
-    bench.set_defaults(run=_bench)
-
     models = commands.add_parser("models", help="list the shipped models")
     models.add_argument("--json", action="store_true", help="print JSON instead of text")
     models.set_defaults(run=_models)
 
-    speed = commands.add_parser("bench-speed", help="time a transition model on this machine")
-    speed.add_argument("--model", type=Path, help="model file (default: the shipped default RTN)")
-    speed.add_argument("--json", type=Path, help="write the timings here")
-    speed.set_defaults(run=_bench_speed)
-
-    fill = commands.add_parser("fill", help="generate the frames strictly between two key frames")
-    fill.add_argument("file", type=Path)
-    fill.add_argument("--gap", required=True, type=_gap, help="START:END, the two key frames")
-    fill.add_argument("-o", "--output", required=True, type=Path)
-    _model_options(fill)
-    fill.set_defaults(run=_fill, serves="fill", writes="file")
+    fills = commands.add_parser("fill", help="generate the frames strictly between two key frames")
+    fills.add_argument("file", type=Path)
+    fills.add_argument("--gap", required=True, type=_gap, help="START:END, the two key frames")
+    fills.add_argument("-o", "--output", required=True, type=Path)
+    _model_options(fills)
+    fills.set_defaults(run=_fill, serves="fill", writes="file")
 
     sr = commands.add_parser("superres", help="dense motion from keys every N frames")
     sr.add_argument("file", type=Path)
@@ -108,38 +100,6 @@ def main(argv=None):
     _contacts_option(follow)
     follow.set_defaults(run=_follow_path, serves="follow-path", writes="file")
 
-    mann = commands.add_parser("bench-mann", help="the MANN measurements on the dog data's test split")
-    mann.add_argument("--data", type=Path, required=True, help="the dog data (folder or archive) the model was "
-                                                               "trained on; its test split is measured")
-    mann.add_argument("--model", type=Path, help="model file (default: the shipped MANN model)")
-    mann.add_argument("--json", type=Path, help="write the results here")
-    mann.add_argument("--plots", type=Path, help="write PNG plots of the paths followed and of the experts here")
-    mann.add_argument("--clips", type=_positive, help="measure only the first N test clips")
-    mann.add_argument("--seconds", type=_positive_seconds, help="measure only the first S seconds of each clip and "
-                                                                "path")
-    mann.add_argument("--rtn", type=Path, help="an RTN model file of the dog's skeleton: its gap filling is "
-                                              "measured beside the MANN model's")
-    mann.add_argument("--cache", type=Path, help="data set cache folder")
-    mann.set_defaults(run=_bench_mann)
-
-    mvae = commands.add_parser("bench-mvae", help="the Motion VAE measurements on LaFAN1's test subject 5")
-    mvae.add_argument("--data", type=Path, required=True, help="LaFAN1 (folder or archive); subject 5 is measured")
-    mvae.add_argument("--model", type=Path, help="model file (default: the shipped Motion VAE)")
-    mvae.add_argument("--json", type=Path, help="write the results here")
-    mvae.add_argument("--plots", type=Path, help="write PNG plots of the walks' hips heights, of the KL per "
-                                                 "latent dimension and of the paths followed here")
-    mvae.add_argument("--starts", type=_positive, default=20, help="start poses (default 20)")
-    mvae.add_argument("--frames", type=_positive, default=10_000, help="frames of each random walk (default 10,000)")
-    mvae.add_argument("--seconds", type=_positive_seconds, help="follow only the first S seconds of each path "
-                                                                "(default: a lap)")
-    mvae.add_argument("--no-floor-step", dest="grounded", action="store_false",
-                      help="walk without the floor step (to see what it does)")
-    mvae.add_argument("--no-contacts", dest="contacts", action="store_false",
-                      help="measure the model's feet as they come (default: planted by foot IK, "
-                           "inference/contacts.py, as the add-on and the other commands plant them)")
-    mvae.add_argument("--cache", type=Path, help="data set cache folder")
-    mvae.set_defaults(run=_bench_mvae)
-
     walk = commands.add_parser("walk", help="K continuations of a clip after one of its frames (Motion VAE)")
     walk.add_argument("file", type=Path)
     walk.add_argument("--from", dest="frame", required=True,
@@ -158,7 +118,7 @@ def main(argv=None):
     trans = commands.add_parser("transitions", help="K variants of a transition between every two clips, a BVH "
                                                      "each, with a report and a contact sheet")
     trans.add_argument("clips", type=Path, nargs="+", help="BVH files of one skeleton")
-    trans.add_argument("--length", required=True, type=_positive, help="frames of each transition")
+    trans.add_argument("--length", required=True, type=positive, help="frames of each transition")
     trans.add_argument("-k", type=whole(1, MOST_VARIANTS, "each is a run of the model, all held until checked"),
                        default=4, help=f"variants of each transition (1 to {MOST_VARIANTS}; default 4)")
     trans.add_argument("-o", "--output", required=True, type=Path, help="folder for the BVH files, report.json "
@@ -177,20 +137,12 @@ def main(argv=None):
     _contacts_option(trans)
     trans.set_defaults(run=_transitions, serves="variants", writes="folder")
 
-    film = commands.add_parser("filmstrip", help="a PNG of a BVH file's motion: stick figures from the side and "
-                                                  "from above, and the feet's heights over time")
-    film.add_argument("file", type=Path)
-    film.add_argument("--frames", type=_span, help="A:B, the first and last frame shown (0 is the first; default: all)")
-    film.add_argument("--every", type=whole(1, math.inf, "a figure every N frames"),
-                      help=f"a figure every N frames (default: about {FILMSTRIP_FIGURES} figures)")
-    film.add_argument("-o", "--output", required=True, type=Path, help="the PNG to write")
-    film.set_defaults(run=_filmstrip, writes="file")
+    return dispatch(parser, argv)
 
-    data = commands.add_parser("data", help="build or check the compact training cache of a data set")
-    data.add_argument("--data", type=Path, required=True, help="folder or archive of BVH files")
-    data.add_argument("--cache", type=Path, help="cache folder (default: $BETWIXT_CACHE or ~/.cache/betwixt)")
-    data.set_defaults(run=_data)
 
+def dispatch(parser, argv):
+    """Run the command that ``parser`` reads from ``argv`` (its ``run``) and give its exit status: 2, with
+    one line on stderr, for a mistake on the command line, an output that cannot be written or bad input."""
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:   # --help, or a mistake already told on stderr in one line
@@ -244,7 +196,7 @@ def number(least, most, why):
 _seed = whole(0, 2**32 - 1, "a seed is a whole number from 0")
 
 
-def _positive(text):
+def positive(text):
     try:
         value = int(text)
     except ValueError:
@@ -252,26 +204,6 @@ def _positive(text):
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
     return value
-
-
-def _positive_seconds(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:   # NaN too
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
-    return value
-
-
-def _span(text):
-    try:
-        first, last = (int(v) for v in text.split(":"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not A:B, two frame numbers") from None
-    if not 0 <= first < last:
-        raise argparse.ArgumentTypeError(f"{text!r}: the frames must be 0 or later, the second after the first")
-    return first, last
 
 
 def _start(text):
@@ -301,8 +233,6 @@ def _contacts_option(parser):
 
 def _load(args):
     """The input motion and the model that will serve the command; both checked before anything runs."""
-    from .modelfile import find_model, open_model
-
     motion = read_bvh(args.file)
     longest = args.gap[1] - args.gap[0] - 1 if getattr(args, "gap", None) else getattr(args, "every", 1) - 1
     model = open_model(args.model) if args.model else find_model(motion.skeleton, serves=args.serves,
@@ -314,17 +244,12 @@ def _load(args):
 
 def _serving(model, args):
     """Refuse a model that does not serve the command."""
-    from .modelfile import ModelError
-
     if args.serves not in model.SERVES:
         raise ModelError(f"{model.path}: a {model.file.kind!r} model does not serve {args.command}; choose a model "
                          f"that does ('python -m inference models' lists what each serves)")
 
 
 def _fill(args):
-    from .edit import fill, window
-    from .inbetween import check_keys
-
     motion, model, options = _load(args)
     start, end = args.gap
     check_keys(motion, start, end)
@@ -342,14 +267,11 @@ def _fill(args):
 
 
 def _superres(args):
-    from .edit import superres
-    from .inbetween import sparse_keys
-
     motion, model, options = _load(args)
     start = time.perf_counter()
     keys = sparse_keys(motion.n_frames, args.every)
     gaps = list(zip(keys[:-1], keys[1:]))
-    filling = _progress("filling", unit="gap")
+    filling = progress("filling", unit="gap")
     filled = superres(model, motion, args.every, progress=lambda done, total: filling(done, total, args.file.name),
                       **options)
     out = _planted(args, model, filled, gaps)
@@ -363,9 +285,6 @@ def _superres(args):
 def _planted(args, model, motion, gaps):
     """``motion`` with its feet planted in the ``gaps`` (inference/contacts.py), unless --no-contacts;
     a skeleton without legs found is left alone, with a note on stderr."""
-    from .anatomy import legs
-    from .contacts import plant
-
     if not args.contacts:
         return motion
     if not legs(motion.skeleton):
@@ -383,8 +302,6 @@ def _measure(model, motion):
 
 def _warn(model, motion, gaps):
     """Where the generated frames may be poor (see inference.guard), on stderr."""
-    from .guard import check, summary
-
     tall, up = _measure(model, motion)
     findings = check(motion, gaps, tall, up)
     if findings:
@@ -392,9 +309,6 @@ def _warn(model, motion, gaps):
 
 
 def _variants(args):
-    from .check import ResultError
-    from .inbetween import gap_in
-
     motion, model, options = _load(args)
     start, end = args.gap
     rot, pos = model.variants(gap_in(motion, start, end, model.past), args.k, variation=options["variation"],
@@ -415,9 +329,6 @@ def _variants(args):
 
 
 def _transitions(args):
-    from . import library
-    from .modelfile import find_model, open_model
-
     names = library.clip_names(args.clips)
     clips = [read_bvh(path) for path in args.clips]
     model = open_model(args.model, kind="rtn") if args.model else find_model(clips[0].skeleton, kind="rtn",
@@ -449,7 +360,7 @@ def _transitions(args):
     for take, row in zip(takes, results["transitions"]):
         row["file"] = f"{row['source']}-to-{row['target']}-{take.variant + 1:02d}.bvh"
         _write(take.motion, args.output / row["file"])
-    _write_json(args.output / "report.json", results)
+    write_json(args.output / "report.json", results)
     if args.sheet:
         library.contact_sheet(takes, args.output / "contact-sheet.png", height, up,
                               [r["flags"] for r in results["transitions"]])
@@ -460,9 +371,6 @@ def _transitions(args):
 
 
 def _follow_path(args):
-    from .mann.path import read_path
-    from .modelfile import find_model, open_model
-
     start = (read_bvh(args.start[0]), args.start[1]) if args.start else None
     options = {} if args.tau is None else {"tau": args.tau}   # only MANN's controller weighs its own plan
     kind = "mann" if options else None
@@ -480,7 +388,7 @@ def _follow_path(args):
                            "path (time,x,y); a BVH's root track is followed by MANN, for a four-legged skeleton, only")
     path = _paced(model, read_path(args.path, model.skeleton, model.units_per_metre, model.actions))
     began = time.perf_counter()
-    following = _progress("following", unit="step")
+    following = progress("following", unit="step")
     out = model.follow([path], start, progress=lambda done, total: following(done, total, args.path.name))[0]
     out = _planted(args, model, out, [(0, out.n_frames)])   # all but the start pose
     _checked(model, out, "try a shorter or gentler path" + (", --tau 0" if model.file.kind == "mann" else "")
@@ -491,9 +399,6 @@ def _follow_path(args):
 
 
 def _walk(args):
-    from .check import ResultError
-    from .modelfile import find_model, open_model
-
     motion = read_bvh(args.file)
     model = open_model(args.model, kind="mvae") if args.model else find_model(motion.skeleton, serves=args.serves)
     began = time.perf_counter()
@@ -512,30 +417,7 @@ def _walk(args):
           f"{model.fps:g} fps, to {args.output} by {model.name} in {time.perf_counter() - began:.2f} s")
 
 
-def _bench_speed(args):
-    import importlib.util
-    import subprocess
-
-    from .modelfile import DEFAULTS, MODELS
-    from lab.speed import measure
-
-    path = args.model or MODELS / f"{DEFAULTS['rtn']}.onnx"
-    results = measure(path)
-    if importlib.util.find_spec("torch") and importlib.util.find_spec("training"):
-        eager = subprocess.run([sys.executable, "-m", "training", "speed", "--model", str(path)],
-                               capture_output=True, text=True)
-        if eager.returncode == 0:
-            results.update(json.loads(eager.stdout))
-            onnx_ms = results["transition_30_ms_batch1_1thread"]["median"]
-            results["torch_over_onnx"] = results["torch_eager_transition_30_ms_batch1_1thread"] / onnx_ms
-    for key, value in results.items():
-        shown = ", ".join(f"{k} {v:.2f}" for k, v in value.items()) if isinstance(value, dict) else \
-            (f"{value:.2f}" if isinstance(value, float) else value)
-        print(f"{key}: {shown}")
-    _write_json(args.json, results)
-
-
-def _write_json(path, results):
+def write_json(path, results):
     """A measuring command's results as JSON at ``path`` (None: not asked for)."""
     if path:
         try:
@@ -581,8 +463,6 @@ def _write(motion, path):
 def _checked(model, motion, fix, gaps=(), path=None, generated=None):
     """``motion`` once it has passed the result check (:func:`.check.check_result`) with ``model``'s
     measures: the frames strictly inside ``gaps`` (or ``generated``; None: all) are the model's."""
-    from .check import check_result
-
     if generated is None and gaps:
         generated = np.zeros(motion.n_frames, dtype=bool)
         for start, end in gaps:
@@ -596,8 +476,6 @@ def _checked(model, motion, fix, gaps=(), path=None, generated=None):
 def _paced(model, path):
     """``path`` slowed where it is faster than ``model`` goes (:func:`.mann.path.paced`), and the user
     told so on stderr."""
-    from .mann.path import paced
-
     slowed = paced(path, model.top_speed)
     if slowed is not path:
         fastest = (np.linalg.norm(np.diff(path.points, axis=0), axis=-1) / np.diff(path.times)).max()
@@ -605,12 +483,6 @@ def _paced(model, path):
               f"{model.top_speed / model.units_per_metre:g} m/s at most (the fastest of its data), so it follows the "
               f"path in {slowed.duration:,.1f} s rather than {path.duration:,.1f} s", file=sys.stderr)
     return slowed
-
-
-def _printed(text, name, start):
-    """A measuring command's table on stdout and its time since ``start`` on stderr."""
-    print(text)
-    print(f"{name}: {time.perf_counter() - start:.1f} s", file=sys.stderr)
 
 
 def describe(motion):
@@ -645,113 +517,8 @@ def _info(args):
         print(f"  {'  ' * depth[name]}{name:<{28 - 2 * depth[name]}} {' '.join(d['channels'][name])}")
 
 
-def _bench(args):
-    from lab.benchmark import (LENGTHS, LONG_LENGTHS, LONG_METRICS, METRICS, evaluate, floor_gaps, format_floor,
-                            format_table, load_benchmark, strict)
-    from .modelfile import open_model, shipped
-    from .transition import BASELINES
-
-    start = time.perf_counter()
-    bench = load_benchmark(args.data, progress=_progress("reading"), long=args.long)
-    loaded = time.perf_counter()
-    print(f"{bench.windows} test windows, prepared in {loaded - start:.1f} s", file=sys.stderr)
-    methods = {"capture": bench.capture, **BASELINES} if args.long else dict(BASELINES)
-    paths = args.model or shipped("rtn")
-    planted = {}   # the methods whose fills the floor measures also plant, as Fill Gaps does: the body's height
-    for path in paths:
-        model = open_model(path)
-        if not model.skeleton.same_hierarchy(bench.skeleton):
-            if args.model:
-                model.check_skeleton(bench.skeleton)
-            continue
-        name = model.file.kind if len(paths) == 1 or path.stem == "rtn-lafan1" else path.stem
-        # as published methods are scored (the past and the target key), then with the frames after
-        # the target that an animator's next keys give
-        methods.update({name: strict(model), f"{name}+after": model})
-        planted[f"{name}+after"] = model.layout.height
-    lengths, metrics = (LONG_LENGTHS, LONG_METRICS) if args.long else (LENGTHS, METRICS)
-    results, curves = evaluate(bench, methods, lengths, metrics)
-    print(format_table(results))
-    results["floor"] = floor_gaps(bench, {k: m for k, m in methods.items() if k != "capture"}, planted=planted)
-    print(format_floor(results["floor"]))
-    print(f"benchmark: {time.perf_counter() - start:.1f} s in all ({time.perf_counter() - loaded:.1f} s scoring)",
-          file=sys.stderr)
-    _write_json(args.json, results)
-    if args.plots:
-        from lab.plots import plot_errors
-
-        for path in plot_errors(curves, args.plots):
-            print(f"wrote {path}", file=sys.stderr)
-
-
-def _bench_mann(args):
-    from lab.dataset import load_motion_set
-    from lab.mann_bench import measure, table
-    from .modelfile import find_model, open_model
-
-    model = open_model(args.model, kind="mann") if args.model else find_model(None, kind="mann")
-    rtn = open_model(args.rtn, kind="rtn") if args.rtn else None
-    if rtn:
-        rtn.check_skeleton(model.skeleton)
-    data = load_motion_set(args.data, args.cache)
-    start = time.perf_counter()
-    results, plots = measure(model, data, args.clips, args.seconds, rtn)
-    _printed(table(results), "bench-mann", start)
-    _write_json(args.json, results)
-    if args.plots:
-        from lab.plots import plot_experts, plot_paths
-
-        written = plot_paths(plots, model.units_per_metre, args.plots)
-        written += plot_experts(plots, model.fps, args.plots) if model.experts else []
-        for path in written:
-            print(f"wrote {path}", file=sys.stderr)
-
-
-def _bench_mvae(args):
-    from lab.dataset import load_motion_set
-    from .modelfile import find_model, open_model
-    from lab.mvae_bench import measure, table
-
-    model = open_model(args.model, kind="mvae") if args.model else find_model(None, kind="mvae")
-    rtn = find_model(model.skeleton, kind="rtn", serves="variants")
-    data = load_motion_set(args.data, args.cache)
-    start = time.perf_counter()
-    following = _progress("following paths", unit="step")
-    results, plots = measure(model, data, args.starts, args.frames, rtn, _progress("walking", unit="walk"),
-                             args.seconds, args.grounded, lambda done, total: following(done, total, "paths"),
-                             args.contacts)
-    _printed(table(results), "bench-mvae", start)
-    _write_json(args.json, results)
-    if args.plots:
-        from lab.plots import plot_latent, plot_paths, plot_walks
-
-        written = plot_walks(plots, args.plots) + plot_latent(plots["kl_dims"], args.plots)
-        for path in written + plot_paths(plots["paths"], model.units_per_metre, args.plots):
-            print(f"wrote {path}", file=sys.stderr)
-
-
-def _filmstrip(args):
-    from lab.plots import plot_filmstrip
-
-    if args.output.suffix.lower() != ".png":
-        raise BetwixtError(f"{args.output}: a filmstrip is a PNG; give a name ending in .png")
-    motion = read_bvh(args.file)
-    first, last = args.frames or (0, motion.n_frames - 1)
-    if last >= motion.n_frames:
-        raise BetwixtError(f"{args.file}: --frames {first}:{last}: it has frames 0 to {motion.n_frames - 1}")
-    every = args.every or max((last - first) // FILMSTRIP_FIGURES, 1)
-    try:
-        plot_filmstrip(motion, np.arange(first, last + 1, every), args.output, args.file.stem)
-    except OSError as e:
-        raise BetwixtError(f"{args.output}: cannot be written in {args.output.parent} ({e.strerror or e}); choose "
-                           "another place") from None
-    print(f"wrote {args.output}: frames {first} to {last} of {args.file}, a figure every {every}")
-
-
 def _models(args):
-    from .modelfile import describe, shipped
-
-    listed = [describe(path) for path in shipped()]
+    listed = [describe_model(path) for path in shipped()]
     if args.json:
         print(json.dumps(listed, indent=2))
         return
@@ -762,24 +529,7 @@ def _models(args):
               f"licence: {m['licence']}")
 
 
-def _data(args):
-    from lab.dataset import cache_path, load_motion_set
-
-    cache = cache_path(args.data, args.cache)
-    if not cache.exists():
-        start = time.perf_counter()
-        load_motion_set(args.data, args.cache, progress=_progress("reading"))
-        print(f"built {cache} in {time.perf_counter() - start:.1f} s", file=sys.stderr)
-    start = time.perf_counter()
-    data = load_motion_set(args.data, args.cache)
-    seconds = time.perf_counter() - start
-    subjects = sorted(set(data.subjects.tolist()))
-    print(f"{args.data}: {len(data.names)} clips, {data.starts[-1]} frames at {data.fps:g} fps, "
-          f"{len(data.skeleton)} joints, subjects {subjects}")
-    print(f"cache {cache}: {cache.stat().st_size / 2**20:.1f} MiB, loaded in {seconds:.2f} s")
-
-
-def _progress(verb, unit="file"):
+def progress(verb, unit="file"):
     """A progress bar on stderr (tqdm), as ``progress(done, total, name)``; tqdm is imported here,
     not with the module, since Blender's Python, which loads this package, has none."""
     from tqdm import tqdm

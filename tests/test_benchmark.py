@@ -6,9 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lab.benchmark import LENGTHS, evaluate, load_benchmark, npss
-from inference.cli import main
 from inference.transition import BASELINES, interpolation
+from lab.benchmark import LENGTHS, evaluate, load_benchmark, npss
+from lab.cli import main
 
 PLAUSIBLE = 1.5   # a generated joint may move this much faster than the capture's fastest, no more
 REFERENCE = {

@@ -1,4 +1,5 @@
-"""``python -m inference``: info, data, error handling, and what importing the package pulls in."""
+"""``python -m inference``: info, error handling, and what importing the package pulls in; ``python -m lab``,
+which has the measuring commands, and its data command."""
 
 import json
 import subprocess
@@ -12,8 +13,8 @@ from inference.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(*args):
-    return subprocess.run([sys.executable, "-m", "inference", *args], cwd=ROOT, capture_output=True, text=True)
+def run(*args, package="inference"):
+    return subprocess.run([sys.executable, "-m", package, *args], cwd=ROOT, capture_output=True, text=True)
 
 
 def test_info_json_describes_the_cmu_clip(mocap):
@@ -49,8 +50,20 @@ def test_bad_file_gives_one_line_and_exit_code_2(tmp_path):
     assert missing.returncode == 2 and "nope.bvh" in missing.stderr and "Traceback" not in missing.stderr
 
 
+def test_the_measuring_commands_are_the_labs_and_the_users_the_runtimes():
+    measuring = ["bench", "bench-speed", "bench-mann", "bench-mvae", "filmstrip", "data"]
+    users = ["info", "models", "fill", "superres", "variants", "follow-path", "walk", "transitions"]
+    lab, runtime = run("--help", package="lab"), run("--help")
+    assert lab.returncode == runtime.returncode == 0, lab.stderr + runtime.stderr
+    offered = {name: set(result.stdout.split("{", 1)[1].split("}", 1)[0].split(",")) for name, result in
+               (("lab", lab), ("inference", runtime))}
+    assert offered == {"lab": set(measuring), "inference": set(users)}
+    moved = run("bench", "--data", "x")
+    assert moved.returncode == 2 and "invalid choice: 'bench'" in moved.stderr
+
+
 def test_data_command_reports_cache(lafan1_zip, tmp_path):
-    result = run("data", "--data", str(lafan1_zip), "--cache", str(tmp_path))
+    result = run("data", "--data", str(lafan1_zip), "--cache", str(tmp_path), package="lab")
     assert result.returncode == 0, result.stderr
     assert "27 clips, 125493 frames at 30 fps, 22 joints, subjects [1, 2, 3, 4, 5]" in result.stdout
     assert "MiB, loaded in" in result.stdout and len(list(tmp_path.glob("*.npz"))) == 1

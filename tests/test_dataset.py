@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from inference import quat
-from lab.dataset import (bvh_members, cache_path, centre_and_face, gather_windows, load_motion_set,
-                               motion_set, read_motions, sliding_windows, subject_of)
 from inference.errors import DataError
 from inference.motion import forward_kinematics
+from lab.dataset import (bvh_members, cache_path, centre_and_face, gather_windows, load_motion_set,
+                               motion_set, read_motions, sliding_windows, subject_of)
 
 
 @pytest.fixture(scope="module")

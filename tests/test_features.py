@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from inference import quat
-from lab.dataset import load_motion_set
 from inference.features import (canonical_frame, choose_layout, decode_features, frame_features, move,
                                 target_features, unmove)
 from inference.motion import forward_kinematics
+from lab.dataset import load_motion_set
 
 
 @pytest.fixture(scope="module", params=["lafan1-27.zip", "bandai1.zip"])

@@ -8,9 +8,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from lab import floor_metrics as fm
 from inference.bvh import read_bvh, write_bvh
-from inference.cli import main
+from lab import floor_metrics as fm
+from lab.cli import main
 
 WALK = "walk4_subject1"   # LaFAN1's flat walking
 

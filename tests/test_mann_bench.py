@@ -1,4 +1,4 @@
-"""``python -m inference bench-mann`` and quadruped gap filling (``fill``, ``superres``) with the shipped
+"""``python -m lab bench-mann`` and quadruped gap filling (``fill``, ``superres``) with the shipped
 MANN model on the dog data's test split: the numbers come out finite and plausible, a fill lands on its
 keys and leaves the rest of the clip alone, and bad requests are one clear error with nothing written.
 
@@ -13,8 +13,9 @@ import pytest
 
 from inference.bvh import read_bvh
 from inference.cli import main
-from lab.metrics import path_deviation, travel_deviation
 from inference.modelfile import MODELS, find_model, open_model
+from lab.cli import main as lab
+from lab.metrics import path_deviation, travel_deviation
 
 TROT = "D1_009_KAN01_002"   # a test clip: sitting for about four seconds, getting up, then trotting
 
@@ -49,7 +50,7 @@ def trot(mocap, tmp_path_factory):
 @pytest.mark.slow
 def test_bench_mann_measures_the_test_split_paths_gaps_and_speed(mocap, tmp_path, capsys):
     out, plots = tmp_path / "mann.json", tmp_path / "plots"
-    assert main(["bench-mann", "--data", str(mocap / "dog-mann.zip"), "--clips", "1", "--seconds", "4",
+    assert lab(["bench-mann", "--data", str(mocap / "dog-mann.zip"), "--clips", "1", "--seconds", "4",
                  "--json", str(out), "--plots", str(plots), "--rtn", str(MODELS / "rtn-dog.onnx")]) == 0
     printed = capsys.readouterr().out
     r = json.loads(out.read_text())
@@ -190,7 +191,7 @@ def test_a_human_given_to_the_dog_model_is_one_clear_error(mocap, tmp_path, caps
 
 def test_bench_mann_refuses_an_rtn_of_another_skeleton(mocap, tmp_path, capsys):
     out = tmp_path / "mann.json"
-    assert main(["bench-mann", "--data", str(mocap / "dog-mann.zip"), "--rtn", str(MODELS / "rtn-lafan1.onnx"),
+    assert lab(["bench-mann", "--data", str(mocap / "dog-mann.zip"), "--rtn", str(MODELS / "rtn-lafan1.onnx"),
                  "--json", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "does not match model rtn-lafan1" in err[0], err

@@ -14,11 +14,11 @@ import pytest
 
 from inference.bvh import read_bvh, write_bvh
 from inference.cli import main
-from lab import mann_bench, metrics
 from inference.mann.features import bones_of, root, world
 from inference.mann.path import GAITS
 from inference.mann.path import Path as GroundPath
 from inference.modelfile import MODELS, find_model, open_model
+from lab import mann_bench, metrics
 
 LINE_CM, CIRCLE_CM = 1.5, 5.0   # mean distance of the root to the path; measured up to 0.7 and 2.3
 

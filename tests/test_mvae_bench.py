@@ -1,4 +1,4 @@
-"""``python -m inference bench-mvae`` on the tiny Motion VAE that test_mvae.py trains with our own training
+"""``python -m lab bench-mvae`` on the tiny Motion VAE that test_mvae.py trains with our own training
 command, on LaFAN1's subject 5: the JSON's numbers are finite and as asked, its variants matched to the
 RTN's noise whose error is nearest, its paths followed; the floor and skating measures see a body sunk
 under the floor or raised off it, and the walks without the floor step sink; the variants' hook, given RTN
@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from inference.bvh import read_bvh
-from inference.cli import main
+from inference.modelfile import MODELS, open_model
+from lab.cli import main
 from lab.dataset import load_motion_set
 from lab.metrics import paw_ground
-from inference.modelfile import MODELS, open_model
 from lab.mvae_bench import LOW, OFF, PAPER, PAPER_GAIT, STANDS, VARIATIONS, foot_positions, per_motion, \
     start_poses, variants_against_rtn, walks
 from lab.mvae_bench import test_clips as clips_of_subject5   # (named so that pytest does not collect it)

@@ -7,11 +7,11 @@ ground the motion's own (a continuation stands on the box its start stands on)."
 import numpy as np
 import pytest
 
-from lab import floor_metrics
 from inference.bvh import read_bvh
 from inference.contacts import plant
 from inference.mann.path import Path
 from inference.modelfile import find_model
+from lab import floor_metrics
 from tests.test_mvae import clip  # noqa: F401  (fixture: a subject 5 clip)
 
 WALK, HOLD = 2.0, 2.0   # s: the path's walk at 1 m/s, then standing at its end

@@ -84,8 +84,8 @@ def test_manifest_pins_one_onnxruntime_for_both_pythons_on_every_platform(manife
 
 def test_exclude_patterns_keep_development_files_out(manifest, bext):
     excluded = bext.PathPatternMatch(manifest["build"]["paths_exclude_pattern"]).test_path
-    for path in ["training/", "tests/", "tools/", "docs/", "docs/images/filmstrip.png", ".venv/", ".ci/", ".git/", ".gitignore", ".hypothesis/",
-                 ".pytest_cache/", "runs/", "cache/", "out/", "dist/", "wheels/", "inference/__pycache__/",
+    for path in ["lab/", "lab/cli.py", "training/", "tests/", "tools/", "docs/", "docs/images/filmstrip.png", ".venv/",
+                 ".ci/", ".git/", ".gitignore", ".hypothesis/", ".pytest_cache/", "runs/", "cache/", "out/", "dist/", "wheels/", "inference/__pycache__/",
                  "requirements-dev.txt", "pytest.ini", "betwixt-0.1.0-linux_x64.zip", "bench.json"]:
         assert excluded(path), path
     for path in ["__init__.py", "addon/", "addon/__init__.py", "inference/", "inference/modelfile.py",
@@ -211,9 +211,21 @@ result["operator"] = sorted(bpy.ops.extensions.package_install_files(
 result["enabled"] = list(addon_utils.check("bl_ext.user_default.betwixt"))
 
 import bl_ext.user_default.betwixt as betwixt
+from bl_ext.user_default.betwixt import inference
 from bl_ext.user_default.betwixt.inference import modelfile
 import numpy as np
 import onnxruntime
+import pkgutil
+
+imported, failed = [], []
+for info in pkgutil.walk_packages(inference.__path__, inference.__name__ + "."):
+    if not info.name.endswith("__main__"):   # which runs the command line
+        try:
+            importlib.import_module(info.name)
+            imported.append(info.name.removeprefix(inference.__name__ + "."))
+        except Exception as e:
+            failed.append(f"{info.name}: {e!r}")
+result.update(imported=imported, failed=failed)
 
 session = onnxruntime.InferenceSession(sys.argv[2], providers=["CPUExecutionProvider"])
 result.update(package=betwixt.__file__, runtime=modelfile.__file__, onnxruntime=onnxruntime.__file__,
@@ -258,6 +270,10 @@ def test_linux_zip_installs_with_blenders_operator_and_runs_onnxruntime(linux_zi
     assert result["enabled"] == [True, True]
     assert result["package"] == str(extensions / "user_default" / "betwixt" / "__init__.py")
     assert result["runtime"] == str(extensions / "user_default" / "betwixt" / "inference" / "modelfile.py")
+    # every module of the shipped runtime imports inside Blender: none reaches for the lab or training
+    assert result["failed"] == []
+    assert {"cli", "edit", "polyline", "mvae.control", "mann.runtime", "rtn.runtime"} <= set(result["imported"])
+    assert not {"dataset", "benchmark", "plots", "speed", "floor_metrics"} & set(result["imported"])
     # onnxruntime came from the zip's cp311 wheel, which Blender unpacked into its extensions' site-packages
     assert result["onnxruntime"].startswith(str(extensions / ".local" / "lib" / "python3.11" / "site-packages"))
     assert result["version"] == ORT

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from inference.bvh import read_bvh, write_bvh
-from lab.dataset import read_motions
 from inference.errors import BetwixtError
 from inference.edit import superres
 from inference.inbetween import fill_gaps, frames_after, gap_in
 from inference.modelfile import ModelError, open_model
 from inference.motion import forward_kinematics
 from inference.rtn.blends import BLEND, START_BLEND, end_blend, end_ramp, start_blend, start_ramp
+from lab.dataset import read_motions
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -203,8 +203,8 @@ def test_files_that_are_not_models(tmp_path, trained_rtn):
     assert issubclass(ModelError, BetwixtError)
 
 
-def run(*args):
-    return subprocess.run([sys.executable, "-m", "inference", *args], cwd=ROOT, capture_output=True, text=True)
+def run(*args, package="inference"):
+    return subprocess.run([sys.executable, "-m", package, *args], cwd=ROOT, capture_output=True, text=True)
 
 
 def test_commands_write_bvh_or_nothing(model, clip, tmp_path):
@@ -238,7 +238,8 @@ def test_commands_write_bvh_or_nothing(model, clip, tmp_path):
 
 def test_bench_puts_a_model_beside_the_baselines(model, lafan1_zip, tmp_path):
     import json
-    result = run("bench", "--data", str(lafan1_zip), "--json", str(tmp_path / "b.json"), "--model", str(model.path))
+    result = run("bench", "--data", str(lafan1_zip), "--json", str(tmp_path / "b.json"), "--model", str(model.path),
+                 package="lab")
     assert result.returncode == 0, result.stderr
     methods = json.loads((tmp_path / "b.json").read_text())["methods"]
     assert set(methods) == {"zero_velocity", "interpolation", "rtn", "rtn+after"}
@@ -251,7 +252,7 @@ def test_bench_puts_a_model_beside_the_baselines(model, lafan1_zip, tmp_path):
 
 def test_bench_speed_prints_every_timing(model, tmp_path):
     import json
-    result = run("bench-speed", "--model", str(model.path), "--json", str(tmp_path / "speed.json"))
+    result = run("bench-speed", "--model", str(model.path), "--json", str(tmp_path / "speed.json"), package="lab")
     assert result.returncode == 0, result.stderr
     timings = json.loads((tmp_path / "speed.json").read_text())
     assert timings["transition_30_ms_batch1_1thread"]["median"] > 0

@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lab.benchmark import peak_speed
-from lab.dataset import gather_windows, read_motions, subject_of
 from inference.motion import forward_kinematics
 from inference.modelfile import open_model, shipped as shipped_files
 from inference.transition import Gap, interpolation
+from lab.benchmark import peak_speed
+from lab.dataset import gather_windows, read_motions, subject_of
 from training.clips import HOLD_OUT   # the last tenth of every training clip is never trained on
 
 SHIPPED = shipped_files("rtn")
@@ -142,7 +142,7 @@ def test_the_shipped_motion_vae_card_carries_its_measurements():
     --bench-data``): every goal's row, met or not, as the command prints it."""
     [path] = shipped_files("mvae")
     card = path.with_suffix(".md").read_text()
-    measured = card[card.index("## Measured (`python -m inference bench-mvae`"):]
+    measured = card[card.index("## Measured (`python -m lab bench-mvae`"):]
     rows = [line for line in measured.splitlines() if "(goal: " in line]
     assert len(rows) == 14 and all(line.split()[0] in ("met", "NOT", "-") for line in rows)
     assert any(line.startswith("  NOT MET  walks with NaN") or line.startswith("  met      walks with NaN")

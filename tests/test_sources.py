@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from lab.dataset import Selection, load_motion_set, load_sources, subject_of
 from inference.errors import DataError
+from lab.dataset import Selection, load_motion_set, load_sources, subject_of
 from training.rtn.sampler import GROUPS, Transitions, proportion_groups
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -30,11 +30,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from inference import quat                                     # noqa: E402
-from lab.dataset import load_motion_set                  # noqa: E402
 from inference.inbetween import fill_gaps                      # noqa: E402
-from lab import metrics                                       # noqa: E402
 from inference.modelfile import find_model, open_model         # noqa: E402
 from inference.motion import forward_kinematics                # noqa: E402
+from lab import metrics                                        # noqa: E402
+from lab.dataset import load_motion_set                        # noqa: E402
 from training.clips import HOLD_OUT                            # noqa: E402
 
 GAPS = (0.5, 1.0, 2.0)          # s, key to key

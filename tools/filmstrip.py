@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from inference.bvh import read_bvh, write_bvh          # noqa: E402
 from inference.cli import main as betwixt              # noqa: E402
-from lab.dataset import load_motion_set          # noqa: E402
 from inference.modelfile import MODELS                 # noqa: E402
+from lab.dataset import load_motion_set          # noqa: E402
 from lab.plots import side_view, with_sites       # noqa: E402
 
 matplotlib.use("Agg")

@@ -24,11 +24,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from inference.contacts import plant  # noqa: E402  (after the path is set)
-from lab.dataset import read_motions, subject_of  # noqa: E402
 from inference.inbetween import gap_in  # noqa: E402
-from lab.metrics import foot_skating  # noqa: E402
 from inference.modelfile import find_model, open_model  # noqa: E402
 from inference.transition import Gap  # noqa: E402
+from lab.dataset import read_motions, subject_of  # noqa: E402
+from lab.metrics import foot_skating  # noqa: E402
 
 FEET = ("LeftToe", "RightToe", "LeftFoot", "RightFoot")
 GAPS = (15, 30, 60)

@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from inference.bvh import parse_bvh, write_bvh  # noqa: E402
-from lab.dataset import bvh_members, read_motions, subject_of  # noqa: E402
 from inference.retarget import Retargeting, natural_pose  # noqa: E402
+from lab.dataset import bvh_members, read_motions, subject_of  # noqa: E402
 
 LAFAN1 = (("fallAndGetUp1_subject5", 2600, 90, "stand"), ("obstacles1_subject5", 1470, 120, "slow-walk"),
           ("fallAndGetUp1_subject5", 2745, 120, "walk"), ("obstacles1_subject5", 4320, 120, "brisk-walk"))

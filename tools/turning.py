@@ -29,12 +29,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from inference.mann.path import GAITS  # noqa: E402
+from inference.mvae.features import hips_pair, root_of  # noqa: E402
 from lab.dataset import load_motion_set  # noqa: E402  (after the path is set)
 from lab.mann_bench import PAPER, shapes  # noqa: E402
 from lab.metrics import root_track  # noqa: E402
-from inference.mann.path import GAITS  # noqa: E402
 from lab.mvae_bench import PAPER_GAIT, SPEEDS  # noqa: E402
-from inference.mvae.features import hips_pair, root_of  # noqa: E402
 
 WINDOW = 0.5           # s over which the capture's turning rate is read
 BAND = 0.2             # the speed band of a gait: its speed within this share

@@ -11,9 +11,9 @@ faster or slower (``--speeds``) add timings the capture did not hold.
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lab.dataset import Selection
 from inference.errors import DataError
 from inference.mirror import local_reflections, mirror
+from lab.dataset import Selection
 
 HOLD_OUT = 0.1
 

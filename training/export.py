@@ -13,7 +13,9 @@ from pathlib import Path
 
 from inference.cli import whole
 from inference.errors import DataError
+from inference.inbetween import data_floor
 from inference.modelfile import FORMAT
+from lab.dataset import load_sources
 from . import card, checkpoint
 from .clips import selection_in
 from .family import family as family_called
@@ -59,9 +61,6 @@ def floor_of(data, cache, meta):
     keeps its floor, and theirs stay where their capture had them (Bandai's toes some 4 cm up), so the
     median over all clips would be the many short clips' floor rather than the one the network's
     statistics and most of its windows stand on (a fill then lifted every rig 4 cm and skated more)."""
-    from lab.dataset import load_sources
-    from inference.inbetween import data_floor
-
     chosen = selection_in(meta)
     clips = load_sources(data, cache, chosen=chosen)
     first = [clips.clip(i) for i, name in enumerate(clips.names) if chosen.keeps(name) and clips.origin(i) == 0]

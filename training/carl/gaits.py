@@ -11,8 +11,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab.dataset import clip_stem
 from inference.mann.actions import MOVE, labels, segments_of, signals
+from lab.dataset import clip_stem
 from ..mann.data import TEST_CLIPS
 
 GAITS = {"walk": 1.4, "trot": 2.4, "canter": 4.5}   # m/s: the fastest median speed of each gait

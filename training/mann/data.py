@@ -31,12 +31,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab.dataset import Selection, clip_stem, motion_set
 from inference.errors import DataError
 from inference.mann import actions as labelling
 from inference.mann.features import (BONE_DIM, BONE_FIELDS, CURRENT, OUT_SAMPLE_DIM, OUT_SAMPLE_FIELDS, ROOT_FIELDS,
                                      SAMPLE_DIM, SAMPLE_FIELDS, SAMPLES, SPEED_HORIZON, bones_of, leg_length, one_hot,
                                      pose, root, sample_frames, trajectory, turn, world)
+from lab.dataset import Selection, clip_stem, motion_set
 from ..clips import HOLD_OUT, clips
 
 # The test split: never trained or validated on, absent from the model card's file list.

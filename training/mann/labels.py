@@ -14,6 +14,7 @@ import numpy as np
 from inference.mann.actions import (ACTIONS, IDLE_SPEED, JUMP_AIR, LIE_NECK, LOW_HIPS, MOVE_SPEED, STAND_FRONT,
                                     classify, segments_of, signals, smooth, thresholds)
 from inference.mann.features import bones_of
+from lab.dataset import load_motion_set
 
 COLOURS = ("#9e9e9e", "#4caf50", "#f44336", "#2196f3", "#ff9800", "#7e57c2")
 
@@ -58,8 +59,6 @@ def add_arguments(parser):
 
 
 def run(args):
-    from lab.dataset import load_motion_set
-
     data = load_motion_set(args.data, args.cache)
     bones = bones_of(data.skeleton)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -4,6 +4,9 @@ file beside the capture and the issue's goals, so that what it falls short of tr
 
 import json
 
+from inference.modelfile import find_model, open_model
+from lab.dataset import load_motion_set
+from lab.mvae_bench import measure, table
 from .family import ACTIVE
 
 
@@ -48,15 +51,11 @@ def sections(state, metadata, path=None, bench_data=None, cache=None):
 
 
 def bench_section(path, bench_data, cache=None):
-    """``python -m inference bench-mvae`` of the model file at ``path`` on ``bench_data``'s subject 5, its
+    """``python -m lab bench-mvae`` of the model file at ``path`` on ``bench_data``'s subject 5, its
     feet planted as the user gets them, beside the shipped RTN's noise variants: every row as it prints."""
-    from lab.dataset import load_motion_set
-    from inference.modelfile import find_model, open_model
-    from lab.mvae_bench import measure, table
-
     model = open_model(path, kind="mvae")
     results, _ = measure(model, load_motion_set(bench_data, cache),
                          rtn=find_model(model.skeleton, kind="rtn", serves="variants"))
-    return ["## Measured (`python -m inference bench-mvae`, LaFAN1's test subject 5)", "",
+    return ["## Measured (`python -m lab bench-mvae`, LaFAN1's test subject 5)", "",
             "Each row beside the capture's and the Motion VAE issue's goal; a row NOT MET is a known limit of "
             "this file.", "", "```", table(results), "```"]

@@ -5,10 +5,13 @@ import json
 
 import torch
 
-from lab.dataset import load_sources
 from inference.errors import DataError
 from inference.features import Layout
+from inference.modelfile import open_model
 from inference.rtn.blends import BLEND, START_BLEND
+from inference.transition import BASELINES
+from lab.benchmark import evaluate, format_table, load_benchmark, strict
+from lab.dataset import load_sources
 from ..card import sources
 from ..clips import selection_in
 from ..loop import Normaliser
@@ -42,14 +45,10 @@ def sections(family, state, metadata, path, bench_data=None, data=None, cache=No
 def benchmark_section(path, bench_data):
     """The benchmark of the model file at ``path``: as published methods are scored, and with the frames
     after the target; each beside the baselines and as ratios to interpolation."""
-    from lab.benchmark import evaluate, format_table, load_benchmark, strict
-    from inference.modelfile import open_model
-    from inference.transition import BASELINES
-
     model = open_model(path)
     bench, _ = evaluate(load_benchmark(bench_data), {**BASELINES, "rtn": strict(model), "rtn+after": model})
     methods = bench["methods"]
-    lines = ["## Benchmark (LaFAN1 protocol, `python -m inference bench`)", "",
+    lines = ["## Benchmark (LaFAN1 protocol, `python -m lab bench`)", "",
              f"{bench['test_windows']} test windows. `rtn` is scored as published methods are, from the 10 past "
              "frames and the target key only; `rtn+after` is also given the frames after the target that an "
              "animator's next keys give (only the target constrains it).", "", format_table(bench), "",

@@ -10,11 +10,11 @@ same rotations are hips carried higher, and the loss's forward kinematics measur
 import numpy as np
 
 from inference import quat
-from lab.dataset import Selection
 from inference.errors import DataError
 from inference.features import canonical_frame, chain, choose_layout, frame_features, move, orient, target_features
 from inference.mapping import describe
 from inference.motion import forward_kinematics
+from lab.dataset import Selection
 from ..clips import clips
 
 
