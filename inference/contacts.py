@@ -63,6 +63,7 @@ MAX_SWING = 2.0                   # seconds: a foot off the ground longer is not
 PAW_LOW, PAW_LOW_RELEASE = 0.05, 0.07
 PAW_SLOW, PAW_SLOW_RELEASE = 1.5, 2.0
 PAW_FADE = 0.1                    # seconds: a trot's contacts are short (six frames at the dog's 60 fps)
+PAW_SWING = 0.5                   # seconds: a paw's longest swing (the capture's 90th percentile)
 
 
 def plant(motion, gaps, height):
@@ -142,7 +143,8 @@ def _held(path, lowest, generated, up, height, fps, paws=False, high=LIFT_HIGH, 
     fade = fade_frames(fps, PAW_FADE if np.any(paws) else FADE)
     contact = held_contacts(path, lowest, generated, up, height, fps, paws)
     held = path + offsets(path, contact, generated, fade)
-    clear = lifts(held, contact, generated, up, height, fps, round(MAX_SWING * fps), high, sharpest)
+    swing = round(PAW_SWING * fps) if np.any(paws) else None
+    clear = lifts(held, contact, generated, up, height, fps, round(MAX_SWING * fps), high, sharpest, swing)
     clear = np.minimum(clear, ceiling)
     held[..., up] = np.maximum(held[..., up], lowest + clear)
     return held, contact
@@ -204,7 +206,7 @@ def steps(path, contact, generated, up, reach, swing):
     return out
 
 
-def lifts(held, contact, generated, up, height, fps, longest, high=LIFT_HIGH, sharpest=ARC):
+def lifts(held, contact, generated, up, height, fps, longest, high=LIFT_HIGH, sharpest=ARC, swing=None):
     """(F, K) the least height above its ground of each joint on its generated frames off the ground: an arc
     over each swing (a run of them between contacts or user frames) of at most ``longest`` frames, as high
     as ``LIFT`` of the way it travels, at most ``high`` of the body's ``height``, so a foot that travels
@@ -213,14 +215,21 @@ def lifts(held, contact, generated, up, height, fps, longest, high=LIFT_HIGH, sh
     second squared (:data:`ARC`, about what a walking foot's does on its tenth sharpest frame): the few frames
     between a key and a foot landing are the tail of a swing, and a full arc squeezed into them kicks the
     knee up and down again. A longer run is a foot gliding where no contact was found (a Motion VAE's walk:
-    runs of seconds), and an arc over it would only float the foot above its glide."""
+    runs of seconds), and an arc over it would only float the foot above its glide. Where ``swing`` (frames)
+    is given (a quadruped's paws), a run longer than it is that many strides: the network's paws skim the floor
+    through a trot's or a canter's stances too fast to be found standing, and one arc over the run held a paw
+    up for a second or more; each stride is lifted from the run's lowest frames (:func:`strides`)."""
     out = np.zeros(held.shape[:2])
     frames = len(held)
     free = ~contact & generated[:, None]
     flat = np.delete(held, up, axis=-1)
     for k in range(held.shape[1]):
         edges = np.flatnonzero(np.diff(np.concatenate([[0], free[:, k].astype(np.int8), [0]])))
-        for s, e in zip(edges[::2], edges[1::2]):          # frames s .. e - 1
+        runs = list(zip(edges[::2], edges[1::2]))          # frames s .. e - 1
+        if swing is not None:
+            runs = [part for s, e in runs for part in (strides(s, e, held[:, k, up], swing) if e - s <= longest
+                                                       else [(s, e)])]
+        for s, e in runs:
             if e - s > longest:
                 continue
             way = np.linalg.norm(flat[min(e, frames - 1), k] - flat[max(s - 1, 0), k])
@@ -228,6 +237,20 @@ def lifts(held, contact, generated, up, height, fps, longest, high=LIFT_HIGH, sh
             peak = min(LIFT * way, high * height, sharpest * height * span * span / np.pi ** 2)
             out[s:e, k] = peak * np.sin(np.pi * np.arange(1, e - s + 1) / (e - s + 1))
     return out
+
+
+def strides(start, end, height, longest):
+    """Frames ``start`` .. ``end`` - 1 as runs of at most ``longest`` frames: a longer run is cut at its lowest
+    frame by ``height`` (F,), which keeps its own height (no arc lifts it), and each side so in turn."""
+    runs, out = [(start, end)], []
+    while runs:
+        s, e = runs.pop()
+        if e - s <= longest or e - s < 3:
+            out.append((s, e))
+            continue
+        at = s + 1 + int(np.argmin(height[s + 1:e - 1]))
+        runs += [(s, at), (at + 1, e)]
+    return sorted(out)
 
 
 def contacts(feet, floor, up, height, fps, paws=False):

@@ -25,6 +25,7 @@ GAITS = {"walk": 1.0, "trot": 1.8, "canter": 3.0}   # m/s: the dog capture's wal
 STILL = 1e-6   # units a frame: slower than this the path has no direction of its own
 LONGEST = 1200.0   # s: the longest path followed in one request (20 minutes: MANN's 72,000 steps take two minutes)
 MOST_ROWS = 100_000   # points of a CSV path: one every 12 ms of the longest
+BRAKE_PIECES = 30   # legs a braking distance is drawn with (braked)
 
 
 class PathError(BetwixtError):
@@ -161,6 +162,71 @@ def paced(path, fastest, longest=LONGEST):
                         f"{slowed.duration:,.0f} s, longer than the {longest:,.0f} s one request follows; "
                         "shorten it or follow it in parts")
     return slowed
+
+
+def braked(path, slow, brake):
+    """``path`` with its approach to every stop (its end, or a point it then stands on) re-timed so that
+    its speed falls no faster than ``brake`` (units a second squared) down to ``slow`` (units a second)
+    by the stop: no faster than sqrt(slow^2 + 2 brake d) with d the way left to the stop. Told to stop
+    dead from a canter, the network stops within a few frames, its forelegs folded, where the capture's
+    dogs take most of a second or more, by way of a trot. A stand after the stop gives up the time the
+    approach takes longer (the stand's end keeps its time); a path that ends moving lasts longer.
+    Unchanged (the same object) where no approach is faster than that, and for a path with its own
+    facing (a capture's root track, whose dog eased its own stops)."""
+    if path.facing is not None:
+        return path
+    path = _divided(path, slow, brake)
+    step = np.linalg.norm(np.diff(path.points, axis=0), axis=-1)
+    given = np.diff(path.times)
+    moving = step > STILL
+    ends = np.flatnonzero(moving & ~np.append(moving[1:], False))        # the last moving leg before each stop
+    way = np.zeros(len(step))                                            # from each leg's end to its stop
+    for e, start in zip(ends, np.concatenate([[0], ends[:-1] + 1])):
+        legs = np.arange(start, e + 1)
+        way[legs] = np.cumsum(step[legs][::-1])[::-1] - step[legs]
+    # the leg's mean speed no faster than the braking curve allows at its end (the slower end of the leg)
+    allowed = np.sqrt(slow ** 2 + 2 * brake * way)
+    wanted = np.where(moving, np.maximum(given, step / np.maximum(allowed, 1e-12)), given)
+    if np.allclose(wanted, given, rtol=1e-9, atol=0):
+        return path
+    late, times, keep = 0.0, [path.times[0]], [0]
+    for i in range(len(step)):
+        if moving[i]:
+            late += wanted[i] - given[i]
+            duration = wanted[i]
+        else:                                                             # a stand: it gives up the delay
+            duration = max(given[i] - late, 0.0)
+            late -= given[i] - duration
+            if duration <= 1e-9:
+                continue
+        times.append(times[-1] + duration)
+        keep.append(i + 1)
+    keep = np.array(keep)
+    return replace(path, times=np.array(times), points=path.points[keep],
+                   actions=None if path.actions is None else tuple(path.actions[k] for k in keep),
+                   facing=None if path.facing is None else path.facing[keep])
+
+
+def _divided(path, slow, brake, pieces=BRAKE_PIECES):
+    """``path`` with every leg cut into legs of at most 1/``pieces`` of the braking distance from its fastest
+    speed (:func:`braked`), so that re-timing its legs can draw the braking curve; the same object where
+    none is faster than ``slow`` or no leg is cut."""
+    step = np.linalg.norm(np.diff(path.points, axis=0), axis=-1)
+    speed = step / np.diff(path.times)
+    if not (speed > slow).any():
+        return path
+    longest = max(speed.max() ** 2 - slow ** 2, slow ** 2) / (2 * brake * pieces)
+    cut = np.ceil(step / longest).astype(int).clip(1)
+    if (cut <= 1).all():
+        return path
+    share = np.concatenate([np.arange(c) / c for c in cut] + [[0.0]])
+    leg = np.concatenate([np.full(c, i) for i, c in enumerate(cut)] + [[len(step) - 1]])
+    share[-1] = 1.0
+    times = path.times[leg] + share * np.diff(path.times)[leg]
+    points = path.points[leg] + share[:, None] * np.diff(path.points, axis=0)[leg]
+    facing = None if path.facing is None else path.facing[leg] + share * np.diff(path.facing)[leg]
+    actions = None if path.actions is None else tuple(path.actions[i] for i in leg[:-1]) + (path.actions[-1],)
+    return replace(path, times=times, points=points, facing=facing, actions=actions)
 
 
 @dataclass(frozen=True, eq=False)

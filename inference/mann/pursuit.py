@@ -19,10 +19,12 @@ distance to one side of a curve even where it keeps pace. So, per path:
    are scaled alike, so that they say what its positions say;
 3. drift: in a curve, the character's sideways distance from the path is integrated (``gain`` a
    second) into an offset by which the desired positions move to the other side, and the desired
-   directions (and velocities, by the same angle) turn toward the path by that distance over ``steer``:
-   the network answers a future that points back at the path sooner than one moved sideways, and a
-   proportional turn does not wind up as the integral does. Elsewhere the offset fades and nothing
-   turns: there is no curve to drift inside of (a corner cut is no drift to carry on with);
+   directions (and velocities, by the same angle) turn toward the path by that distance over the way
+   the path goes in ``steer_time`` (at least ``steer``): the network answers a future that points back at
+   the path sooner than one moved sideways, and a proportional turn does not wind up as the integral
+   does (over a fixed distance, a trot turned twice as sharply as a walk for the same miss, and the dog
+   broke into bounds). Elsewhere the offset fades and nothing turns: there is no curve to drift inside
+   of (a corner cut is no drift to carry on with);
 4. arrival: from where the path comes to its last stop (its desired speed under ``idle`` for good),
    the desired speed is the character's own distance from the path's end over the speed's horizon,
    and a speed-decided idle is read as move, fading to idle over the last ``arrive``, rather than the
@@ -53,7 +55,8 @@ FADE = 2.0           # 1/s: how fast the drift correction fades outside curves
 ARRIVE = 0.1         # m: how close to its path's end a character's move fades into idle
 APPROACH = 1.8       # m/s: the fastest an arrival asks for (the dog capture's trot)
 STEER = 0.15        # m: in a curve, the desired directions turn toward the path by the character's
-                    # sideways distance from it over this
+                    # sideways distance from it over at least this,
+STEER_TIME = 0.15   # s: ... and over the way the path goes in this (the same at a walk's 1 m/s)
 NEAR = 60            # frames either side of a path's frame searched for the one nearest its character
 
 
@@ -68,13 +71,13 @@ class Pursuit:
     from its end (along it, or straight where that is shorter: a standing capture's sway is no way to
     go); ``side`` (B,), the character's sideways distance from a curve (to the left). ``lead``, ``idle``,
     ``walking`` (units, a second), ``straight``, ``arrive`` and ``steer`` (units), ``slowest`` and
-    ``gain`` (1/s) as in the module's docstring, ``approach`` and ``fastest`` (units a second) the most
-    an arrival's and any desired speed may be; the defaults keep to the path's timing and correct
-    nothing."""
+    ``gain`` (1/s) and ``steer_time`` (s) as in the module's docstring, ``approach`` and ``fastest`` (units a
+    second) the most an arrival's and any desired speed may be; the defaults keep to the path's timing and
+    correct nothing."""
 
     def __init__(self, wants, frames, fps, lead=np.inf, idle=0.0, slowest=1.0, gain=0.0, walking=np.inf,
                  straight=np.inf, arrive=None, names=("idle", "move"), steer=np.inf, approach=np.inf,
-                 fastest=np.inf):
+                 fastest=np.inf, steer_time=0.0):
         def held(a):
             return np.concatenate([a, np.repeat(a[-1:], max(frames - len(a), 0), axis=0)])[:frames]
 
@@ -87,6 +90,7 @@ class Pursuit:
         self.span = max(int(round(SPAN * fps)), 1)
         self.normal = _curve_normals(self.track[..., :2], self.span, fps, walking, straight)
         self.fps, self.lead, self.idle, self.slowest, self.gain, self.steer = fps, lead, idle, slowest, gain, steer
+        self.steer_time = steer_time
         self.arrive, self.still, self.move = arrive, names.index("idle"), names.index("move")
         self.approach, self.fastest = approach, fastest
         moving = self.speed >= idle
@@ -111,7 +115,8 @@ class Pursuit:
         desired = (1 - w) * self.track[rows, lo] + w * self.track[rows, hi]
         desired[..., 2:4] /= np.maximum(np.linalg.norm(desired[..., 2:4], axis=-1, keepdims=True), 1e-12)
         desired[..., :2] -= self.offset[:, None, None] * self.normal[rows, lo]
-        turned = desired[..., 2:4] - (self.side[:, None, None] / self.steer) * self.normal[rows, lo]
+        steer = np.maximum(self.steer, self.steer_time * self.speed[rows[:, 0], self.clock])[:, None, None]
+        turned = desired[..., 2:4] - (self.side[:, None, None] / steer) * self.normal[rows, lo]
         turned /= np.maximum(np.linalg.norm(turned, axis=-1, keepdims=True), 1e-12)
         angle = np.arctan2(desired[..., 2] * turned[..., 1] - desired[..., 3] * turned[..., 0],
                            np.sum(desired[..., 2:4] * turned, axis=-1))

@@ -35,13 +35,15 @@ from .actions import ACTIONS, labels
 from .features import (BONE_DIM, CURRENT, FORWARD, OUT_SAMPLE_DIM, SAMPLE_DIM, SITE, SPEED_HORIZON, UP, bones_of,
                        leg_length, one_hot, reflected, root, sample_frames, speed_ahead, turn, world)
 from .fill import RESTING, onto_keys, plan
-from .path import Desired, check, desired, paced
-from .pursuit import APPROACH, ARRIVE, DRIFT_GAIN, DRIFT_SPEED, LEAD, SLOWEST, STEER, STRAIGHT, Pursuit
+from .path import GAITS, Desired, braked, check, desired, paced
+from .pursuit import APPROACH, ARRIVE, DRIFT_GAIN, DRIFT_SPEED, LEAD, SLOWEST, STEER, STEER_TIME, STRAIGHT, Pursuit
 
 SETTLE = 1.0        # s: without a start motion, the network stands the dog up from its mean pose this long
 POSITION_BLEND = 0.5   # the reference's: a bone halfway between its prediction and its integrated velocity
 FUTURE_BLEND = 0.5     # ... and the future trajectory halfway between this step's prediction and the last
 MAX_GAP = 4.0          # s: the longest gap it fills, one planned curve between the keys
+BRAKE = 0.6            # m/s^2: a path slows into a stop no faster than this, down to a walk (path.braked): the
+                       # network follows a slower timing into a stop, and slams to one from a faster
 FASTEST = 6.0          # m/s: paths are slowed to this and desired speeds held under it; the dog capture's
                        # fastest frame moves its root 5.8 m/s, and past it the network lags, then diverges
 
@@ -130,7 +132,9 @@ class MANNModel(Model):
         says), for as long as the path lasts. ``start``: ``(motion, frame)``, or a list of one per path,
         the pose to start from with the second before it as the past (placed at the path's start);
         None: the model's own skeleton standing still. A path faster than ``top_speed`` anywhere is
-        slowed to it there (:func:`.path.paced`: the motion lasts longer than the path).
+        slowed to it there (:func:`.path.paced`: the motion lasts longer than the path), and one that
+        stops from faster than a walk slows into the stop at BRAKE (:func:`.path.braked`: the stand after
+        the stop gives up that time, or the motion lasts longer than the path).
         ``progress(done, total)`` is called after each step of the network (the standing start's
         included); it may raise to stop the work."""
         return self.rollout(paths, start, progress)[0]
@@ -143,7 +147,8 @@ class MANNModel(Model):
             return [], []
         for path in paths:
             check(path, self.actions)
-        paths = [paced(p, self.top_speed) for p in paths]
+        u = self.units_per_metre
+        paths = [braked(paced(p, self.top_speed), GAITS["walk"] * u, BRAKE * u) for p in paths]
         wants = [desired(p, self.fps, self.ahead, self.actions, self.move_speed) for p in paths]
         starts = start if isinstance(start, list) else [start] * len(paths)
         if len(starts) != len(paths):
@@ -167,7 +172,7 @@ class MANNModel(Model):
         pursuit = Pursuit(wants, frames, self.fps, fastest=self.top_speed) if timed else Pursuit(
             wants, frames, self.fps, lead=LEAD * u, idle=self.move_speed, slowest=SLOWEST, gain=DRIFT_GAIN,
             walking=DRIFT_SPEED * u, straight=STRAIGHT * u, arrive=ARRIVE * u, names=self.actions, steer=STEER * u,
-            approach=APPROACH * u, fastest=self.top_speed)
+            approach=APPROACH * u, fastest=self.top_speed, steer_time=STEER_TIME)
         rotations, bones, experts = [self._rotations(state)], [state.pos.copy()], []
         for t in range(steps):
             state, alpha = self._step(state, pursuit)
