@@ -64,7 +64,8 @@ def test_a_canter_comes_to_a_stop_over_most_of_a_second_at_the_paths_end(model):
 def test_a_path_brakes_into_its_stops_down_to_a_walk_and_the_stand_after_gives_up_the_time():
     """A line at 3 m/s that stops at 4 s and stands until 6 s, braked at 0.6 m/s^2 down to 1 m/s: its speed
     never falls faster than that (nor rises), it reaches the stop at 1 m/s or slower, the stand still ends at
-    6 s; a walk's path, and a capture's track (its own facing), are left as they are."""
+    6 s; a stand shorter than the delay is given up whole, and the action from its end kept; a walk's path,
+    and a capture's track (its own facing), are left as they are."""
     path = Path(np.array([0.0, 4.0, 6.0]), np.array([[0.0, 0.0], [0.0, 1200.0], [0.0, 1200.0]]))
     out = braked(path, 100.0, 60.0)
     step = np.linalg.norm(np.diff(out.points, axis=0), axis=-1)
@@ -75,6 +76,11 @@ def test_a_path_brakes_into_its_stops_down_to_a_walk_and_the_stand_after_gives_u
     assert (np.diff(speed) / np.diff(middle) >= -60.0 * 1.05).all()
     assert out.times[-1] == pytest.approx(6.0) and np.allclose(out.points[-1], [0.0, 1200.0])
     assert 4.5 < out.times[np.flatnonzero(moving)[-1] + 1] < 6.0     # the stop comes later, inside the stand
+    short = Path(np.array([0.0, 4.0, 4.2, 6.0]), np.array([[0.0, 0.0]] + [[0.0, 1200.0]] * 3),
+                 (None, "idle", "sit", None))
+    out = braked(short, 100.0, 60.0)   # the idle stand of 0.2 s gives all of it up, the sit the rest
+    assert out.actions[-2:] == ("sit", None) and "idle" not in out.actions
+    assert out.times[-2] > 4.2 and out.times[-1] == pytest.approx(6.0)
     walk = Path(np.array([0.0, 4.0]), np.array([[0.0, 0.0], [0.0, 400.0]]))
     assert braked(walk, 100.0, 60.0) is walk
     track = Path(path.times, path.points, facing=np.zeros(3))

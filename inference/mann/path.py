@@ -197,14 +197,14 @@ def braked(path, slow, brake):
         else:                                                             # a stand: it gives up the delay
             duration = max(given[i] - late, 0.0)
             late -= given[i] - duration
-            if duration <= 1e-9:
+            if duration <= 1e-9:                                          # given up whole: its end (and the
+                keep[-1] = i + 1                                          # action from there) takes its place
                 continue
         times.append(times[-1] + duration)
         keep.append(i + 1)
     keep = np.array(keep)
     return replace(path, times=np.array(times), points=path.points[keep],
-                   actions=None if path.actions is None else tuple(path.actions[k] for k in keep),
-                   facing=None if path.facing is None else path.facing[keep])
+                   actions=None if path.actions is None else tuple(path.actions[k] for k in keep))
 
 
 def _divided(path, slow, brake, pieces=BRAKE_PIECES):
@@ -224,9 +224,8 @@ def _divided(path, slow, brake, pieces=BRAKE_PIECES):
     share[-1] = 1.0
     times = path.times[leg] + share * np.diff(path.times)[leg]
     points = path.points[leg] + share[:, None] * np.diff(path.points, axis=0)[leg]
-    facing = None if path.facing is None else path.facing[leg] + share * np.diff(path.facing)[leg]
     actions = None if path.actions is None else tuple(path.actions[i] for i in leg[:-1]) + (path.actions[-1],)
-    return replace(path, times=times, points=points, facing=facing, actions=actions)
+    return replace(path, times=times, points=points, actions=actions)
 
 
 @dataclass(frozen=True, eq=False)
