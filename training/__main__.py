@@ -5,15 +5,14 @@ import sys
 
 from inference.cli import Parser
 from inference.errors import BetwixtError
+from . import export, loop
+from .carl import train as carl
+from .family import FAMILIES, family
+from .mann import labels
+from .rtn import speed
 
 
 def main(argv=None):
-    from . import export, loop
-    from .family import FAMILIES, family
-    from .mann import labels
-    from .carl import train as carl
-    from .rtn import speed
-
     argv = sys.argv[1:] if argv is None else argv
     parser = Parser(prog="python -m training", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -33,7 +32,7 @@ def main(argv=None):
     export.add_convert_arguments(conv)
     conv.set_defaults(run=export.run_convert)
 
-    sp = commands.add_parser("speed", help="time an RTN in torch eager (for inference bench-speed)")
+    sp = commands.add_parser("speed", help="time an RTN in torch eager (what lab bench-speed compares)")
     speed.add_arguments(sp)
     sp.set_defaults(run=speed.run)
 
