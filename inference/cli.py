@@ -33,6 +33,7 @@ from .motion import AXES, guess_up_axis, height
 MOST_VARIANTS = 64      # variants of one gap: each is a model's run, held in memory until all are checked
 MOST_CONTINUATIONS = 256  # walks of one request (the Motion VAE's own limit)
 MOST_FRAMES = 36_000    # frames of one walk: 20 minutes at 30 fps (the Motion VAE's own limit)
+MOST_WALK_FRAMES = 288_000  # K x frames of one request: all are held until checked (about 1.4 GB, 80 s)
 MOST_VARIATION = 10.0   # noise strength: 1 is the training's spread, the add-on's slider stops at 2
 MOST_TAU = 10.0         # MANN's tau: at 10 the path counts only in the last frames of the network's second
 MOST_BLEND = 10_000     # frames of a target blend: longer than any gap a model fills
@@ -399,6 +400,10 @@ def _follow_path(args):
 
 
 def _walk(args):
+    if args.k * args.frames > MOST_WALK_FRAMES:
+        raise BetwixtError(f"-k {args.k} x --frames {args.frames:,} is {args.k * args.frames:,} frames; give at most "
+                           f"{MOST_WALK_FRAMES:,} in all (every walk is held until all are checked): fewer walks or "
+                           "frames, or several requests")
     motion = read_bvh(args.file)
     model = open_model(args.model, kind="mvae") if args.model else find_model(motion.skeleton, serves=args.serves)
     began = time.perf_counter()

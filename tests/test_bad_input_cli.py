@@ -89,6 +89,14 @@ def test_an_option_out_of_bounds_is_refused_before_anything_runs(human, tmp_path
     assert line.startswith(f"error: python -m inference {command}: argument {option}")
 
 
+def test_walks_are_bounded_by_all_the_frames_they_hold(human, tmp_path, capsys):
+    """-k and --frames each within their range can still ask for more frames than memory holds: 256 walks
+    of 20 minutes are 9,216,000 frames (some 44 GB); the request is refused before the model is opened."""
+    line = refused(capsys, tmp_path, ["walk", human, "--from", "60", "--frames", "36000", "-k", "256", "-o",
+                                      tmp_path / "out"], "9,216,000 frames", "at most 288,000")
+    assert line.startswith("error: -k 256 x --frames 36,000")
+
+
 def test_the_limits_themselves_pass():
     """The neighbours of the refused values: each limit is inside its range."""
     k = whole(1, 64, "why")
