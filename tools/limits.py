@@ -28,6 +28,7 @@ from inference.modelfile import MODELS, open_model  # noqa: E402
 from inference.mvae.runtime import MAX_PATH  # noqa: E402
 
 CLIP = "obstacles1_subject5.bvh"   # LaFAN1's test subject: walking, a few obstacles
+OTHER = "ground1_subject5.bvh"     # the same subject on the ground: a transition's other clip
 
 
 def run(args):
@@ -52,7 +53,7 @@ def circle_path(path, seconds, rows, speed=1.0):
     return path
 
 
-def cases(clip, folder):
+def cases(clip, other, folder):
     """``name -> (the limit in words, the command's arguments)``."""
     gap = open_model(MODELS / "rtn-human.onnx").max_gap
     walk_k = MOST_CONTINUATIONS
@@ -70,8 +71,8 @@ def cases(clip, folder):
         "follow-path-mvae": (f"{MAX_PATH:g} s of path (the Motion VAE, two legs)",
                              ["follow-path", circle_path(folder / "mvae.csv", MAX_PATH, 3001), "--start",
                               f"{clip}:100", "-o", folder / "human.bvh"]),
-        "transitions": (f"-k {MOST_VARIANTS}, one pair, {gap} frames",
-                        ["transitions", clip, clip, "--length", gap, "-k", MOST_VARIANTS, "--no-sheet", "-o",
+        "transitions": (f"-k {MOST_VARIANTS}, two clips (two pairs), {gap} frames",
+                        ["transitions", clip, other, "--length", gap, "-k", MOST_VARIANTS, "--no-sheet", "-o",
                          folder / "t"]),
     }
 
@@ -84,8 +85,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         with zipfile.ZipFile(args.shared / "mocap" / "lafan1-27.zip") as z:
-            (folder / CLIP).write_bytes(z.read(CLIP))
-        chosen = cases(folder / CLIP, folder)
+            for name in (CLIP, OTHER):
+                (folder / name).write_bytes(z.read(name))
+        chosen = cases(folder / CLIP, folder / OTHER, folder)
         names = args.only.split(",") if args.only else list(chosen)
         print("| case | limit | seconds | peak MiB | exit |\n|---|---|---|---|---|")
         for name in names:
