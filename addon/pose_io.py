@@ -16,6 +16,13 @@ import numpy as np
 from ..inference.errors import BetwixtError
 from .rig import Rig, channel_count, channel_path, channels_to_quat
 
+try:
+    from bpy_extras.anim_utils import action_get_channelbag_for_slot
+except ImportError:   # 4.4 without the helper: the same search
+    def action_get_channelbag_for_slot(action, slot):
+        bags = (strip.channelbag(slot) for layer in action.layers for strip in layer.strips)
+        return next((b for b in bags if b), None) if slot is not None else None
+
 POINT_FLOATS = ("co", "handle_left", "handle_right")
 POINT_ENUMS = ("interpolation", "handle_left_type", "handle_right_type", "type", "easing")
 POINT_SCALARS = ("back", "amplitude", "period")
@@ -64,12 +71,6 @@ class Channels:
     def bag(self):
         if not self.layered:
             return self.action
-        try:
-            from bpy_extras.anim_utils import action_get_channelbag_for_slot
-        except ImportError:   # 4.4 without the helper: the same search
-            def action_get_channelbag_for_slot(action, slot):
-                bags = (strip.channelbag(slot) for layer in action.layers for strip in layer.strips)
-                return next((b for b in bags if b), None) if slot is not None else None
         return action_get_channelbag_for_slot(self.action, self.slot)
 
     def ensure_bag(self):

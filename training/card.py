@@ -9,6 +9,8 @@ import os
 import platform
 import shlex
 
+import torch
+
 
 def made(history, steps):
     """The stretches of training, each a Markdown line with its command, commit and hardware (where
@@ -25,8 +27,6 @@ def made(history, steps):
 
 
 def hardware(device):
-    import torch
-
     if str(device).startswith("cuda") and torch.cuda.is_available():
         return f"{torch.cuda.get_device_name(0)} (CUDA)"
     return f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores"

@@ -14,6 +14,8 @@ import numpy as np
 import torch
 
 from inference.errors import DataError
+from inference.modelfile import read
+from .onnx_tools import stored_weights
 
 FORMAT = 2
 
@@ -52,9 +54,6 @@ def of_model_file(path, family):
     their own data. The weights come back as the file stores them (quantised ones as every fill
     multiplies by them); ``stats`` holds what the file carries, and the loop measures the rest (the
     loss's own units) on the new data; the record of how the weights were made goes on."""
-    from inference.modelfile import read
-    from .onnx_tools import stored_weights
-
     file, _ = read(path)
     if file.kind != family.name:
         raise DataError(f"{path}: a {file.kind} model; --init needs a {family.name} model or checkpoint")

@@ -11,6 +11,8 @@ import math
 import os
 from pathlib import Path
 
+import onnx
+
 from inference.cli import whole
 from inference.errors import DataError
 from inference.inbetween import data_floor
@@ -21,6 +23,7 @@ from .clips import selection_in
 from .family import family as family_called
 from .loop import source_commit
 from .onnx_tools import LARGE, WEIGHTS, metadata_of, write
+from .rtn.card import benchmark_section
 
 AGREEMENT = 1e-3   # largest difference between torch and onnxruntime a float32 export may show
 
@@ -95,7 +98,7 @@ def export(path, output, weights="float32", bench_data=None, data=None, cache=No
         raise DataError(f"{output}: onnxruntime and torch differ by {difference:.2g} (more than {AGREEMENT}); "
                         "the export is wrong, nothing was written")
     card.write(output, family, state, weights, precision(weights),
-               family.card(state, meta, output, bench_data, data, cache),
+               family.card(state, model, meta, output, bench_data, data, cache),
                f" --max-gap {max_gap}" if max_gap is not None else "")
     return output, difference
 
@@ -144,7 +147,6 @@ def _convert_model(path, output, bench_data):
     if card_path.exists():
         text = card_path.read_text()
         if bench_data:
-            from .rtn.card import benchmark_section
             text = _replaced_section(text, "## Benchmark", benchmark_section(output, bench_data))
         Path(output).with_suffix(".md").write_text(
             text.rstrip() + f"\n\nMetadata converted to format {FORMAT} by `python -m training convert` at commit "
@@ -171,8 +173,6 @@ def _with_floor(path, output, data, cache):
 
 def _rewritten(path, output, meta):
     """The model file at ``path`` written to ``output`` with the metadata ``meta`` instead of its own."""
-    import onnx
-
     proto = onnx.load(str(path))
     del proto.metadata_props[:]
     onnx.helper.set_model_props(proto, meta)

@@ -7,6 +7,13 @@ common metadata and card) is the loop's and export's, written once.
 """
 
 
+from importlib import import_module
+
+import torch
+
+from inference.errors import DataError
+
+
 class Family:
     """The hooks of one family; ``name`` is its command and its model files' kind."""
 
@@ -57,15 +64,11 @@ class Family:
     def weights_of(self, model, stored):
         """``model``'s state dict from the weights of one of its model files (``stored``:
         :func:`.onnx_tools.stored_weights`), for ``--init`` from a model file."""
-        from inference.errors import DataError
-
         raise DataError(f"--init from a model file works for RTN and MANN models; for a {self.name} model give "
                         "the checkpoint.pt of the run that made it")
 
     def optimiser(self, model, args):
         """The optimiser of ``model``'s weights at rate ``args.lr``."""
-        import torch
-
         return torch.optim.Adam(model.parameters(), lr=args.lr)
 
     def rate(self, step, train, args):
@@ -98,9 +101,10 @@ class Family:
         """The largest difference between torch and onnxruntime on the exported file."""
         raise NotImplementedError
 
-    def card(self, state, metadata, path, bench_data=None, data=None, cache=None):
-        """The model card's sections of its own for the file at ``path``, as lists of Markdown lines:
-        {"use": [...], "measured": [...]}; ``bench_data`` and ``data`` ask for measurements."""
+    def card(self, state, model, metadata, path, bench_data=None, data=None, cache=None):
+        """The model card's sections of its own for the file at ``path``, exported from ``model`` (the
+        network as shipped), as lists of Markdown lines: {"use": [...], "measured": [...]}; ``bench_data``
+        and ``data`` ask for measurements, which the family makes and its card module formats."""
         return {}
 
     def converted(self, state, old):
@@ -112,8 +116,6 @@ class Family:
 def one_data_set(args, name):
     """The one ``--data`` of a family that learns from a single data set (``--data`` may be given
     several times for the RTN, which brings them onto one skeleton)."""
-    from inference.errors import DataError
-
     if len(args.data) > 1:
         raise DataError(f"{name} learns from one data set, not {len(args.data)}: give --data once")
     return args.data[0]
@@ -125,8 +127,6 @@ FAMILIES = {"rtn": ("rtn.family", "RTNFamily"),   # name -> module (in this pack
 
 
 def family(name):
-    """The family called ``name``."""
-    from importlib import import_module
-
+    """The family called ``name`` (imported only when asked for: a family's module imports its network)."""
     module, cls = FAMILIES[name]
     return getattr(import_module(f".{module}", __package__), cls)()

@@ -267,7 +267,7 @@ def kept_out(args, earlier, say):
 
 def plot_history(history, path):
     """Training loss and validation curves, side by side, as a PNG."""
-    import matplotlib
+    import matplotlib   # here, not on import: the Agg backend must be chosen before pyplot loads
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -5,7 +5,16 @@ A family builds its graph (a ModelProto); :func:`write` quantises it if asked, s
 and checks it; :func:`agreement` runs the same inputs through torch and onnxruntime.
 """
 
+import io
+import logging
+import warnings
+
 import numpy as np
+import onnx
+import onnxruntime
+import torch
+from onnx import TensorProto, helper, numpy_helper
+from onnxruntime.quantization.matmul_nbits_quantizer import DefaultWeightOnlyQuantConfig, MatMulNBitsQuantizer
 
 
 def quantized(proto, large, small):
@@ -17,12 +26,6 @@ def quantized(proto, large, small):
     matrices hold most of them and take 4 bits at little cost, while the small first and last
     layers, which read and write the features themselves, are where 4 bits cost accuracy.
     """
-    import logging
-
-    from onnx import helper, numpy_helper
-    from onnxruntime.quantization.matmul_nbits_quantizer import (DefaultWeightOnlyQuantConfig,
-                                                                 MatMulNBitsQuantizer)
-
     logging.getLogger("onnxruntime.quantization.matmul_nbits_quantizer").setLevel(logging.WARNING)  # a line a node
     weights = {w.name: w for w in proto.graph.initializer}
 
@@ -92,11 +95,6 @@ def traced(module, args, inputs, outputs):
     initializer read directly by its nodes (the quantiser recognises no other weight). Traced with
     torch's TorchScript exporter (``dynamo=False``: the dynamo exporter needs onnxscript, which this
     project does not install)."""
-    import io
-    import warnings
-
-    import onnx
-    import torch
 
     f = io.BytesIO()
     with warnings.catch_warnings():  # the TorchScript exporter is deprecated, and chosen above
@@ -123,7 +121,6 @@ def traced(module, args, inputs, outputs):
 def write(proto, path, metadata, weights="float32"):
     """Write ``proto`` as one self-contained model file with ``metadata`` (strings) as its
     metadata_props and its weights stored as ``weights`` (a key of WEIGHTS)."""
-    import onnx
 
     if WEIGHTS[weights]:
         proto = quantized(proto, *WEIGHTS[weights])
@@ -134,7 +131,6 @@ def write(proto, path, metadata, weights="float32"):
 
 def metadata_of(path):
     """A model file's metadata as a dict of strings (without loading its weights into a session)."""
-    import onnx
 
     return {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}
 
@@ -146,8 +142,6 @@ def stored_weights(path):
     again (``--init`` from a model file). A matrix stored in blocks of integers (MatMulNBits) is read
     back by running its product on the identity in onnxruntime, so it comes back as every fill of
     that file multiplies by it, whatever the block layout."""
-    import onnx
-    from onnx import numpy_helper
 
     proto = onnx.load(str(path))
     stored = {i.name: i for graph in _graphs(proto.graph) for i in graph.initializer}
@@ -183,8 +177,6 @@ def _graphs(graph):
 def _dequantised(node, stored, proto_ir_version):
     """The (K, N) float matrix a MatMulNBits ``node`` multiplies by, its integer blocks and scales
     taken from ``stored`` (in a graph of the file's IR version, which its onnxruntime reads)."""
-    import onnxruntime
-    from onnx import TensorProto, helper
 
     attrs = {a.name: a.i for a in node.attribute}
     k, n = attrs["K"], attrs["N"]
@@ -204,8 +196,6 @@ def _dequantised(node, stored, proto_ir_version):
 def agreement(module, path, inputs):
     """The largest absolute difference between ``module(**inputs)`` in torch and the model file at
     ``path`` run by onnxruntime on the same ``inputs`` (numpy arrays, by the graph's input names)."""
-    import onnxruntime
-    import torch
 
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     ours = session.run(None, inputs)[0]

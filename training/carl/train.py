@@ -192,7 +192,7 @@ def train(args, argv):
 def plot_history(history, path):
     """The mean reward per policy step, each term's, the episodes' length and the evaluations' seconds
     tracked against samples, as a PNG."""
-    import matplotlib
+    import matplotlib   # here, not on import: the Agg backend must be chosen before pyplot loads
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -30,6 +30,7 @@ frame's pose and trajectory, so a batch is gathered from three per-frame arrays.
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from inference.errors import DataError
 from inference.mann import actions as labelling
@@ -125,8 +126,6 @@ class Frames:
 
     def to(self, device):
         """The same arrays as torch tensors on ``device``."""
-        import torch
-
         arrays = (self.trajectory, self.pose, self.root, self.samples.astype(np.int64), self.actions)
         return Frames(*(torch.as_tensor(a).to(device) for a in arrays))
 
@@ -134,8 +133,6 @@ class Frames:
 def _cat(parts):
     if isinstance(parts[0], np.ndarray):
         return np.concatenate(parts, axis=1)
-    import torch
-
     return torch.cat(parts, dim=1)
 
 

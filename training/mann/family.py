@@ -29,6 +29,7 @@ from inference.mann import actions as labelling
 from ..clips import selection_of, speeds_of
 from ..family import Family, one_data_set
 from ..onnx_tools import agreement
+from .card import sections
 from .data import CURRENT, OUT_SAMPLE_DIM, SAMPLES, TEST_CLIPS, parts
 from .network import INPUTS, MANN, MANNConfig, graph
 
@@ -185,9 +186,7 @@ class MANNFamily(Family):
         x = x.astype(np.float32)
         return agreement(lambda x: model(x)[0], path, {INPUTS[0]: x})
 
-    def card(self, state, metadata, path, bench_data=None, data=None, cache=None):
-        from .card import sections
-
+    def card(self, state, model, metadata, path, bench_data=None, data=None, cache=None):
         return sections(state, metadata)
 
 

@@ -21,7 +21,7 @@ COLOURS = ("#9e9e9e", "#4caf50", "#f44336", "#2196f3", "#ff9800", "#7e57c2")
 
 def plot(name, sig, label, fps, path):
     """A timeline of one clip: speed, heights above the ground, and the label bands."""
-    import matplotlib
+    import matplotlib   # here, not on import: the Agg backend must be chosen before pyplot loads
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -7,12 +7,12 @@ import json
 from inference.modelfile import find_model, open_model
 from lab.dataset import load_motion_set
 from lab.mvae_bench import measure, table
-from .family import ACTIVE
 
 
-def sections(state, metadata, path=None, bench_data=None, cache=None):
-    """{"use": lines, "measured": lines} of a Motion VAE model file's card; ``bench_data``: LaFAN1, whose
-    test subject the file at ``path`` is measured on (:func:`bench_section`)."""
+def sections(state, metadata, active, path=None, bench_data=None, cache=None):
+    """{"use": lines, "measured": lines} of a Motion VAE model file's card; ``active``: the mean KL (nats)
+    above which validation counts a latent dimension active; ``bench_data``: LaFAN1, whose test subject the
+    file at ``path`` is measured on (:func:`bench_section`)."""
     lay, config = json.loads(metadata["betwixt.layout"]), state["config"]
     args = state["meta"]["args"]
     use = ["## Skeleton and use",
@@ -41,8 +41,8 @@ def sections(state, metadata, path=None, bench_data=None, cache=None):
                     f"- Mean squared error of the z-scored pose: one step from the posterior's mean {s['recon']:.4f}; "
                     f"fed its own predictions for {args['rollout']} steps {s['rollout']:.4f}; one step from a z of the "
                     f"prior {s['prior']:.4f}.",
-                    f"- Latent: {s['active']} of {config['latent']} dimensions active (mean KL above {ACTIVE} nats), "
-                    f"{s['active_mean']} whose posterior mean varies across the data (variance above {ACTIVE}); mean "
+                    f"- Latent: {s['active']} of {config['latent']} dimensions active (mean KL above {active} nats), "
+                    f"{s['active_mean']} whose posterior mean varies across the data (variance above {active}); mean "
                     f"KL {s['kl']:.3f} nats a dimension. Per dimension, largest first: "
                     + ", ".join(f"{v:.3f}" for v in sorted(s["kl_dims"], reverse=True)) + "."]
     if bench_data:

@@ -24,6 +24,7 @@ import math
 from dataclasses import asdict
 
 import numpy as np
+import onnxruntime
 import torch
 
 from inference.cli import number, whole
@@ -35,6 +36,7 @@ from inference.mvae.features import ROOT, fields
 from ..clips import selection_of, speeds_of
 from ..family import Family, one_data_set
 from ..onnx_tools import agreement, metadata_of
+from .card import sections
 from .data import parts
 from .network import DECODER_INPUTS, ENCODER_INPUTS, MVAE, MVAEConfig, decoder_graph, encoder_graph
 
@@ -163,8 +165,6 @@ class MVAEFamily(Family):
     def check_export(self, model, path):
         """The largest difference between torch and onnxruntime, over the decoder (the file's graph) and
         the encoder (its metadata's)."""
-        import onnxruntime
-
         rng = np.random.default_rng(0)
         mean, std = model.pose_mean.numpy(), model.pose_std.numpy()
         previous, pose = (mean + std * rng.standard_normal((2, 4, model.config.pose))).astype(np.float32)
@@ -178,10 +178,8 @@ class MVAEFamily(Family):
             want = model.encode(model.normalised(torch.from_numpy(previous)), model.normalised(torch.from_numpy(pose)))
         return max(decoder, *(float(np.abs(g - w.numpy()).max()) for g, w in zip(got, want)))
 
-    def card(self, state, metadata, path, bench_data=None, data=None, cache=None):
-        from .card import sections
-
-        return sections(state, metadata, path, bench_data, cache)
+    def card(self, state, model, metadata, path, bench_data=None, data=None, cache=None):
+        return sections(state, metadata, ACTIVE, path, bench_data, cache)
 
 
 class Feet:

@@ -3,24 +3,15 @@ ways, and validation beside straight-line interpolation."""
 
 import json
 
-import torch
-
-from inference.errors import DataError
-from inference.features import Layout
 from inference.modelfile import open_model
 from inference.rtn.blends import BLEND, START_BLEND
 from inference.transition import BASELINES
 from lab.benchmark import evaluate, format_table, load_benchmark, strict
-from lab.dataset import load_sources
-from ..card import sources
-from ..clips import selection_in
-from ..loop import Normaliser
-from .family import VALIDATION_LENGTHS, validate
-from .sampler import Transitions
 
 
-def sections(family, state, metadata, path, bench_data=None, data=None, cache=None):
-    """{"use": lines, "measured": lines} of an RTN model file's card."""
+def sections(state, metadata, path, bench_data=None, errors=None):
+    """{"use": lines, "measured": lines} of an RTN model file's card; ``bench_data`` asks for the benchmark of
+    the file at ``path``; ``errors``: the held-out validation (:func:`validation_section`), where measured."""
     gaps = json.loads(metadata["betwixt.gaps"])
     past = state["config"]["past"]
     use = ["## Skeleton and use",
@@ -37,8 +28,8 @@ def sections(family, state, metadata, path, bench_data=None, data=None, cache=No
     measured = []
     if bench_data:
         measured += [""] + benchmark_section(path, bench_data)
-    if data:
-        measured += [""] + validation_section(family, state, data, cache)
+    if errors:
+        measured += [""] + validation_section(errors)
     return {"use": use, "measured": measured}
 
 
@@ -61,20 +52,9 @@ def benchmark_section(path, bench_data):
     return lines
 
 
-def validation_section(family, state, data, cache=None):
-    """The float32 network's and interpolation's errors on the held-out tenth of ``data``'s training clips."""
-    meta = state["meta"]
-    chosen = selection_in(meta)
-    motions = load_sources(data, cache, meta["args"].get("skeleton"), chosen)
-    val_set = Transitions(motions, "validation", chosen, mirrored=False, layout=Layout(**meta["layout"]))
-    if val_set.files != meta["data_files"]:
-        raise DataError(f"{' + '.join(data)}: not the data this checkpoint was trained on ({' + '.join(sources(meta))})")
-    from ..export import loaded
-
-    _, model = loaded(state)
-    norm, device = Normaliser(state["stats"]), torch.device("cpu")
-    scores = validate(model, norm, val_set, device, blend=BLEND)
-    baseline = validate(model, norm, val_set, device, interpolate=True)
+def validation_section(errors):
+    """``errors`` ({gap length: ((rotations, positions), (interpolation's))}, :func:`.family.held_out_errors`)
+    as the card's table."""
     lines = ["## Validation (gaps in the held-out last tenth of every training clip)", "",
              f"Root mean square error of the float32 network with the runtime's blends (start over "
              f"{START_BLEND} frames, target over {BLEND}, end over the whole gap) over the same 256 windows per "
@@ -84,7 +64,6 @@ def validation_section(family, state, data, cache=None):
              "Lower is better.", "",
              "| frames | rotations | interpolation | ratio | positions | interpolation | ratio |",
              "|---|---|---|---|---|---|---|"]
-    for i, n in enumerate(VALIDATION_LENGTHS):
-        (r, p), (ri, pi) = scores[2 * i:2 * i + 2], baseline[2 * i:2 * i + 2]
+    for n, ((r, p), (ri, pi)) in errors.items():
         lines.append(f"| {n} | {r:.3f} | {ri:.3f} | {r / ri:.3f} | {p:.3f} | {pi:.3f} | {p / pi:.3f} |")
     return lines

@@ -26,13 +26,15 @@ from inference.cli import MOST_VARIATION, number, whole
 from lab.dataset import load_sources
 from inference.errors import DataError
 from inference.features import Layout, chain
-from inference.rtn.blends import BLEND, START_BLEND, end_blend, end_ramp, start_blend, start_ramp, target_blend, target_ramp
-from ..clips import selection_of, speeds_of
+from inference.rtn.blends import BLEND, end_blend, end_ramp, start_blend, start_ramp, target_blend, target_ramp
+from ..card import sources
+from ..clips import selection_in, selection_of, speeds_of
 from ..family import Family
 from ..kinematics import forward_kinematics
 from ..loop import Normaliser
 from ..options import listed
 from ..onnx_tools import agreement
+from .card import sections
 from .network import RTN, RTNConfig, graph
 from .sampler import Transitions
 
@@ -178,10 +180,9 @@ class RTNFamily(Family):
         return agreement(lambda past, target, gap, noise: model(past, target, int(gap), z=noise, variation=1.0),
                          path, inputs)
 
-    def card(self, state, metadata, path, bench_data=None, data=None, cache=None):
-        from .card import sections
-
-        return sections(self, state, metadata, path, bench_data, data, cache)
+    def card(self, state, model, metadata, path, bench_data=None, data=None, cache=None):
+        return sections(state, metadata, path, bench_data, None if not data else held_out_errors(state, model, data,
+                                                                                                  cache))
 
     def converted(self, state, old):
         """An earlier RTN checkpoint: its config without the experimental inputs this version dropped
@@ -209,6 +210,22 @@ def shares_of(args):
         raise DataError(f"--shares {args.shares}: give {len(args.data)} weights (one per --data, in order), "
                         "none negative and not all zero")
     return weights / weights.sum()
+
+
+def held_out_errors(state, model, data, cache=None):
+    """{gap length: ((rotations, positions), (interpolation's))}: the shipped ``model``'s errors with the
+    runtime's blends and straight-line interpolation's, on the held-out tenth of ``data``'s training clips
+    (the run's own data, checked), for its model card."""
+    meta = state["meta"]
+    chosen = selection_in(meta)
+    motions = load_sources(data, cache, meta["args"].get("skeleton"), chosen)
+    val_set = Transitions(motions, "validation", chosen, mirrored=False, layout=Layout(**meta["layout"]))
+    if val_set.files != meta["data_files"]:
+        raise DataError(f"{' + '.join(data)}: not the data this checkpoint was trained on ({' + '.join(sources(meta))})")
+    norm, device = Normaliser(state["stats"]), torch.device("cpu")
+    scores = validate(model, norm, val_set, device, blend=BLEND)
+    baseline = validate(model, norm, val_set, device, interpolate=True)
+    return {n: (scores[2 * i:2 * i + 2], baseline[2 * i:2 * i + 2]) for i, n in enumerate(VALIDATION_LENGTHS)}
 
 
 def named(scores):

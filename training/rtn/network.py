@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.nn as nn
+from onnx import TensorProto, helper, numpy_helper
 
 from ..onnx_tools import traced
 
@@ -339,8 +340,6 @@ def _rollout(model):
     past (B, P, pose_dim), target (B, target_dim), gap () int64, noise (B, future_dim)
     ->  frames (B, gap + 1, pose_dim)
     """
-    from onnx import TensorProto, helper, numpy_helper
-
     cf = model.config
     init, step = _traced(model, "init"), _traced(model, "step")
     N = helper.make_node
