@@ -240,9 +240,11 @@ def _measured(clip, rotations, positions, true_rotations, true_positions, ground
 
 
 def speed(model, repeats=5):
-    """Milliseconds a frame of the controller at batch 1 (one thread: the model's session), the best of
-    ``repeats``: the time of a twenty-second walk less that of a ten-second one, over the frames between,
-    so that the start (a second of the network standing the dog up) does not count; and the file's size."""
+    """Milliseconds a frame of the controller at batch 1 (one thread: the model's session), the median of
+    ``repeats`` pairs run back to back: the time of a twenty-second walk less that of a ten-second one, over
+    the frames between, so that the start (a second of the network standing the dog up) does not count (the
+    best of each length apart could pair a slow long walk's best with a slower short one's on a busy
+    machine, and come out below zero); and the file's size."""
     def walk(seconds):
         end = seconds * model.units_per_metre
         line = Path(np.array([0.0, seconds]), np.array([[0.0, 0.0], [0.0, end]]), source="line")
@@ -251,8 +253,9 @@ def speed(model, repeats=5):
         return time.perf_counter() - began, frames
 
     walk(1.0)
-    short, long = (min((walk(s) for _ in range(repeats)), key=lambda r: r[0]) for s in (10.0, 20.0))
-    return {"ms_per_frame": 1000 * (long[0] - short[0]) / (long[1] - short[1]), "bytes": model.path.stat().st_size}
+    pairs = [(walk(10.0), walk(20.0)) for _ in range(repeats)]
+    each = [1000 * (long[0] - short[0]) / (long[1] - short[1]) for short, long in pairs]
+    return {"ms_per_frame": float(np.median(each)), "bytes": model.path.stat().st_size}
 
 
 def measure(model, data, clips=None, seconds=None, rtn=None):
