@@ -15,11 +15,12 @@ the generated frames only (keys and the frames outside gaps are never changed):
    creeps while it stands), the contact ends, and a new one begins after a swing as long as a fade;
 4. each contact is locked where it touches the user's frames (on both sides of a gap: moving
    straight from one to the other), else at its mean position; the offset from the joint's own path
-   to its lock fades out (a smoothstep) over ``FADE`` seconds on either side (never past a user frame,
-   where it is zero; between two contacts closer than that, it moves from one lock to the next), no
-   joint goes below its ground, and a foot off the ground on generated frames for at most
-   ``MAX_SWING`` clears it by an arc as high as ``LIFT`` of the way it travels there (a network's foot
-   glides along the floor where the capture steps or jumps), its toe by as much but never more than
+   to its lock fades out (a cubic, which the held foot leaves and enters at the lock's velocity) over
+   ``FADE`` seconds on either side (never past a user frame, where it is zero; between two contacts
+   closer than that, it moves from one lock to the next), no joint goes below its ground, and a foot
+   off the ground on generated frames for at most ``MAX_SWING`` clears it by an arc as high as ``LIFT``
+   of the way it travels there (a network's foot glides along the floor where the capture steps or
+   jumps; after a key with the foot in the air, the rest of that arc), its toe by as much but never more than
    its ankle clears the ankle's ground (a network's toe may scrape the floor under a raised ankle), and
    a toe standing on its own under a standing body is not taken up with its foot (a heel lifted off it);
 5. two-bone IK (hip, knee, ankle: :mod:`.leg_ik`) puts the ankle on its target, the knee turning in the
@@ -144,7 +145,7 @@ def _held(path, lowest, generated, up, height, fps, paws=False, high=LIFT_HIGH, 
     contact = held_contacts(path, lowest, generated, up, height, fps, paws)
     held = path + offsets(path, contact, generated, fade)
     swing = round(PAW_SWING * fps) if np.any(paws) else None
-    clear = lifts(held, contact, generated, up, height, fps, round(MAX_SWING * fps), high, sharpest, swing)
+    clear = lifts(held, contact, generated, up, height, fps, round(MAX_SWING * fps), high, sharpest, swing, lowest)
     clear = np.minimum(clear, ceiling)
     held[..., up] = np.maximum(held[..., up], lowest + clear)
     return held, contact
@@ -206,7 +207,7 @@ def steps(path, contact, generated, up, reach, swing):
     return out
 
 
-def lifts(held, contact, generated, up, height, fps, longest, high=LIFT_HIGH, sharpest=ARC, swing=None):
+def lifts(held, contact, generated, up, height, fps, longest, high=LIFT_HIGH, sharpest=ARC, swing=None, floor=0.0):
     """(F, K) the least height above its ground of each joint on its generated frames off the ground: an arc
     over each swing (a run of them between contacts or user frames) of at most ``longest`` frames, as high
     as ``LIFT`` of the way it travels, at most ``high`` of the body's ``height``, so a foot that travels
@@ -218,9 +219,14 @@ def lifts(held, contact, generated, up, height, fps, longest, high=LIFT_HIGH, sh
     runs of seconds), and an arc over it would only float the foot above its glide. Where ``swing`` (frames)
     is given (a quadruped's paws), a run longer than it is that many strides: the network's paws skim the floor
     through a trot's or a canter's stances too fast to be found standing, and one arc over the run held a paw
-    up for a second or more; each stride is lifted from the run's lowest frames (:func:`strides`)."""
+    up for a second or more; each stride is lifted from the run's lowest frames (:func:`strides`). Where no
+    ``sharpest`` bounds the arc (a toe's), a run of at most twice ``FADE`` that begins on a key with the joint in
+    the air (more than ``LOW`` above its ground ``floor`` (K,)) and coming down is the landing of the key's own
+    swing, too short for a step of its own, and is not lifted: an arc from the floor rose above the landing toe
+    and kicked it up again (an ankle's arc over so few frames is held low by ``ARC``)."""
     out = np.zeros(held.shape[:2])
     frames = len(held)
+    floor = np.broadcast_to(floor, held.shape[1:2])
     free = ~contact & generated[:, None]
     flat = np.delete(held, up, axis=-1)
     for k in range(held.shape[1]):
@@ -235,6 +241,10 @@ def lifts(held, contact, generated, up, height, fps, longest, high=LIFT_HIGH, sh
             way = np.linalg.norm(flat[min(e, frames - 1), k] - flat[max(s - 1, 0), k])
             span = (e - s + 1) / fps
             peak = min(LIFT * way, high * height, sharpest * height * span * span / np.pi ** 2)
+            key = s - 1
+            if np.isinf(sharpest) and 0 < key and not generated[key] and e - s <= 2 * fade_frames(fps) \
+                    and held[key, k, up] - floor[k] > LOW * height and held[key, k, up] < held[key - 1, k, up]:
+                continue                                   # the landing of the key's own swing: not lifted
             out[s:e, k] = peak * np.sin(np.pi * np.arange(1, e - s + 1) / (e - s + 1))
     return out
 
@@ -281,8 +291,10 @@ def offsets(feet, contact, generated, fade):
     the way to its lock (see :func:`locks`); elsewhere fading to zero over ``fade`` frames (directly from
     one lock to the next where two contacts are closer than ``fade`` each side: a fade-out reaching into the
     next one's fade-in would move the joint onto that lock in one frame) and zero on every frame that is not
-    ``generated``; each fade a smoothstep, so that the foot's velocity does not step where it begins and
-    ends (linear fades kicked the knees at a transition's joins)."""
+    ``generated``; each fade a cubic that begins and ends with the velocity of what it joins (the way to the
+    lock changing as the joint's own path moves on, or none), so that the held foot's velocity does not step
+    where a fade begins and ends: a smoothstep left the foot its own path's velocity on a contact's first and
+    last frames, which it then lost (or gained) in one frame."""
     frames = len(feet)
     out = np.zeros_like(feet)
     lock = locks(feet, contact, generated)
@@ -297,11 +309,17 @@ def offsets(feet, contact, generated, fade):
         anchor = on | ~generated
         anchor[edges[~near[edges]]] = True
         at = np.flatnonzero(anchor)
-        value = np.where(on[at, None], lock[at, k] - feet[at, k], 0.0)
+        miss = lock[:, k] - feet[:, k]                                       # on a contact's frames
+        before, after = np.r_[False, on[:-1]], np.r_[on[1:], False]
+        # the offset's slope (a frame) at a contact's first and last frames, from within the contact
+        slope = np.where((on & after)[:, None], np.roll(miss, -1, axis=0) - miss,
+                         np.where((on & before)[:, None], miss - np.roll(miss, 1, axis=0), 0.0))[at]
+        value = np.where(on[at, None], miss[at], 0.0)
         segment = np.clip(np.searchsorted(at, index, side="right") - 1, 0, len(at) - 2)
-        t = np.clip((index - at[segment]) / np.maximum(at[segment + 1] - at[segment], 1), 0.0, 1.0)
-        t = (t * t * (3.0 - 2.0 * t))[:, None]            # eased: no step in the foot's velocity at either end
-        out[:, k] = value[segment] + t * (value[segment + 1] - value[segment])
+        span = np.maximum(at[segment + 1] - at[segment], 1)[:, None]
+        t = np.clip((index[:, None] - at[segment, None]) / span, 0.0, 1.0)
+        out[:, k] = ((1 + 2 * t) * (1 - t) ** 2 * value[segment] + t * (1 - t) ** 2 * span * slope[segment]
+                     + t * t * (3 - 2 * t) * value[segment + 1] - t * t * (1 - t) * span * slope[segment + 1])
     return out
 
 

@@ -129,9 +129,9 @@ def frame_choice(text, first_or_last):
 def joins(clips, pairs, layout, leave="auto", enter="auto", window=WINDOW):
     """A :class:`Join` per ``(source, target)`` of ``pairs`` (indices into ``clips``, Motions): ``leave``
     "auto", "last" or a frame of every source; ``enter`` "auto", "first" or a frame of every target;
-    "auto" searches every frame within ``window`` seconds of the clip's end (or start) for the pair of
-    frames whose poses and velocities fit best (:func:`match_features`, :func:`match_costs`), the other
-    side held where it is given."""
+    "auto" searches the frames within ``window`` seconds of the clip's end (or start), but its last (first)
+    :data:`JOIN` seconds (:func:`_candidates`), for the pair of frames whose poses and velocities fit best
+    (:func:`match_features`, :func:`match_costs`), the other side held where it is given."""
     for side, choice in (("leave", leave), ("enter", enter)):
         if isinstance(choice, int):
             short = [c for c in clips if not 0 <= choice < c.n_frames]
@@ -150,14 +150,18 @@ def joins(clips, pairs, layout, leave="auto", enter="auto", window=WINDOW):
 
 def _candidates(n_frames, choice, window, fps, end):
     """The frames (array) a side may join at: the one given, the clip's end (``end``) or start, or
-    every frame within ``window`` seconds of it for "auto"."""
+    every frame within ``window`` seconds of it for "auto" but the last (first) :data:`JOIN` seconds, where
+    the window holds more: a cut there leaves the clip's own motion on one side of it only, so that a
+    transition lands a foot the clip was about to land and is judged beside the clip's frames before the
+    landing alone."""
     if isinstance(choice, int):
         return np.array([choice])
     edge = n_frames - 1 if end else 0
     if choice != "auto":
         return np.array([edge])
     reach = min(int(round(window * fps)), n_frames - 1)
-    return np.arange(n_frames - 1 - reach, n_frames) if end else np.arange(reach + 1)
+    inside = int(round(JOIN * fps)) if reach > int(round(JOIN * fps)) else 0
+    return np.arange(n_frames - 1 - reach, n_frames - inside) if end else np.arange(inside, reach + 1)
 
 
 def match_features(motion, layout):

@@ -332,6 +332,8 @@ def test_a_scene_at_24_fps_gets_its_transitions_on_its_own_frames(rig):
         assert np.isfinite(np.concatenate([[k.co[1] for k in fc.keyframe_points] for fc in curves])).all()
         source = bpy.data.actions[action["betwixt_source"]]
         start, leave = local_pose(rig, action, first), local_pose(rig, source, first)
-        assert np.abs(start[:, :3, :3] - leave[:, :3, :3]).max() < 0.05   # 0.026: a degree and a half
+        # within half a scene frame of the source's own motion there, either way (up to three degrees)
+        step = np.maximum(*(np.abs(local_pose(rig, source, first + d)[:, :3, :3] - leave[:, :3, :3]) for d in (-1, 1)))
+        assert (np.abs(start[:, :3, :3] - leave[:, :3, :3]) <= 0.5 * step + 1e-3).all()
     with pytest.raises(RuntimeError, match="1 to"):
         transitions(length=200)

@@ -142,6 +142,26 @@ def test_the_command_writes_every_take_finite_with_its_clips_around_it(library_r
     assert len(spread) == 6 and min(spread) > 1.0   # the two variants of each pair end apart
 
 
+def test_a_walk_stops_and_starts_again_without_a_kink_at_either_join(lafan1_zip, model):
+    """Issue 44's joins: the transitions_bench's walk and stand of subject 5 (fallAndGetUp1), both ways, four
+    variants of 30 frames, planted. Left two frames before its end, the walk's swinging foot was landed
+    four frames into the transition, 1.7 to 2.5 times the walk's acceleration within 0.2 s before its cut;
+    entering the walk, the arc a foot was lifted by (from the floor, after a key with the foot in the air)
+    and the fades onto its lock (the foot's own velocity on the lock's first frame, none on the next) kicked
+    a knee 1.6 to 2.1 times as hard as the clips at their cuts."""
+    with zipfile.ZipFile(lafan1_zip) as z:
+        take = parse_bvh(z.read("fallAndGetUp1_subject5.bvh"), "fallAndGetUp1_subject5")
+    clips = [replace(take.frames(2745, 2865), name="walk"), replace(take.frames(2600, 2690), name="stand")]
+    lay = model.layout
+    chosen = library.joins(clips, [(0, 1), (1, 0)], lay)
+    reach = round(library.JOIN * lay.fps)
+    assert all(j.leave < clips[j.source].n_frames - reach and j.enter >= reach for j in chosen), chosen
+    takes = library.generate(model, clips, chosen, 30, 4)
+    rows = library.report(takes, clips, lay.height, lay.up)["transitions"]
+    ratios = [r[f"{side}_join"][0] / r[f"{side}_join"][1] for r in rows for side in ("leave", "enter")]
+    assert max(ratios) <= 1.5, ratios
+
+
 def test_the_report_flags_a_deliberately_bad_transition(clips, model):
     lay = model.layout
     chosen = library.joins(clips, [(0, 1)], lay)
