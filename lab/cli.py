@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from inference.bvh import read_bvh
-from inference.cli import Parser, dispatch, positive, progress, whole, write_json
+from inference.cli import Parser, dispatch, number, positive, progress, whole, write_json
 from inference.errors import BetwixtError
 from inference.modelfile import DEFAULTS, MODELS, find_model, open_model, shipped
 from inference.transition import BASELINES
@@ -45,6 +45,8 @@ def main(argv=None):
     timing = commands.add_parser("bench-speed", help="time a transition model on this machine")
     timing.add_argument("--model", type=Path, help="model file (default: the shipped default RTN)")
     timing.add_argument("--json", type=Path, help="write the timings here")
+    timing.add_argument("--minutes", type=number(0.1, 60.0, "of motion Decompressed from a key a second"), default=10.0,
+                        help="how long a motion to Decompress (default 10 minutes)")
     timing.set_defaults(run=_bench_speed)
 
     mann = commands.add_parser("bench-mann", help="the MANN measurements on the dog data's test split")
@@ -156,7 +158,7 @@ def _bench(args):
 
 def _bench_speed(args):
     path = args.model or MODELS / f"{DEFAULTS['rtn']}.onnx"
-    results = speed.measure(path)
+    results = speed.measure(path, superres_minutes=args.minutes)
     if importlib.util.find_spec("torch"):
         # torch is training's, not the runtime's: the eager comparison is made only where it is installed
         from training.rtn.speed import eager_ms
