@@ -441,16 +441,22 @@ def _writable(args):
     outputs += [(getattr(args, name), kind) for name, kind in (("json", "file"), ("plots", "folder"))
                 if isinstance(getattr(args, name, None), Path)]   # info's and models' --json are flags
     for path, kind in outputs:
-        if kind == "file" and path.is_dir():
-            raise BetwixtError(f"{path}: is a folder; give a file's name (as {path / ('out' + (path.suffix or '.bvh'))})")
-        if kind == "folder" and path.exists() and not path.is_dir():
-            raise BetwixtError(f"{path}: is a file; give a folder for the results (a new one is made)")
-        folder = path.parent if kind == "file" else path
-        there = next(p for p in (folder, *folder.parents) if p.exists())
-        if not there.is_dir():
-            raise BetwixtError(f"{path}: {there} is a file, not a folder; choose another place")
-        if not os.access(there, os.W_OK | os.X_OK):
-            raise BetwixtError(f"{path}: the folder {there} is not writable; choose another place")
+        writable(path, kind)
+
+
+def writable(path, kind):
+    """Refuse ``path``, a ``kind`` ("file" or "folder") to be written, where it cannot be: see :func:`_writable`
+    (the training command's run folders and model files are checked alike)."""
+    if kind == "file" and path.is_dir():
+        raise BetwixtError(f"{path}: is a folder; give a file's name (as {path / ('out' + (path.suffix or '.bvh'))})")
+    if kind == "folder" and path.exists() and not path.is_dir():
+        raise BetwixtError(f"{path}: is a file; give a folder for the results (a new one is made)")
+    folder = path.parent if kind == "file" else path
+    there = next(p for p in (folder, *folder.parents) if p.exists())
+    if not there.is_dir():
+        raise BetwixtError(f"{path}: {there} is a file, not a folder; choose another place")
+    if not os.access(there, os.W_OK | os.X_OK):
+        raise BetwixtError(f"{path}: the folder {there} is not writable; choose another place")
 
 
 def _write(motion, path):

@@ -113,6 +113,24 @@ def test_export_and_speed_refuse_a_bad_number(tmp_path, capsys, argv, words):
     assert line.startswith(f"error: python -m training {words}"), line
 
 
+def test_an_output_that_cannot_be_written_or_a_file_that_is_not_there_is_one_line(human, tmp_path, capsys):
+    """A run folder or model file under a file, and a file to convert that is missing or not what it says, are
+    refused in one line before any work (they were tracebacks)."""
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "junk.pt").write_text("junk")
+    (tmp_path / "junk.onnx").write_text("junk")
+    under = tmp_path / "afile"
+    for argv, words in (
+            (["rtn", "--data", human, "--out", under / "run"], f"{under / 'run'}: {under} is a file, not a folder"),
+            (["labels", "--data", human, "--out", under / "l"], f"{under / 'l'}: {under} is a file, not a folder"),
+            (["export", tmp_path / "run.pt", "-o", under / "m.onnx"], f"{under} is a file, not a folder"),
+            (["convert", tmp_path / "none.pt", "-o", tmp_path / "m.pt"], "none.pt: no such file; give the checkpoint"),
+            (["convert", tmp_path / "junk.pt", "-o", tmp_path / "m.pt"], "junk.pt: not a checkpoint of an earlier"),
+            (["convert", tmp_path / "junk.onnx", "-o", tmp_path / "m.onnx"], "junk.onnx: not an ONNX model file")):
+        line = refused(capsys, tmp_path, argv)
+        assert line.startswith(f"error: {tmp_path}") and words in line, (argv, line)
+
+
 def test_the_limits_themselves_pass(human, tmp_path):
     """The neighbours of the refused values parse: each limit is inside its range, and a list keeps its text."""
     from inference.cli import Parser

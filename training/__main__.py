@@ -4,6 +4,7 @@ convert a checkpoint or model file of an earlier Betwixt; label the dog data's a
 import sys
 
 from inference.cli import Parser
+from inference.cli import writable
 from inference.errors import BetwixtError
 from . import export, loop
 from .carl import train as carl
@@ -42,6 +43,9 @@ def main(argv=None):
 
     args = parser.parse_args(argv)
     try:
+        for name, kind in (("out", "folder"), ("output", "file")):   # refused before any work, as inference's
+            if getattr(args, name, None) is not None:
+                writable(getattr(args, name), kind)
         args.run(args)
     except BetwixtError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -83,8 +83,13 @@ def earlier(path):
     own array types are let through the safe unpickler: still no arbitrary code."""
     allowed = [np.core.multiarray._reconstruct, np.ndarray, np.dtype, type(np.dtype(np.float32)),
                type(np.dtype(np.float64)), type(np.dtype(np.int64)), np.core.multiarray.scalar]
-    with torch.serialization.safe_globals(allowed):
-        return torch.load(path, map_location="cpu", weights_only=True)
+    if not zipfile.is_zipfile(path):   # torch has written checkpoints as zip archives since 1.6
+        raise DataError(f"{path}: not a checkpoint of an earlier Betwixt; give the run's checkpoint.pt")
+    try:
+        with torch.serialization.safe_globals(allowed):
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, OSError, RuntimeError, EOFError) as e:
+        raise DataError(f"{path}: not a checkpoint of an earlier Betwixt ({str(e).splitlines()[0][:160]})") from None
 
 
 def argv_of(args):

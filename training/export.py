@@ -118,6 +118,8 @@ def _capped(meta, longest, path):
 def convert(path, output, bench_data=None, data=None, cache=None):
     """A checkpoint (.pt) or model file (.onnx) of an earlier Betwixt, in this version's form; a model
     file of this version exported before ``betwixt.floor`` gains it, measured on its data sets ``data``."""
+    if not Path(path).is_file():
+        raise DataError(f"{path}: no such file; give the checkpoint (.pt) or model file (.onnx) to convert")
     if Path(path).suffix == ".onnx":
         if metadata_of(path).get("betwixt.version") == str(FORMAT):
             return _with_floor(path, output, data, cache)

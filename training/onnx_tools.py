@@ -14,7 +14,10 @@ import onnx
 import onnxruntime
 import torch
 from onnx import TensorProto, helper, numpy_helper
+from google.protobuf.message import DecodeError
 from onnxruntime.quantization.matmul_nbits_quantizer import DefaultWeightOnlyQuantConfig, MatMulNBitsQuantizer
+
+from inference.errors import DataError
 
 
 def quantized(proto, large, small):
@@ -95,7 +98,6 @@ def traced(module, args, inputs, outputs):
     initializer read directly by its nodes (the quantiser recognises no other weight). Traced with
     torch's TorchScript exporter (``dynamo=False``: the dynamo exporter needs onnxscript, which this
     project does not install)."""
-
     f = io.BytesIO()
     with warnings.catch_warnings():  # the TorchScript exporter is deprecated, and chosen above
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -121,7 +123,6 @@ def traced(module, args, inputs, outputs):
 def write(proto, path, metadata, weights="float32"):
     """Write ``proto`` as one self-contained model file with ``metadata`` (strings) as its
     metadata_props and its weights stored as ``weights`` (a key of WEIGHTS)."""
-
     if WEIGHTS[weights]:
         proto = quantized(proto, *WEIGHTS[weights])
     onnx.helper.set_model_props(proto, {str(k): str(v) for k, v in metadata.items()})
@@ -131,8 +132,11 @@ def write(proto, path, metadata, weights="float32"):
 
 def metadata_of(path):
     """A model file's metadata as a dict of strings (without loading its weights into a session)."""
-
-    return {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}
+    try:
+        proto = onnx.load(str(path), load_external_data=False)
+    except (OSError, DecodeError) as e:
+        raise DataError(f"{path}: not an ONNX model file ({str(e).splitlines()[0][:160]})") from None
+    return {p.key: p.value for p in proto.metadata_props}
 
 
 def stored_weights(path):
@@ -142,7 +146,6 @@ def stored_weights(path):
     again (``--init`` from a model file). A matrix stored in blocks of integers (MatMulNBits) is read
     back by running its product on the identity in onnxruntime, so it comes back as every fill of
     that file multiplies by it, whatever the block layout."""
-
     proto = onnx.load(str(path))
     stored = {i.name: i for graph in _graphs(proto.graph) for i in graph.initializer}
     weights, read = {}, set()
@@ -177,7 +180,6 @@ def _graphs(graph):
 def _dequantised(node, stored, proto_ir_version):
     """The (K, N) float matrix a MatMulNBits ``node`` multiplies by, its integer blocks and scales
     taken from ``stored`` (in a graph of the file's IR version, which its onnxruntime reads)."""
-
     attrs = {a.name: a.i for a in node.attribute}
     k, n = attrs["K"], attrs["N"]
     exact = {name: value for name, value in attrs.items() if name != "accuracy_level"}   # float products
@@ -196,7 +198,6 @@ def _dequantised(node, stored, proto_ir_version):
 def agreement(module, path, inputs):
     """The largest absolute difference between ``module(**inputs)`` in torch and the model file at
     ``path`` run by onnxruntime on the same ``inputs`` (numpy arrays, by the graph's input names)."""
-
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     ours = session.run(None, inputs)[0]
     with torch.no_grad():
