@@ -350,7 +350,9 @@ def _transitions(args):
         raise BetwixtError(f"--length {args.length}: model {model.name} fills 1 to {model.max_gap} frames")
     began = time.perf_counter()
     joins = library.joins(clips, pairs, model.layout, leave, enter)
-    takes = library.generate(model, clips, joins, args.length, args.k, args.variation, args.seed, args.contacts)
+    joining = progress("joining", unit="take")
+    takes = library.generate(model, clips, joins, args.length, args.k, args.variation, args.seed, args.contacts,
+                             progress=lambda done, total: joining(done, total, f"{len(clips)} clips"))
     made = time.perf_counter()
     height, up = model.layout.height, model.layout.up
     results = library.report(takes, clips, height, up)
@@ -407,7 +409,9 @@ def _walk(args):
     motion = read_bvh(args.file)
     model = open_model(args.model, kind="mvae") if args.model else find_model(motion.skeleton, serves=args.serves)
     began = time.perf_counter()
-    walks = model.walk(motion, args.frame, args.frames, args.k, seed=args.seed)
+    walking = progress("walking", unit="frame")
+    walks = model.walk(motion, args.frame, args.frames, args.k, seed=args.seed,
+                       progress=lambda done, total: walking(done, total, args.file.name))
     made = []
     for i, out in enumerate(walks):
         out = model.planted(out, args.frames) if args.contacts else out

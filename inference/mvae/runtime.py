@@ -80,7 +80,7 @@ class MVAEModel(Model):
         self.actions = ("idle", "move")   # what a path may name; the Motion VAE goes by its positions alone
         self._encoder = None
 
-    def walk(self, motion, frame, frames, k=1, seed=None, grounded=True):
+    def walk(self, motion, frame, frames, k=1, seed=None, grounded=True, progress=None):
         """K random walks of ``frames`` frames from ``frame`` of ``motion`` (a frame number of the motion as
         given; it and the frame before it are the start): K motions at the model's frame rate, each the motion
         up to ``frame`` then the generated frames. ``seed``: a numpy Generator's seed (None: fresh).
@@ -89,13 +89,15 @@ class MVAEModel(Model):
         which the network sees as its own (``floor``); ``grounded``: each generated pose stood on it, its
         root stepped by its standing feet (:mod:`.floor`), and the walk's hips smoothed and its feet held
         where the poses stood them (:mod:`.stance`). A walk whose network output is not finite (a start beyond the
-        network's 32-bit inputs) is refused (:class:`BlewUp`) rather than returned with NaN."""
+        network's 32-bit inputs) is refused (:class:`BlewUp`) rather than returned with NaN. ``progress(done,
+        total)`` is called after every second of frames generated (it may raise to stop)."""
         motion, frame = self._start(motion, frame, frames, k)
         level = floor(motion.frames(max(0, frame + 1 - self.past), frame + 1), []) - self.floor
         start, origin, theta = poses(_lowered(motion.frames(frame - 1, frame + 1), level), self.pair)
         rng = np.random.default_rng(seed)
         walked = self._rollout(np.repeat(start, k, axis=0), frames,
-                               lambda t: rng.standard_normal((k, self.latent), dtype=np.float32), grounded)
+                               lambda t: rng.standard_normal((k, self.latent), dtype=np.float32), grounded,
+                               progress=progress)
         broken = ~np.isfinite(walked).all(axis=-1)
         if broken.any():
             i, t = np.argwhere(broken)[0]
@@ -300,12 +302,13 @@ class MVAEModel(Model):
         return {"pose": pose, "root": (origin[1], theta[1]), "key": (key_origin[1], key_theta[1], joints),
                 "level": level, "grounds": grounds}
 
-    def _rollout(self, pose, steps, draw, grounded=True, steer=None):
+    def _rollout(self, pose, steps, draw, grounded=True, steer=None, progress=None):
         """``steps`` poses (B, steps, D) generated after raw poses ``pose`` (B, D), z (B, latent) of step
         t ``draw(t)``: one onnxruntime call of batch B a step, each pose then kept within ``bounds``;
         ``grounded``: each pose stood on the model's floor and its root stepped by its standing feet
         (:mod:`.floor`); ``steer(poses so far (B, t + 1, D), frames
-        left)``, every STEER frames, the indices (B,) of the roll-outs to go on with."""
+        left)``, every STEER frames, the indices (B,) of the roll-outs to go on with; ``progress(done, steps)``
+        after each second of steps."""
         with np.errstate(over="ignore"):   # a pose beyond 32 bits walks on as inf, and walk() refuses it
             pose = pose.astype(np.float32)
         out = np.empty((len(pose), steps, pose.shape[1]), dtype=np.float32)
@@ -319,6 +322,8 @@ class MVAEModel(Model):
             if steer is not None and (t + 1) % STEER == 0 and t + 1 < steps:
                 index = steer(out[:, :t + 1], steps - t - 1)
                 out[:, :t + 1], pose = out[index, :t + 1], out[index, t]
+            if progress is not None and ((t + 1) % round(self.fps) == 0 or t + 1 == steps):
+                progress(t + 1, steps)
         return out
 
     def encode(self, previous, pose):
