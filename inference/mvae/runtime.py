@@ -29,7 +29,7 @@ from ..motion import Motion, forward_kinematics
 from .control import (BEHIND, COMMIT, FOLLOWERS, HORIZON, STEER, along, candidates, diverse, drawn, misses, onto_key,
                       steered)
 from .features import fields, hips_pair, motion_of, poses, root_path
-from .floor import Legs
+from .floor import STANDS, Legs
 from .stance import settled, stood, stopped
 
 MAX_K = 256             # continuations of one request
@@ -149,7 +149,7 @@ class MVAEModel(Model):
             rot, hips = onto_key(np.stack([m.rotations for m in made]), hips, gap.target_rotations[b],
                                  gap.target_positions[b, 0], blend)
             if self.legs is not None:   # stood on the floor around the gap again, after the blend
-                rot, hips = self._stood(rot, hips, gap.past_positions[b, -1], start["grounds"])
+                rot, hips = self._stood(rot, hips, gap.past_positions[b, -1], start["grounds"], start["floors"])
             # signs continuous with the caller's own last key
             last = np.repeat(gap.past_rotations[None, b, -1:], k, axis=0)
             rotations[:, b] = quat.unroll(np.concatenate([last, rot[:, :n]], axis=1), axis=1)[:, 1:]
@@ -201,14 +201,14 @@ class MVAEModel(Model):
         standing[first:] = self.legs.stands(raw, grounds) >= 0.5
         return settled(motion, standing, first, self.layout.height)
 
-    def _stood(self, rotations, hips, offsets, grounds):
+    def _stood(self, rotations, hips, offsets, grounds, floors):
         """Local rotations (K, T, J, 4) and hips (K, T, 3) of K variants, the other joints at ``offsets`` (J,
-        3), each stood on its foot joints' ``grounds`` (:func:`.stance.stood`)."""
+        3), each stood on its foot joints' ``grounds``, come down to their ``floors`` (:func:`.stance.stood`)."""
         positions = np.repeat(offsets[None], rotations.shape[1], axis=0)
         out = []
         for r, h in zip(rotations, hips):
             positions[:, 0] = h
-            out.append(stood(Motion(self.skeleton, r, positions.copy(), self.fps), grounds, self.layout.height))
+            out.append(stood(Motion(self.skeleton, r, positions.copy(), self.fps), grounds, self.layout.height, floors))
         return np.stack([m.rotations for m in out]), np.stack([m.positions[:, 0] for m in out])
 
     def _begun(self, start):
@@ -297,10 +297,10 @@ class MVAEModel(Model):
         pose, origin, theta = poses(_lowered(start, level), self.pair)
         key, key_origin, key_theta = poses(_lowered(_held(around.frames(last + 1, last + 2)), level), self.pair)
         joints = key[0, slice(*fields(len(self.skeleton))["positions"])].reshape(-1, 3)
-        grounds = np.percentile(around.global_transforms()[1][:, self.legs.feet, 1], GROUND, axis=0) \
-            if self.legs is not None else None
+        grounds, floors = (None, None) if self.legs is None else _grounds(
+            around.global_transforms()[1][:, self.legs.feet, 1], len(self.legs.feet) - len(legs(self.skeleton)))
         return {"pose": pose, "root": (origin[1], theta[1]), "key": (key_origin[1], key_theta[1], joints),
-                "level": level, "grounds": grounds}
+                "level": level, "grounds": grounds, "floors": floors}
 
     def _rollout(self, pose, steps, draw, grounded=True, steer=None, progress=None):
         """``steps`` poses (B, steps, D) generated after raw poses ``pose`` (B, D), z (B, latent) of step
@@ -381,6 +381,26 @@ def _lowered(motion, level):
     positions = motion.positions.copy()
     positions[:, 0, 1] -= level
     return replace(motion, positions=positions)
+
+
+def _grounds(heights, toes):
+    """``(grounds, floors)`` (K,) of K foot joints (every leg's foot, then its toe, ``toes`` of them) from
+    their heights (F, K) around a gap: each one's GROUND percentile, but where that stands more than
+    STANDS[0] (:mod:`.floor`, 2 cm) above where its leg's lowest frame puts the floor, that (a leg on a box
+    but at the key, whose toe there touches the floor); and ``floors``, the same on the lowest floor any
+    leg reaches, where that is lower still (a foot on a box all around the gap), else ``grounds``. A joint
+    stands above its leg's floor as much as it does on the leg that stands lowest over its toe (a toe 0,
+    an ankle 6 cm for LaFAN1)."""
+    grounds = np.percentile(heights, GROUND, axis=0)
+    if toes * 2 != len(grounds):   # a leg without a toe: each joint on its own ground
+        return grounds, grounds
+    rows = grounds.reshape(2, toes)
+    above = (rows - rows.min(axis=0)).min(axis=1).repeat(toes)             # (K,) over its leg's floor
+    floor_of = (heights.min(axis=0) - above).reshape(2, toes).min(axis=0)  # (L,) each leg's floor
+    own = np.tile(floor_of, 2) + above
+    grounds = np.where(grounds - own > STANDS[0], own, grounds)
+    lowest = floor_of.min() + above
+    return grounds, np.where(grounds - lowest > STANDS[0], lowest, grounds)
 
 
 def _held(frame):

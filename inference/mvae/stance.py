@@ -42,14 +42,16 @@ def smoothed(track, fps, first=0):
     return out
 
 
-def held(motion, standing, first, height):
+def held(motion, standing, first, height, boxes=None):
     """``motion`` (Y up) with its frames from ``first`` on changed in the legs' rotations alone: each foot
     joint of ``standing`` (F, K) bool (K: :class:`.floor.Legs`' feet, every leg's foot, then every toe) held
     at its mean position over each stretch it stands (cut into steps no longer than the contacts' REACH of
     ``height``), and down on its ground (the GROUND percentile of its height), fading to its own path over
     the contacts' fade; where a toe is held and its ankle is not,
     the ankle's target on the foot's length about the toe's (:func:`..leg_ik.pivoted`); the legs put
-    there by :func:`..leg_ik.solve_leg`, the foot aimed at its toe's target."""
+    there by :func:`..leg_ik.solve_leg`, the foot aimed at its toe's target. ``boxes`` (K,): a foot joint's
+    ground on a box beside which the body has come down (-inf where none), which it is put back up onto
+    while it stands, its leg bent."""
     found = legs(motion.skeleton)
     if not found or first >= motion.n_frames:
         return motion
@@ -64,6 +66,8 @@ def held(motion, standing, first, height):
     # down onto its ground while it stands (faded in and out, a swing near the floor was pulled down and slid)
     grounds = np.percentile(path[generated, :, 1], GROUND, axis=0)
     target[..., 1] -= stood * np.maximum(target[..., 1] - grounds, 0.0)
+    if boxes is not None:
+        target[..., 1] += stood * np.maximum(boxes - target[..., 1], 0.0)
     rows = np.flatnonzero(generated)
     rotations = motion.rotations.copy()
     toes = {leg.toe: len(found) + i for i, leg in enumerate(leg for leg in found if leg.toe >= 0)}
@@ -92,13 +96,16 @@ def settled(motion, standing, first, height):
                    positions=np.concatenate([motion.positions[:start], done.positions]))
 
 
-def stood(motion, grounds, height):
+def stood(motion, grounds, height, floors=None):
     """``motion`` (Y up) moved up or down, each frame by its hips, so that its lowest foot joint (every leg's
     foot, then every toe) stands on its ground ``grounds`` (K,), smoothed (:func:`smoothed`) and its feet
     :func:`held` where they stand (:func:`.floor.standing_share`): a variant's
     frames after the target blend (:func:`.control.onto_key`), which turns the legs and moves the hips
     toward the key without regard to the floor, and floated the feet in 42 % of the frames where the
-    capture floats in 5 %."""
+    capture floats in 5 %. ``floors`` (K,): each foot joint's ground on the floor, where that is lower than
+    ``grounds`` (a foot on a box all around the gap, the key's other foot on the floor): the body comes
+    down toward it over the gap (smoothstep), so that the stepping foot can reach the floor, and the foot
+    on the box is held on it, its leg bent."""
     found = legs(motion.skeleton)
     if not found:
         return motion
@@ -107,11 +114,17 @@ def stood(motion, grounds, height):
     def heights(m):   # (F, K) of the foot joints above their grounds
         return forward_kinematics(m.rotations, m.positions, m.skeleton.parents)[1][:, feet, 1] - grounds
 
+    raised = np.zeros(len(feet)) if floors is None else grounds - floors   # (K,) a box's height, or 0
+    ramp = np.linspace(0.0, 1.0, motion.n_frames)[:, None]
+    down = ramp * ramp * (3.0 - 2.0 * ramp) * raised                          # (F, K)
     positions = motion.positions.copy()
-    positions[:, 0, 1] -= heights(motion).min(axis=1)
+    positions[:, 0, 1] -= (heights(motion) + down).min(axis=1)
     positions[:, 0] = smoothed(positions[:, 0], motion.fps)
     moved = replace(motion, positions=positions)
-    return held(moved, standing_share(heights(moved)) >= 0.5, 1, height)   # the first frame, next to the key, as it is
+    up = heights(moved)
+    up[:, raised > 0] = np.maximum(up[:, raised > 0], 0.0)   # one the body came down beside still stands on its box
+    boxes = np.where(raised > 0, grounds, -np.inf)
+    return held(moved, standing_share(up) >= 0.5, 1, height, boxes)   # the first frame, next to the key, as it is
 
 
 def stopped(motion, end):
