@@ -95,14 +95,7 @@ def plant(motion, gaps, height):
     parents = motion.skeleton.parents
     grot, gpos = forward_kinematics(motion.rotations, motion.positions, parents)
     u = AXES.index(motion.up)
-    below = np.stack([quat.rotate(grot[:, leg.foot], np.asarray(leg.paw)) if leg.paw else np.zeros_like(gpos[:, 0])
-                      for leg in found], axis=1)                    # (F, L, 3): the foot joint to where it stands
-    stands = gpos[:, [leg.foot for leg in found]] + below
-    paws = np.array([bool(leg.paw) for leg in found])
-    if paws.any():
-        offsets = motion.skeleton.offsets
-        height = max(np.linalg.norm(leg.paw) + np.linalg.norm(offsets[leg.foot]) + np.linalg.norm(offsets[leg.knee])
-                     for leg in found if leg.paw)
+    below, stands, paws, height = standing(motion.skeleton, found, grot, gpos, height)
     floor = ground(stands, seen, slice(None), motion.up, GROUND)
     toed = [k for k, leg in enumerate(found) if leg.toe >= 0]
     toes = [found[k].toe for k in toed]
@@ -133,6 +126,22 @@ def plant(motion, gaps, height):
         toe = toe_targets[k][rows] if k in toe_targets else None
         rotations[rows] = solve_leg(rotations[rows], grot[rows], gpos[rows], parents, leg, ankle[rows], toe, u)
     return replace(motion, rotations=rotations)
+
+
+def standing(skeleton, found, grot, gpos, height):
+    """``(below, stands, paws, height)``: per leg of ``found`` (L) on the world rotations and positions ``grot``,
+    ``gpos`` (F, J, ·), the way (F, L, 3) from its foot joint to where it stands (its paw, or nothing), those
+    points (F, L, 3), whether each is a paw (L,), and the length the thresholds are in: ``height`` (the
+    body's), or a quadruped's longest leg's (MANN's Placement height)."""
+    below = np.stack([quat.rotate(grot[:, leg.foot], np.asarray(leg.paw)) if leg.paw else np.zeros_like(gpos[:, 0])
+                      for leg in found], axis=1)                    # (F, L, 3): the foot joint to where it stands
+    stands = gpos[:, [leg.foot for leg in found]] + below
+    paws = np.array([bool(leg.paw) for leg in found])
+    if paws.any():
+        offsets = skeleton.offsets
+        height = max(np.linalg.norm(leg.paw) + np.linalg.norm(offsets[leg.foot]) + np.linalg.norm(offsets[leg.knee])
+                     for leg in found if leg.paw)
+    return below, stands, paws, height
 
 
 def _held(path, lowest, generated, up, height, fps, paws=False, high=LIFT_HIGH, ceiling=np.inf, sharpest=ARC):

@@ -28,6 +28,7 @@ from .errors import BetwixtError
 from .features import canonical_frame, chain_transform, move, unmove
 from .guard import ground
 from .inbetween import floor
+from .inertialize import eased
 from .motion import forward_kinematics
 from .transition import Gap
 
@@ -255,7 +256,7 @@ def generate(model, clips, chosen, length, k, variation=1.0, seed=0, planted=Tru
     rot, pos = eased(rot, pos, (np.stack([clips[j.source].rotations[f] for (j, _), f in zip(rows, before)]),
                                 np.stack([clips[j.source].positions[f] for (j, _), f in zip(rows, before)])),
                      (np.stack([t.rotations[f] for t, f in zip(targets, after)]),
-                      np.stack([t.positions[f] for t, f in zip(targets, after)])))
+                      np.stack([t.positions[f] for t, f in zip(targets, after)])), EASE)
     takes = []
     for i, ((join, v), target) in enumerate(zip(rows, targets)):
         source = clips[join.source]
@@ -284,56 +285,6 @@ def _moved(motion, offset):
     positions = motion.positions.copy()
     positions[:, 0] += offset
     return replace(motion, positions=positions)
-
-
-def eased(rotations, positions, before, after, ease=EASE):
-    """Transitions ``rotations`` (..., n, J, 4) and ``positions`` (..., n, J, 3) with the steps in pose and
-    velocity at both joins eased out (inertialization, Bollo 2018). The RTN's start blend puts the first
-    generated frame where the source's velocity carries it and the network's own velocity takes over on the
-    next, a kink each joint's acceleration shows (the end blend likewise before the target). So at each
-    join, per joint (rotation vectors of local rotations, and translations), the first generated frame's
-    miss ``e`` of where the clip's velocity
-    carries it and the next step's miss ``d`` of that velocity are added back as the offset
-    ``(e + d s) (1 - (s - 1) / (ease - 1))^3`` (held at ``e`` on the first frame), ``s`` frames from it:
-    across the join the motion goes on as the clip's, and the offset fades to nothing, with its velocity and
-    acceleration, ``ease`` frames in (at most the transition's length), so the keys are met as before.
-    ``before``: the source's frames before and at its leave frame, ``after``: the target's at its enter
-    frame and after it, each ``(rotations (..., 2, J, 4), positions (..., 2, J, 3))``."""
-    n = rotations.shape[-3]
-    if n < 2 or ease < 1:
-        return rotations, positions
-    ease = min(ease, n)
-    s = np.arange(n, dtype=np.float64)
-    hold = np.clip(1 - (s - 1) / max(ease - 1, 1), 0, 1) ** 3                             # (n,): 1, 1, ..., 0
-    backwards = (after[0][..., ::-1, :, :], after[1][..., ::-1, :, :])   # the target's side seen from the key
-    sides = ((before, 0, 1, slice(None)), (backwards, n - 1, n - 2, slice(None, None, -1)))
-    for (r0, p0), first, second, order in sides:
-        step = _log(quat.mul(r0[..., 1, :, :], quat.inv(r0[..., 0, :, :])))                 # (..., J, 3)
-        carried = quat.mul(_exp(step), r0[..., 1, :, :])
-        miss_r = _log(quat.mul(carried, quat.inv(rotations[..., first, :, :])))
-        turn_r = step - _log(quat.mul(rotations[..., second, :, :], quat.inv(rotations[..., first, :, :])))
-        miss_p = 2 * p0[..., 1, :, :] - p0[..., 0, :, :] - positions[..., first, :, :]
-        turn_p = (p0[..., 1, :, :] - p0[..., 0, :, :]) - (positions[..., second, :, :] - positions[..., first, :, :])
-        weight, slope = hold[order][:, None, None], (s * hold)[order][:, None, None]
-        offset = miss_r[..., None, :, :] * weight + turn_r[..., None, :, :] * slope
-        rotations = quat.mul(_exp(offset), rotations)
-        positions = positions + miss_p[..., None, :, :] * weight + turn_p[..., None, :, :] * slope
-    return rotations, positions
-
-
-def _log(q):
-    """(..., 3) rotation vectors of unit quaternions ``q`` (..., 4), the shorter way round."""
-    q = np.where(q[..., :1] < 0, -q, q)
-    sine = np.linalg.norm(q[..., 1:], axis=-1, keepdims=True)
-    angle = 2 * np.arctan2(sine, q[..., :1])
-    return q[..., 1:] * np.where(sine > 1e-12, angle / np.maximum(sine, 1e-12), 2.0)
-
-
-def _exp(v):
-    """(..., 4) unit quaternions of rotation vectors ``v`` (..., 3)."""
-    angle = np.linalg.norm(v, axis=-1, keepdims=True)
-    axis = v / np.maximum(angle, 1e-12)
-    return np.concatenate([np.cos(0.5 * angle), np.sin(0.5 * angle) * axis], axis=-1)
 
 
 def _batch(model, clips, chosen, targets, length, floors):
