@@ -121,9 +121,12 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, m
                          momentum=momentum, **kwargs)
     # as fill_gaps does: gaps blind to the frames after their end key are filled again (fill_order)
     order = fill_order(gaps, margins(model, ratio)[1])
+    generated = {f for a, b in gaps for f in range(a + 1, b)}
     for done, (i, after) in enumerate(order, 1):
         rates = _rates(model, motion, first, gaps, i, ratio)
-        motion = _fill_resampled(model, motion, first, *gaps[i], ratio, after, rates,
+        a, b = gaps[i]
+        beyond = (a > first and a - 1 not in generated, b + 1 not in generated)   # as fill_gaps finds them
+        motion = _fill_resampled(model, motion, first, a, b, ratio, after, rates, beyond=[beyond],
                                  momentum=None if momentum is None else [momentum[i]], **kwargs)
         step(done, len(order))
     return motion
@@ -178,7 +181,8 @@ def _rates(model, motion, first, gaps, i, ratio):
 
 def _fill_resampled(model, motion, first, a, b, ratio, after, rates=None, **kwargs):
     """One gap at the model's frame rate; ``after``: how many scene frames after key ``b`` are the
-    user's (see :func:`.inbetween.frames_after`); ``rates``: the root's velocities at its keys (:func:`_rates`)."""
+    user's (see :func:`.inbetween.frames_after`); ``rates``: the root's velocities at its keys (:func:`_rates`);
+    ``kwargs`` to :func:`.inbetween.fill_gaps` (``beyond``) and the model."""
     span, n = _at_model_rate(model, motion, first, a, b, ratio, after)
     filled = fill_gaps(model, span, [(model.past - 1, model.past - 1 + n)], rates=[rates], **kwargs)
     return _put_back(motion, first, a, b, filled, n, model.past)

@@ -11,6 +11,7 @@ import numpy as np
 
 from . import quat
 from .anatomy import feet
+from .ends import ends
 from .guard import ground
 from .inplace import treadmill
 from .modelfile import ModelError
@@ -66,7 +67,7 @@ def between_keys(gaps, i):
     return None
 
 
-def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, rates=None, **kwargs):
+def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, rates=None, beyond=None, **kwargs):
     """``motion`` with the frames strictly inside each ``(start, end)`` key pair generated, in order,
     each gap's past context taken from the frames generated before it (Harvey & Pal 2018, §7.4).
 
@@ -95,6 +96,13 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, rates
     object raised, a capture whose floor is elsewhere) gets the same fill, moved with it. In-place
     motion (a game's walk cycle: the legs step, the root stays) is carried along the ground as its feet
     slide back while the model fills it, and put back in place (:func:`.inplace.treadmill`).
+
+    Each fill's steps in pose and velocity at its keys are eased out, its standing feet kept where they stand
+    (:func:`.ends.ends`), at a key whose frame beyond it is the user's: a generated one (Decompress) is only
+    the model's guess at the key's velocity, and easing toward it took the fill further from the capture
+    (experiments.md, "In-betweening's ends"), and keyed (``momentum``). ``beyond``: per gap, whether the frames
+    beyond its two keys are the user's, given where they lie outside ``motion`` (a gap cut out alone, as
+    ``rates``); by default, those no gap generates.
     """
     up = AXES.index(motion.up)
     out, level = on_model_floor(model, motion, gaps)
@@ -112,6 +120,9 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, rates
         rot, pos = model.fill(gap, **kwargs)
         pos = _leaned(model, out, gaps, i, gap, pos, generated, momentum, kwargs.get("variation"),
                       None if rates is None else rates[i])
+        known = (start > 0 and not generated[start - 1], not generated[end + 1]) if beyond is None else beyond[i]
+        keyed = momentum is None or momentum[i]   # else the frames beyond are a curve's guess between keys
+        rot, pos = ends(gap, rot, pos, model.layout, keyed and known[0], keyed and known[1])
         out.rotations[start + 1:end], out.positions[start + 1:end] = rot[0], pos[0]
         if progress is not None:
             progress(done, len(order))

@@ -27,6 +27,7 @@ import numpy as np
 
 from . import floor_metrics
 from inference.contacts import plant
+from inference.ends import ends
 from .dataset import centre_and_face, gather_windows, position_statistics, read_motions, subject_of
 from inference.errors import BetwixtError, DataError
 from inference.motion import Motion, Skeleton, forward_kinematics
@@ -73,6 +74,12 @@ class Benchmark:
 def strict(method):
     """``method`` given the past frames and the target key only, as the published protocol scores it."""
     return lambda gap: method(replace(gap, after_rotations=None, after_positions=None))
+
+
+def as_filled(model):
+    """``model``'s fills with their keys eased as Fill Gaps eases them (:func:`inference.ends.ends`: the frames
+    after the target read), the benchmark's ``+after`` method."""
+    return lambda gap: ends(gap, *model(gap), model.layout)
 
 
 def load_benchmark(path, progress=None, long=False):

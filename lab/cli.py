@@ -19,8 +19,8 @@ from inference.errors import BetwixtError
 from inference.modelfile import DEFAULTS, MODELS, find_model, open_model, shipped
 from inference.transition import BASELINES
 from . import mann_bench, mvae_bench, plots, speed
-from .benchmark import (LENGTHS, LONG_LENGTHS, LONG_METRICS, METRICS, evaluate, floor_gaps, format_floor, format_table,
-                        load_benchmark, strict)
+from .benchmark import (LENGTHS, LONG_LENGTHS, LONG_METRICS, METRICS, as_filled, evaluate, floor_gaps, format_floor,
+                        format_table, load_benchmark, strict)
 from .dataset import cache_path, load_motion_set
 
 FILMSTRIP_FIGURES = 12  # stick figures a filmstrip draws where --every is not given
@@ -139,9 +139,9 @@ def _bench(args):
                 model.check_skeleton(bench.skeleton)
             continue
         name = model.file.kind if len(paths) == 1 or path.stem == "rtn-lafan1" else path.stem
-        # as published methods are scored (the past and the target key), then with the frames after
-        # the target that an animator's next keys give
-        methods.update({name: strict(model), f"{name}+after": model})
+        # as published methods are scored (the past and the target key), then as Fill Gaps fills: with the
+        # frames after the target that an animator's next keys give, its ends eased
+        methods.update({name: strict(model), f"{name}+after": as_filled(model)})
         planted[f"{name}+after"] = model.layout.height
     lengths, metrics = (LONG_LENGTHS, LONG_METRICS) if args.long else (LENGTHS, METRICS)
     results, curves = evaluate(bench, methods, lengths, metrics)

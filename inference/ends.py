@@ -1,0 +1,89 @@
+"""A fill's ends: the steps in pose and velocity at a gap's two keys eased out, the standing feet kept.
+
+A learned fill meets its keys with a kink: on LaFAN1's 30-frame gaps its joints accelerate 1.7x as fast
+within three frames of a key as the capture does there (docs/experiments.md, "In-betweening's ends"). Easing
+each joint's local rotation against the key's motion (:func:`.inertialize.eased`) smooths the kink, but the
+hips' and legs' offsets, fading each on its own, carry a standing foot along the floor: its contact is lost
+and skating rises. So the contacts are found on the fill before the ease, and each leg whose foot (ankle,
+paw or toe) stands there is put back on that foot after it by the leg IK (:func:`.leg_ik.solve_leg`), fading
+in and out with the contact as a planted foot's lock does (:func:`.contacts.nearness`).
+"""
+
+import numpy as np
+
+from .anatomy import legs
+from .contacts import FADE, GROUND, contacts, fade_frames, nearness, standing
+from .guard import ground
+from .inertialize import eased
+from .leg_ik import reachable, solve_leg
+from .motion import AXES, forward_kinematics
+from .transition import held
+
+EASE = 10   # model frames: the shortest ease within 1.5x of the capture's acceleration at the keys (experiments.md)
+
+
+def ends(gap, rotations, positions, layout, first=True, last=True, ease=EASE):
+    """``(rotations, positions)``: the fill ``rotations`` (B, n, J, 4), ``positions`` (B, n, J, 3) of the batch
+    ``gap`` (a :class:`.transition.Gap`) eased over ``ease`` frames at its ``first`` key against the key and
+    the frame before it, where the gap has one, and at its ``last`` against the key and the frame after it,
+    where the gap has one; then the legs whose feet stand on the fill put back on them (``layout``: the
+    model's up axis, body height, fps). A hold (:func:`.transition.held`) and a gap shorter than two eases
+    are left as the model made them: an ease shorter than 10 frames sharpens the kink it eases, and two
+    overlapping ones in a 15-frame gap pulled the fill 5% further from the capture (experiments.md)."""
+    before = None
+    if first and gap.past_rotations.shape[1] > 1:
+        before = (gap.past_rotations[:, -2:], gap.past_positions[:, -2:])
+    after = None
+    if last and gap.after_rotations is not None and gap.after_rotations.shape[1] > 0:
+        after = (np.concatenate([gap.target_rotations[:, None], gap.after_rotations[:, :1]], axis=1),
+                 np.concatenate([gap.target_positions[:, None], gap.after_positions[:, :1]], axis=1))
+    if before is None and after is None:
+        return rotations, positions
+    hold = held(gap, layout.height)[:, None, None, None]   # two identical keys hold still, whatever runs into them
+    if rotations.shape[1] < 2 * ease or hold.all():
+        return rotations, positions
+    rot, pos = eased(rotations, positions, before, after, ease)
+    found = legs(gap.skeleton)
+    if found:
+        rot = _on_their_feet(gap, rotations, positions, rot, pos, found, layout)
+    return np.where(hold, rotations, rot), np.where(hold, positions, pos)
+
+
+def _on_their_feet(gap, rotations, positions, rot, pos, found, layout):
+    """(B, n, J, 4) the eased fill's rotations ``rot`` (positions ``pos``) with each leg of ``found`` whose foot
+    stands in the fill as the model made it (``rotations``, ``positions``) turned so that the foot stays where
+    it stood there, by how near a frame is to that contact (:func:`.contacts.nearness`)."""
+    skeleton, parents, up = gap.skeleton, gap.skeleton.parents, layout.up
+    past, n = gap.past_rotations.shape[1], rotations.shape[1]
+    sides = [gap.past_rotations, rotations, gap.target_rotations[:, None]], \
+        [gap.past_positions, positions, gap.target_positions[:, None]]
+    if gap.after_rotations is not None:
+        sides[0].append(gap.after_rotations)
+        sides[1].append(gap.after_positions)
+    grot, gpos = forward_kinematics(np.concatenate(sides[0], axis=1), np.concatenate(sides[1], axis=1), parents)
+    egrot, egpos = forward_kinematics(rot, pos, parents)                       # the eased fill, (B, n, J, ·)
+    given = np.ones(grot.shape[1], dtype=bool)
+    given[past:past + n] = False
+    fill = slice(past, past + n)
+    fade = fade_frames(layout.fps, FADE)
+    toes = [leg.toe for leg in found if leg.toe >= 0]
+    out = rot.copy()
+    for b in range(rot.shape[0]):
+        below, stands, paws, height = standing(skeleton, found, grot[b], gpos[b], layout.height)
+        stood = contacts(stands, ground(stands, given, slice(None), AXES[up], GROUND), up, height, layout.fps, paws)
+        if toes:   # a toe standing under a lifted heel holds its foot too
+            tiptoe = contacts(gpos[b][:, toes], ground(gpos[b], given, toes, AXES[up], GROUND), up, height, layout.fps)
+        eased_below, eased_stands = standing(skeleton, found, egrot[b], egpos[b], layout.height)[:2]
+        for k, leg in enumerate(found):
+            on = stood[:, k] | (tiptoe[:, toes.index(leg.toe)] if leg.toe >= 0 else False)
+            weight = nearness(on, fade)[fill]
+            rows = np.flatnonzero(weight > 0)
+            if not len(rows):
+                continue
+            w = weight[rows, None]
+            point = eased_stands[rows, k] + w * (stands[fill][rows, k] - eased_stands[rows, k])
+            g, p = egrot[b, rows], egpos[b, rows]
+            ankle = reachable(p[:, leg.hip], p[:, leg.foot], point - eased_below[rows, k], skeleton.offsets, leg)
+            toe = None if leg.toe < 0 else p[:, leg.toe] + w * (gpos[b][fill][rows, leg.toe] - p[:, leg.toe])
+            out[b, rows] = solve_leg(out[b, rows], g, p, parents, leg, ankle, toe, up)
+    return out

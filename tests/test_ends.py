@@ -1,0 +1,73 @@
+"""A fill's ends (inference/ends.py): eased at keys whose frames beyond are the user's, on benchmark-like
+30-frame gaps of LaFAN1's test subject, the joints accelerate near the keys at most 1.5x as fast as the
+capture does there (issue 43), and the feet that stand in the model's fill stay where they stand."""
+
+import numpy as np
+import pytest
+
+from inference.contacts import contacts
+from inference.ends import ends
+from inference.inbetween import fill_gaps, gap_in
+from inference.modelfile import open_model, shipped
+from inference.motion import forward_kinematics
+from lab.dataset import read_motions
+
+GAP = 30
+STARTS = range(150, 2400, 300)   # eight gaps a second and more apart, each key with the capture either side
+SPAN = 3                         # frames either side of a key, as the benchmark's floor table reads them
+
+
+@pytest.fixture(scope="module")
+def filled(lafan1_zip):
+    """``(model, capture, fill_gaps's motion, the same with no key eased, gaps)``."""
+    model = open_model(shipped("rtn")[0])
+    capture = next(m for m in read_motions(lafan1_zip) if m.name == "obstacles1_subject5")
+    gaps = [(s, s + GAP + 1) for s in STARTS]
+    return model, capture, fill_gaps(model, capture, gaps), fill_gaps(model, capture, gaps, beyond=[(False, False)] * len(gaps)), gaps
+
+
+def key_acceleration(rotations, positions, parents, gaps):
+    """The largest acceleration of any joint (units a frame per frame) within SPAN frames of each key, over
+    the keys."""
+    world = forward_kinematics(rotations, positions, parents)[1]
+    accel = np.linalg.norm(world[2:] - 2 * world[1:-1] + world[:-2], axis=-1).max(axis=1)   # at frames 1..F-2
+    return np.array([accel[k - SPAN - 1:k + SPAN].max() for gap in gaps for k in gap])
+
+
+def test_the_joints_near_the_keys_accelerate_at_most_half_again_the_captures(filled):
+    model, capture, out, raw, gaps = filled
+    parents = capture.skeleton.parents
+    captured = key_acceleration(capture.rotations, capture.positions, parents, gaps).mean()
+    eased = key_acceleration(out.rotations, out.positions, parents, gaps).mean()
+    raw = key_acceleration(raw.rotations, raw.positions, parents, gaps).mean()
+    assert eased <= 1.5 * captured, (eased, captured)
+    assert eased < 0.9 * raw, (eased, raw)   # the ease, not the model, makes the bound
+
+
+def test_the_feet_standing_in_the_models_fill_stay_where_they_stand(filled):
+    model, capture, out, raw, gaps = filled
+    parents = capture.skeleton.parents
+    feet = [capture.skeleton.names.index(n) for n in ("LeftFoot", "RightFoot", "LeftToe", "RightToe")]
+    before = forward_kinematics(raw.rotations, raw.positions, parents)[1][:, feet]
+    eased = forward_kinematics(out.rotations, out.positions, parents)[1][:, feet]
+    floor = before[[f for gap in gaps for f in gap]].min(axis=0)[:, 1]
+    standing = contacts(before, floor, 1, model.layout.height, capture.fps)
+    inside = np.zeros(capture.n_frames, dtype=bool)
+    for start, end in gaps:
+        inside[start + 1:end] = True
+    standing &= inside[:, None]
+    moved = np.linalg.norm(eased - before, axis=-1)
+    assert standing.sum() > 50                       # the gaps hold standing feet to keep
+    assert np.median(moved[standing]) < 0.5, np.median(moved[standing])   # cm
+    assert moved[~standing & inside[:, None]].max() > 2.0   # while the ease moves the rest of the legs
+
+
+def test_a_key_without_a_frame_beyond_it_is_left_as_the_model_made_it(filled):
+    model, capture, _, _, gaps = filled
+    start, end = gaps[0]
+    gap = gap_in(capture, start, end, model.past)
+    rot, pos = model.fill(gap)
+    both = ends(gap, rot, pos, model.layout)
+    neither = ends(gap, rot, pos, model.layout, first=False, last=False)
+    assert np.array_equal(neither[0], rot) and np.array_equal(neither[1], pos)
+    assert np.abs(both[0] - rot).max() > 1e-3
