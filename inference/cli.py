@@ -490,13 +490,13 @@ def _checked(model, motion, fix, gaps=(), path=None, generated=None):
 
 def _paced(model, path):
     """``path`` slowed where it is faster than ``model`` goes (:func:`.mann.path.paced`), and the user
-    told so on stderr."""
+    told so on stderr, with the time the model takes to follow it (MANN's slowing into its stops too)."""
     slowed = paced(path, model.top_speed)
     if slowed is not path:
         fastest = (np.linalg.norm(np.diff(path.points, axis=0), axis=-1) / np.diff(path.times)).max()
         print(f"warning: {path.source} asks for up to {fastest / model.units_per_metre:,.1f} m/s; {model.name} goes "
               f"{model.top_speed / model.units_per_metre:g} m/s at most (the fastest of its data), so it follows the "
-              f"path in {slowed.duration:,.1f} s rather than {path.duration:,.1f} s", file=sys.stderr)
+              f"path in {model.timed(path).duration:,.1f} s rather than {path.duration:,.1f} s", file=sys.stderr)
     return slowed
 
 

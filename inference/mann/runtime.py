@@ -139,6 +139,12 @@ class MANNModel(Model):
         included); it may raise to stop the work."""
         return self.rollout(paths, start, progress)[0]
 
+    def timed(self, path):
+        """``path`` as the dog follows it: slowed where it is faster than the dog goes (:func:`.path.paced`),
+        its stops slowed into (:func:`.path.braked`)."""
+        u = self.units_per_metre
+        return braked(paced(path, self.top_speed), GAITS["walk"] * u, BRAKE * u)
+
     def rollout(self, paths, start=None, progress=None):
         """``(motions, experts)``: :meth:`follow`'s motions and, per path, the gating network's blending
         weights at every step (F - 1, K) (the paper's Fig. 9), or None where the model's graph does not
@@ -147,8 +153,7 @@ class MANNModel(Model):
             return [], []
         for path in paths:
             check(path, self.actions)
-        u = self.units_per_metre
-        paths = [braked(paced(p, self.top_speed), GAITS["walk"] * u, BRAKE * u) for p in paths]
+        paths = [self.timed(p) for p in paths]
         wants = [desired(p, self.fps, self.ahead, self.actions, self.move_speed) for p in paths]
         starts = start if isinstance(start, list) else [start] * len(paths)
         if len(starts) != len(paths):

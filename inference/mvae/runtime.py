@@ -156,6 +156,11 @@ class MVAEModel(Model):
             positions[:, b, :, 0] = hips[:, :n]
         return rotations, positions
 
+    def timed(self, path):
+        """``path`` as the character follows it: slowed where it is faster than the model goes
+        (:func:`..mann.path.paced`), for at most MAX_PATH seconds."""
+        return paced(path, self.top_speed, MAX_PATH)
+
     def follow(self, paths, start=None, progress=None):
         """One :class:`~..motion.Motion` per :class:`~..mann.path.Path` in ``paths`` (the model's units, Y
         up), as :meth:`..mann.runtime.MANNModel.follow` gives them: the model's skeleton following it at the
@@ -167,7 +172,7 @@ class MVAEModel(Model):
         ``progress(done, total)`` is called after each COMMIT frames chosen; it may raise to stop."""
         for path in paths:
             check(path, self.actions, MAX_PATH)
-        paths = [paced(p, self.top_speed, MAX_PATH) for p in paths]
+        paths = [self.timed(p) for p in paths]
         wants = [desired(p, self.fps, HORIZON, self.actions, np.inf) for p in paths]
         starts = start if isinstance(start, list) else [start] * len(paths)
         if len(starts) != len(paths):
