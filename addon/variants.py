@@ -126,7 +126,7 @@ class BETWIXT_OT_variants(_Generate, bpy.types.Operator):
 
     def compute(self, plan, progress, cancelled):
         made = edit.variants(plan.model, plan.motion, plan.first, plan.gaps[0], plan.fps, plan.count,
-                                    **plan.options)
+                             None if plan.momentum is None else plan.momentum[0], **plan.options)
         out = []
         for i, motion in enumerate(made):
             if cancelled():

@@ -16,6 +16,7 @@ from dataclasses import replace
 import numpy as np
 
 from . import quat
+from .ends import ends
 from .errors import BetwixtError
 from .inbetween import between_keys, fill_gaps, fill_order, gap_in, on_model_floor, sparse_keys
 from .modelfile import ModelError
@@ -142,11 +143,13 @@ def superres(model, motion, every, **kwargs):
     return fill(model, motion, 0, list(zip(keys[:-1], keys[1:])), motion.fps, **kwargs)
 
 
-def variants(model, motion, first, gap, scene_fps, k, **kwargs):
+def variants(model, motion, first, gap, scene_fps, k, momentum=None, **kwargs):
     """``k`` motions, each ``motion`` (as in :func:`fill`) with the gap ``(a, b)`` (scene frames) generated
     by one of the ``k`` transitions that ``model.variants`` makes in one call (the RTN's noise, or a
-    Motion VAE's latent), read as :func:`fill` reads a gap: its floor, at the model's frame rate.
-    ``kwargs`` go to the model (variation, seed, blend)."""
+    Motion VAE's latent), read as :func:`fill` reads a gap: its floor, at the model's frame rate; a model that
+    fills gaps meets the keys as its fill does (:func:`.ends.ends`, where ``momentum`` says the velocity at
+    the keys is keyed, as :func:`fill`'s per gap: a variant of no variation is the fill). ``kwargs`` go to the
+    model (variation, seed, blend)."""
     a, b = gap
     ratio = scene_fps / model.layout.fps
     if abs(ratio - 1.0) < SAME_RATE:
@@ -156,7 +159,11 @@ def variants(model, motion, first, gap, scene_fps, k, **kwargs):
         at = (model.past - 1, model.past - 1 + n)
     up = AXES.index(span.up)
     lowered, level = on_model_floor(model, span, [at])
-    rot, pos = model.variants(gap_in(lowered, *at, model.past), k, **kwargs)
+    cut = gap_in(lowered, *at, model.past)
+    rot, pos = model.variants(cut, k, **kwargs)
+    if "fill" in model.SERVES and (momentum is None or momentum):   # the frames beyond the keys are the user's
+        for i in range(k):
+            rot[i], pos[i] = ends(cut, rot[i], pos[i], model.layout, a > first, True)
     out = []
     for i in range(k):
         rotations, positions = span.rotations.copy(), span.positions.copy()

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from inference.contacts import plant
+from inference.ends import ends
 from inference.inbetween import floor, gap_in
 from inference.modelfile import open_model
 from inference.motion import forward_kinematics
@@ -323,7 +324,9 @@ def test_variants_from_noise_are_the_rtn_s_own_variants_and_its_plain_fill_witho
     assert bpy.ops.betwixt.discard_variants() == {"FINISHED"}
 
     for fps in (30, 24):   # Plant Feet off: Fill Gaps leans the root's ground path to the keys' spline
-        # (fill_gaps), variants keep the network's, and planted feet would follow each path their own way
+        # (fill_gaps), variants keep the network's, and planted feet would follow each path their own way; the
+        # legs that stand at the eased keys (ends) are put back on their feet about each root path, within a degree
+        # of each other
         scene.render.fps = fps
         assert bpy.ops.betwixt.fill_gaps(plant_feet=False) == {"FINISHED"}
         filled = keys_at(snapshot(obj), lambda f: (f > a) & (f < b))
@@ -334,17 +337,22 @@ def test_variants_from_noise_are_the_rtn_s_own_variants_and_its_plain_fill_witho
             assert made.keys() == filled.keys()
             for key in made:
                 if key[0] != 'pose.bones["Hips"].location':
-                    assert np.abs(made[key] - filled[key]).max() < 1e-4, (fps, key)
+                    legs = any(part in key[0] for part in ("UpLeg", "Leg\"", "Foot", "Toe"))
+                    assert np.abs(made[key] - filled[key]).max() < (0.02 if legs else 1e-4), (fps, key)
         assert bpy.ops.betwixt.discard_variants() == {"FINISHED"}
 
 
 def runtime_variants(model, motion, a, b, k, seed):
     """World positions (frames, J, 3) of ``motion`` with each of the runtime's ``k`` variants of the gap
-    between its frames a and b, made on the floor the add-on stands the model on (as fill_gaps does)."""
+    between its frames a and b, made on the floor the add-on stands the model on and met at the keys as a fill
+    is (as fill_gaps does both)."""
     level = floor(motion, [(a, b)]) - model.floor
     lowered = motion.positions.copy()
     lowered[:, 0, 1] -= level
-    rot, pos = model.variants(gap_in(replace(motion, positions=lowered), a, b, model.past), k, variation=1.0, seed=seed)
+    gap = gap_in(replace(motion, positions=lowered), a, b, model.past)
+    rot, pos = model.variants(gap, k, variation=1.0, seed=seed)
+    for i in range(k):
+        rot[i], pos[i] = ends(gap, rot[i], pos[i], model.layout, a > 0, True)
     out = []
     for i in range(k):
         rotations, positions = motion.rotations.copy(), motion.positions.copy()
