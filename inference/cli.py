@@ -21,10 +21,10 @@ from .anatomy import legs
 from .bvh import read_bvh, write_bvh
 from .check import ResultError, check_result
 from .contacts import plant
-from .edit import fill, superres, window
+from .edit import fill, superres, variants, window
 from .errors import BetwixtError
 from .guard import check, summary
-from .inbetween import check_keys, gap_in, sparse_keys
+from .inbetween import check_keys, sparse_keys
 from .mann.path import paced, read_path
 from .modelfile import ModelError, find_model, open_model, shipped
 from .modelfile import describe as describe_model
@@ -312,13 +312,11 @@ def _warn(model, motion, gaps):
 def _variants(args):
     motion, model, options = _load(args)
     start, end = args.gap
-    rot, pos = model.variants(gap_in(motion, start, end, model.past), args.k, variation=options["variation"],
-                              seed=options["seed"], blend=options["blend"])
+    check_keys(motion, start, end)
     made = []
-    for i in range(args.k):
-        r, p = motion.rotations.copy(), motion.positions.copy()
-        r[start + 1:end], p[start + 1:end] = rot[i, 0], pos[i, 0]
-        out = _planted(args, model, replace(motion, rotations=quat.unroll(r), positions=p), [(start, end)])
+    for i, variant in enumerate(variants(model, motion, 0, (start, end), motion.fps, args.k,   # as Blender's are
+                                         variation=options["variation"], seed=options["seed"], blend=options["blend"])):
+        out = _planted(args, model, variant, [(start, end)])
         try:
             made.append(_checked(model, out, "try a smaller --variation, another --seed or a shorter gap",
                                  gaps=[(start, end)]))
