@@ -313,7 +313,7 @@ def _variants(args):
     motion, model, options = _load(args)
     start, end = args.gap
     check_keys(motion, start, end)
-    made = []
+    made, checking = [], progress("planting and checking", unit="variant")
     for i, variant in enumerate(variants(model, motion, 0, (start, end), motion.fps, args.k,   # as Blender's are
                                          variation=options["variation"], seed=options["seed"], blend=options["blend"])):
         out = _planted(args, model, variant, [(start, end)])
@@ -322,6 +322,7 @@ def _variants(args):
                                  gaps=[(start, end)]))
         except ResultError as e:
             raise ResultError(f"variant {i + 1}: {e}") from None
+        checking(i + 1, args.k, args.file.name)
     for i, out in enumerate(made):
         _write(out, args.output / f"{args.file.stem}-variant{i + 1:02d}.bvh")
     print(f"wrote {args.k} variants of frames {start + 1} to {end - 1} to {args.output}")
