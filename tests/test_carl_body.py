@@ -97,6 +97,22 @@ def test_the_torso_on_the_floor_is_a_fall(sim, reference):
     assert sim.fallen() and touching & {sim.model.body(n).id for n in TERMINAL}
 
 
+def test_a_simulation_that_blows_up_is_a_fall(sim, reference):
+    """Accelerations past what MuJoCo can integrate make it put the body back in its default pose and go on
+    (its warning, "Nan, Inf or huge value in QACC"): the episode ends there, as a fall, not as motion to learn from."""
+    qpos = reference.qpos[0].copy()
+    sim.set_state(qpos, np.zeros(sim.model.nv))
+    sim.step(sim.targets(qpos))
+    assert not sim.fallen()
+    qvel = np.zeros(sim.model.nv)
+    qvel[6:] = 1e8                                           # every joint spun past any body's speed
+    sim.set_state(qpos, qvel)
+    sim.step(sim.targets(qpos))
+    assert sim.fallen()
+    sim.set_state(qpos, np.zeros(sim.model.nv))              # a new start is judged afresh
+    assert not sim.fallen()
+
+
 def test_the_observation_is_blind_to_where_the_dog_stands_and_faces(sim, reference):
     from inference.carl.observation import AHEAD, observe
 

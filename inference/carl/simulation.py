@@ -44,12 +44,14 @@ class Simulation:
         self.terminal = np.array([m.geom_bodyid[g] in terminal for g in range(m.ngeom)])
         self.floor = m.geom("floor").id
         self.substeps = int(round(1.0 / (POLICY_RATE * m.opt.timestep)))
+        self.blew_up = 0   # MuJoCo's count of blow-ups when the state was last set
 
     def set_state(self, qpos, qvel):
         """Put the body at ``qpos`` (nq,) moving at ``qvel`` (nv,) and bring everything derived up to date."""
         d = self.data
         d.qpos[:], d.qvel[:] = qpos, qvel
         d.qacc_warmstart[:] = 0.0
+        self.blew_up = self._blow_ups()   # counted from here: a state MuJoCo cannot integrate too
         self.mj.mj_forward(self.model, d)
 
     def targets(self, qpos, qvel=None):
@@ -77,8 +79,17 @@ class Simulation:
             self.data.ctrl[:] = start + a * (end - start)
             self.mj.mj_step(self.model, self.data)
 
+    def _blow_ups(self):
+        """How many times MuJoCo has found positions, velocities or accelerations not finite or huge in this
+        data (it then resets the state to the model's default pose and goes on)."""
+        w = self.mj.mjtWarning
+        return sum(int(self.data.warning[k].number) for k in (w.mjWARN_BADQPOS, w.mjWARN_BADQVEL, w.mjWARN_BADQACC))
+
     def fallen(self):
-        """Whether the torso, head or a thigh (``body.TERMINAL``) touches the floor."""
+        """Whether the torso, head or a thigh (``body.TERMINAL``) touches the floor, or the simulation blew up
+        since the state was set (MuJoCo put the body back in its default pose: nothing to learn from)."""
+        if self._blow_ups() > self.blew_up:
+            return True
         d = self.data
         n = d.ncon
         if n == 0:
