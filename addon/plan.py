@@ -15,6 +15,7 @@ import numpy as np
 from ..inference import edit, quat
 from ..inference.errors import BetwixtError
 from ..inference.motion import Motion
+from ..inference.twist import untwisted
 from . import controls, evaluated, mapping
 from .pose_io import Channels, active_armature, key_frames, read_rig, sample, world_matrix
 from .preferences import model_for
@@ -46,6 +47,7 @@ class Plan:
     plant: bool = True         # feet planted after the model (inference/contacts.py)
     momentum: list = None      # per gap: the velocity at both its keys is keyed (edit.keyed_momentum)
     drive: object = None       # a control rig's controls that the keys go onto (controls.Drive)
+    twists: object = None      # the turns the reading took off the limbs' twists (inference/twist.py)
 
 
 STANCE_FRAMES = 60   # frames of an action read for the rig's natural stance (read_retarget)
@@ -157,9 +159,12 @@ def plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames,
                                "moved by constraints, and no control of its control map drives them; keys on "
                                "them would change nothing. Map the controls in the Betwixt panel (Control Map)")
         rotations, positions = retarget.to_model(pose)
+    twists = None
+    if drive is not None:   # a control rig's twists are its solvers' and constraints', not the motion's
+        rotations, twists = untwisted(rotations, positions, model.skeleton, retarget.pose, fps)
     motion = Motion(model.skeleton, rotations, positions, model.layout.fps, name=action or obj.name)
     return Plan(obj.name, action, channels and channels.slot_identifier, model, rig, retarget, int(frames[0]),
-                gaps, fps, motion, location, rotation, scale, raw, detected, drive=drive)
+                gaps, fps, motion, location, rotation, scale, raw, detected, drive=drive, twists=twists)
 
 
 def read_retarget(obj, model):

@@ -31,10 +31,20 @@ def key_edits(plan, channels, motion, gaps, step):
         return plan.rig, (yield from bone_edits(plan, motion, gaps, step))
     frames = np.concatenate([np.arange(a + step, b, step) for a, b in gaps] + [np.zeros(0, np.int64)])
     rows = frames - plan.first
-    *_, pose = to_rig(plan.retarget, motion.rotations[rows], motion.positions[rows], plan.location[rows],
-                      plan.rotation[rows], plan.scale[rows])
+    *_, pose = to_rig(plan.retarget, *as_read(plan, motion, rows), plan.location[rows], plan.rotation[rows],
+                      plan.scale[rows])
     edits = yield from controls.edits(channels.obj, channels, plan.drive, frames, gaps, pose[:, plan.drive.follows])
     return plan.drive.rig, edits
+
+
+def as_read(plan, motion, rows):
+    """``motion``'s local rotations and translations on ``rows`` with the limbs' twists the rig had where the
+    plan read it (the reading's turns undone: :class:`..inference.twist.Twists`), so that what is written
+    meets the keys around it."""
+    rotations, positions = motion.rotations[rows], motion.positions[rows]
+    if plan.twists is None:
+        return rotations, positions
+    return plan.twists.undone(rotations, positions, rows), positions
 
 
 def unfollowed_limbs(plan):
@@ -58,8 +68,8 @@ def bone_edits(plan, motion, gaps, step):
     parts = []
     for start in range(0, max(len(rows), 1), CHUNK):
         r = rows[start:start + CHUNK]
-        parts.append(to_rig(plan.retarget, motion.rotations[r], motion.positions[r], plan.location[r],
-                            plan.rotation[r], plan.scale[r])[:2])
+        parts.append(to_rig(plan.retarget, *as_read(plan, motion, r), plan.location[r], plan.rotation[r],
+                            plan.scale[r])[:2])
         yield 0.0
     location, rotation = (np.concatenate([p[k] for p in parts]) for k in (0, 1))
     bones = plan.retarget.bones.tolist()
@@ -143,6 +153,7 @@ def key_motion(obj, model, motion, first):
     gaps = [(first - 1, first + motion.n_frames)]
     plan = plan_over(channels, model, rig, retarget, detected, gaps, scene_fps(bpy.context.scene),
                      np.arange(first - 1, first + motion.n_frames + 1))
+    plan.twists = None   # the motion is the caller's, not one read from this rig: its twists are its own
     pad = np.r_[0, np.arange(motion.n_frames), motion.n_frames - 1]
     padded = replace(motion, rotations=motion.rotations[pad], positions=motion.positions[pad])
     rig, edits = drained(key_edits(plan, channels, padded, gaps, 1))

@@ -17,6 +17,8 @@ Mixamo, Rigify, the dog's) name their joints after a person's and share no other
   leg without a toe stands on its *paw*, the End Site below its foot;
 - a leg's *joints* run from its foot up to the joint below where it leaves the body (the nearest
   joint above it with two or more children): a dog's shoulder blade is one, its hips not;
+- a limb's *hinges* are its knee and, where a toe lies beyond it, its ankle, and a person's elbow (a
+  quadruped's elbow is its front knee): each bends in one plane of the bone above it;
 - :data:`PAWS`: the dog data's four paw joints, front first, the order MANN's features and the
   simulated dog keep them in.
 """
@@ -108,3 +110,20 @@ def stance_joints(skeleton):
     RightToe, LeftFoot, RightFoot: the four foot joints of ``../shared/docs/metrics.md``)."""
     found = legs(skeleton)
     return [leg.toe for leg in found if leg.toe >= 0] + [leg.foot for leg in found]
+
+
+def hinges(skeleton):
+    """``(upper, hinge, end)`` joint triples of every hinge by the module's rules: a leg's hip, knee and foot
+    and, where it has a toe, its knee, foot and toe; a person's upper arm, forearm and hand."""
+    out = []
+    for leg in legs(skeleton):
+        out.append((leg.hip, leg.knee, leg.foot))
+        if leg.toe >= 0:
+            out.append((leg.knee, leg.foot, leg.toe))
+    if not is_quadruped(skeleton):
+        for hand in hands(skeleton.names):
+            forearm = int(skeleton.parents[hand])
+            arm = int(skeleton.parents[forearm]) if forearm > 0 else -1
+            if arm > 0 and unsided(skeleton.names[hand])[0]:
+                out.append((arm, forearm, hand))
+    return tuple(out)

@@ -4,7 +4,7 @@ import zipfile
 
 import pytest
 
-from inference.anatomy import PAWS, feet, hands, is_quadruped, leg_joints, legs, pelvis, stance_joints
+from inference.anatomy import PAWS, feet, hands, hinges, is_quadruped, leg_joints, legs, pelvis, stance_joints
 from inference.bvh import parse_bvh
 
 
@@ -63,3 +63,14 @@ def test_feet_are_every_joint_named_as_a_foot_toe_or_ankle(skeletons):
                                                                             "RightToe"]
     assert names(skeletons["lafan1"], leg_joints(skeletons["lafan1"])) == [
         f"{side}{part}" for side in ("Left", "Right") for part in ("UpLeg", "Leg", "Foot", "Toe")]
+
+
+def test_the_hinges_are_knees_ankles_with_toes_and_a_person_s_elbows(skeletons):
+    found = {key: [tuple(skeletons[key].names[j] for j in h) for h in hinges(skeletons[key])] for key in skeletons}
+    assert found["lafan1"] == [("LeftUpLeg", "LeftLeg", "LeftFoot"), ("LeftLeg", "LeftFoot", "LeftToe"),
+                               ("RightUpLeg", "RightLeg", "RightFoot"), ("RightLeg", "RightFoot", "RightToe"),
+                               ("LeftArm", "LeftForeArm", "LeftHand"), ("RightArm", "RightForeArm", "RightHand")]
+    assert ("UpperLeg_L", "LowerLeg_L", "Foot_L") in found["bandai"] and len(found["bandai"]) == 6
+    # the dog's legs end in paws below its feet and hands: a knee each, no ankle with a toe beyond it
+    assert sorted(found["dog"]) == sorted([(f"{s}{a}", f"{s}{b}", f"{s}{c}") for s in ("Left", "Right")
+                                           for a, b, c in (("Arm", "ForeArm", "Hand"), ("UpLeg", "Leg", "Foot"))])

@@ -1,0 +1,115 @@
+"""Limb twists read from where the limbs bend, not from how a rig happens to turn its bones.
+
+A rig's bones point where the animator posed them, but how a thigh or an upper arm turns about its own
+length (its twist) is often the rig's, not the motion's: an IK chain's solver and pole decide it, a
+control rig's constraints pass it on, a calibration between rest poses that differ leaves a constant
+one. The model never saw those twists, and to the network a thigh twisted 40 degrees is another pose:
+Rigify's wolf, keyed on its IK controls, showed it thighs and upper arms 25-130 degrees off the
+capture's twist, and its fills lost to Bezier (docs/rig-suite.md).
+
+A hinge (a knee, an elbow, an ankle with a toe beyond it: :func:`.anatomy.hinges`) bends in one plane of
+the bone above it, and the model's reference pose shows that plane. Where a limb is bent, the plane its
+two bones span in the read therefore says how the upper bone is twisted: :func:`untwisted` turns each
+upper bone about its own length until the reference's plane lies on it, leaving every bone pointing
+where it did. A straight limb says nothing, and the twist an IK solver gives changes as the limb
+moves, so the turn on each frame is a mean over about SMOOTH seconds around it, weighted by how far the
+limb is bent, falling back to the read's own twist where the limb stays straight.
+
+Only a control rig's reading is turned (:func:`..addon.plan.plan_over`): on a plain rig the twist is
+what the animator keyed on the bones the model reads, and a motion on its own skeleton (LaFAN1's test
+subject) fills worse with its real twists replaced by the hinges' (docs/rig-suite.md).
+
+Writing undoes the turns (:meth:`Twists.undone`), so that a fill meets the animator's keys with the
+twist they have.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import quat
+from .anatomy import hinges
+from .motion import forward_kinematics
+
+SMOOTH = 0.1         # seconds: the spread (standard deviation) of the mean over time
+PRIOR = 0.01         # the read's own twist, as a limb bent this much (sin squared) on every frame
+
+
+@dataclass(frozen=True)
+class Twists:
+    """The turns (radians) :func:`untwisted` gave each hinge's upper bone on each frame read."""
+
+    skeleton: object
+    hinges: tuple           # (upper, hinge, end) joints
+    angles: np.ndarray      # (frames, hinges)
+
+    def undone(self, rotations, positions, rows):
+        """Local ``rotations`` (F, J, 4) on the read's ``rows`` (F,) with the turns taken off again (rows past
+        the read take its last frame's): the twists the rig had."""
+        if not self.hinges:
+            return rotations
+        at = np.clip(np.asarray(rows, dtype=np.int64), 0, len(self.angles) - 1)
+        return _turned(rotations, positions, self.skeleton, self.hinges, -self.angles[at])
+
+
+def untwisted(rotations, positions, skeleton, reference, fps):
+    """``(rotations, Twists)``: local ``rotations`` (F, J, 4) of ``skeleton`` (and its ``positions``), one frame
+    every 1/``fps`` seconds, with each hinge's upper bone turned about its own length so that the hinge
+    bends in the plane the ``reference`` pose (J, 4 local rotations) bends it in (see the module's
+    docstring)."""
+    found = [h for h in hinges(skeleton) if _bend_normal(skeleton, reference, h) is not None]
+    if not found or not len(rotations):
+        return rotations, Twists(skeleton, (), np.zeros((len(rotations), 0)))
+    grot = forward_kinematics(rotations, positions, skeleton.parents)[0]
+    angles = np.empty((len(rotations), len(found)))
+    for i, (upper, hinge, end) in enumerate(found):
+        along = _unit(quat.rotate(grot[:, upper], skeleton.offsets[hinge]))
+        bent = np.cross(along, _unit(quat.rotate(grot[:, hinge], skeleton.offsets[end])))
+        weight = np.sum(bent * bent, axis=-1)      # sin squared of the bend
+        normal = quat.rotate(grot[:, upper], _bend_normal(skeleton, reference, (upper, hinge, end)))
+        off = np.arctan2(np.sum(np.cross(normal, bent) * along, axis=-1), np.sum(normal * bent, axis=-1))
+        angles[:, i] = _mean_angle(off, weight, SMOOTH * fps)
+    return _turned(rotations, positions, skeleton, tuple(found), angles), Twists(skeleton, tuple(found), angles)
+
+
+def _bend_normal(skeleton, reference, hinge):
+    """The unit normal (3,), in the upper bone's frame, of the plane the ``reference`` pose bends ``hinge``
+    in; None where it does not bend it."""
+    upper, middle, end = hinge
+    below = skeleton.offsets[middle]
+    beyond = quat.rotate(np.asarray(reference[middle], dtype=np.float64), skeleton.offsets[end])
+    normal = np.cross(below, beyond)
+    size = np.linalg.norm(normal)
+    return normal / size if size > 1e-3 * np.linalg.norm(below) * np.linalg.norm(beyond) else None
+
+
+def _mean_angle(angles, weights, spread):
+    """The weighted circular mean of ``angles`` (F,) under a Gaussian of ``spread`` frames around each frame,
+    against PRIOR of a nil angle."""
+    reach = int(np.ceil(4 * spread))
+    kernel = np.exp(-0.5 * (np.arange(-reach, reach + 1) / max(spread, 1e-9)) ** 2)
+
+    def around(values):   # sums under the kernel centred on each frame
+        return np.convolve(values, kernel)[reach:reach + len(values)]
+    return np.arctan2(around(weights * np.sin(angles)),
+                      around(weights * np.cos(angles)) + PRIOR * around(np.ones_like(angles)))
+
+
+def _turned(rotations, positions, skeleton, found, angles):
+    """Local ``rotations`` with each of the ``found`` hinges' upper bones turned by ``angles`` (F, hinges)
+    about its own length in the world, every other bone keeping its world rotation (and its sign)."""
+    parents = skeleton.parents
+    grot = forward_kinematics(rotations, positions, parents)[0]
+    for i, (upper, hinge, _) in enumerate(found):
+        along = _unit(quat.rotate(grot[:, upper], skeleton.offsets[hinge]))
+        grot[:, upper] = quat.mul(quat.from_angle_axis(angles[:, i], along), grot[:, upper])
+    uppers = [upper for upper, _, _ in found]
+    moved = np.array(sorted(set(uppers) | {int(c) for c in np.flatnonzero(np.isin(parents, uppers))}))
+    out = rotations.copy()
+    local = quat.normalize(quat.mul(quat.inv(grot[:, parents[moved]]), grot[:, moved]))
+    out[:, moved] = np.where(np.sum(local * rotations[:, moved], axis=-1, keepdims=True) < 0, -local, local)
+    return out
+
+
+def _unit(v):
+    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
