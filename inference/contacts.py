@@ -22,7 +22,8 @@ the generated frames only (keys and the frames outside gaps are never changed):
    of the way it travels there (a network's foot glides along the floor where the capture steps or
    jumps; after a key with the foot in the air, the rest of that arc), its toe by as much but never more than
    its ankle clears the ankle's ground (a network's toe may scrape the floor under a raised ankle), and
-   a toe standing on its own under a standing body is not taken up with its foot (a heel lifted off it);
+   a toe standing on its own under a standing body is not taken up with its foot (a heel lifted off it)
+   where the body travels over it (a push-off) or it stands still (a pivot on the ball of the foot);
 5. two-bone IK (hip, knee, ankle: :mod:`.leg_ik`) puts the ankle on its target, the knee turning in the
    plane of the leg; the foot keeps its world rotation but turns so that its toe reaches the toe's
    target. Where a toe is held and its ankle is not, the ankle's target is first moved onto the foot's
@@ -58,6 +59,8 @@ LIFT, LIFT_HIGH = 0.2, 0.15       # a swing's clearance: of the way it travels, 
 TOE_LIFT_HIGH = 0.08              # a toe's, less: lifted higher, the foot turns faster than the capture's ever do
 ARC = 6.0                         # body heights a second squared: the most a swing's arc accelerates a foot
 STANDING = 0.35                   # of the body's height: hips this far above a toe's ground stand on it
+TRAVELS = 0.15                    # body heights a second: hips this fast travel over a standing toe (a push-off)
+STILL = 0.05                      # body heights a second: a toe this slow stands still (a pivot on its ball)
 MAX_SWING = 2.0                   # seconds: a foot off the ground longer is not stepping (a swing lasts under one)
 # a quadruped's paws: of its leg's length (MANN's Placement height), a person's thresholds in leg lengths
 # (about half the body's height) for LOW, looser for SLOW (experiments.md, "Planted paws")
@@ -108,6 +111,11 @@ def plant(motion, gaps, height):
     # however its foot is lifted: taken up with the ankle's arc, it floated a body pushing off its toes
     tiptoe = held_contacts(gpos[:, toes], toe_floor, generated, u, height, motion.fps)
     tiptoe &= gpos[:, [found[k].hip for k in toed], u] - toe_floor > STANDING * height
+    # and the body travels over it (a push-off) or it stands still (a pivot on the ball of the foot): a toe
+    # creeping along the floor under still hips is the network's smear of a dancer's foot, held in steps of
+    # its own apart from its foot's (rig suite, mixamo-dance: 1.03x the capture's skating), so it goes with its foot
+    hips = gpos[:, [found[k].hip for k in toed]].mean(axis=1, keepdims=True)
+    tiptoe &= (speeds(hips, u, motion.fps) > TRAVELS * height) | (speeds(gpos[:, toes], u, motion.fps) < STILL * height)
     fade = fade_frames(motion.fps, FADE)
     own = np.stack([nearness(tiptoe[:, i], fade) for i in range(len(toes))], axis=1)[..., None] if toes else 0.0
     path = gpos[:, toes] + (1.0 - own) * (held[:, toed] - stands[:, toed])
@@ -277,9 +285,7 @@ def contacts(feet, floor, up, height, fps, paws=False):
     ``floor`` (K,): low and slow to enter (``LOW``, ``SLOW``), within the looser release thresholds to stay;
     ``paws`` (bool, or (K,)) where they are a quadruped's paws, ``height`` then its leg's length (``PAW_*``)."""
     h = (feet[..., up] - floor) / height
-    flat = np.delete(feet, up, axis=-1)
-    step = np.linalg.norm(np.diff(flat, axis=0), axis=-1) * fps / height    # (F - 1, K)
-    speed = np.concatenate([step[:1], 0.5 * (step[1:] + step[:-1]), step[-1:]]) if len(step) else np.zeros_like(h)
+    speed = speeds(feet, up, fps) / height
     enter = (h < np.where(paws, PAW_LOW, LOW)) & (speed < np.where(paws, PAW_SLOW, SLOW))
     stay = (h < np.where(paws, PAW_LOW_RELEASE, LOW_RELEASE)) & (speed < np.where(paws, PAW_SLOW_RELEASE, SLOW_RELEASE))
     frame = np.arange(len(h))[:, None]
@@ -287,6 +293,14 @@ def contacts(feet, floor, up, height, fps, paws=False):
     last_enter = np.maximum.accumulate(np.where(enter, frame, -1), axis=0)
     last_break = np.maximum.accumulate(np.where(stay, -1, frame), axis=0)
     return stay & (last_enter > last_break)
+
+
+def speeds(points, up, fps):
+    """(F, K) how fast each of the points ``points`` (F, K, 3) moves horizontally, units a second: each frame's
+    mean of its steps in and out (the first and last frame's one step; none in a one-frame motion)."""
+    step = np.linalg.norm(np.diff(np.delete(points, up, axis=-1), axis=0), axis=-1) * fps    # (F - 1, K)
+    return np.concatenate([step[:1], 0.5 * (step[1:] + step[:-1]), step[-1:]]) if len(step) else \
+        np.zeros(points.shape[:2])
 
 
 def fade_frames(fps, seconds=FADE):
