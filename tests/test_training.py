@@ -162,6 +162,16 @@ def test_max_gap_caps_the_gaps_a_model_file_fills_and_its_card_says_so(trained_r
                             capture_output=True, text=True)
     assert result.returncode == 2 and "--max-gap 100000: give 1 to" in result.stderr
     assert not (tmp_path / "far.onnx").exists()
+    # the cap set anew on the model file, as far as its network trained (the shipped file has no checkpoint)
+    convert = [sys.executable, "-m", "training", "convert", str(model), "-o"]
+    subprocess.run(convert + [str(tmp_path / "uncapped.onnx"), "--max-gap", "20"], cwd=ROOT, check=True,
+                   capture_output=True, text=True)
+    assert open_model(tmp_path / "uncapped.onnx").max_gap == 20
+    assert "convert --max-gap 20`" in (tmp_path / "uncapped.md").read_text()
+    result = subprocess.run(convert + [str(tmp_path / "far.onnx"), "--max-gap", "21"], cwd=ROOT,
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and "--max-gap 21: give 1 to 20" in result.stderr
+    assert not (tmp_path / "far.onnx").exists()
 
 
 @pytest.mark.parametrize("weights", ["float32", "mixed"])

@@ -110,19 +110,23 @@ def _capped(meta, longest, path):
     if "betwixt.gaps" not in meta:
         raise DataError(f"{path}: --max-gap is for a model that fills gaps between keys (an RTN)")
     gaps = json.loads(meta["betwixt.gaps"])
-    if not 1 <= longest <= gaps["max"]:
-        raise DataError(f"{path}: --max-gap {longest}: give 1 to {gaps['max']}, the longest gap its network reaches")
+    reach = max(gaps["max"], gaps.get("trained", (0, 0))[1])   # a file capped before keeps what it trained on
+    if not 1 <= longest <= reach:
+        raise DataError(f"{path}: --max-gap {longest}: give 1 to {reach}, the longest gap its network reaches")
     return json.dumps({**gaps, "max": longest})
 
 
-def convert(path, output, bench_data=None, data=None, cache=None):
+def convert(path, output, bench_data=None, data=None, cache=None, max_gap=None):
     """A checkpoint (.pt) or model file (.onnx) of an earlier Betwixt, in this version's form; a model
-    file of this version exported before ``betwixt.floor`` gains it, measured on its data sets ``data``."""
+    file of this version exported before ``betwixt.floor`` gains it, measured on its data sets ``data``;
+    one of this version with ``max_gap``, its longest gap set anew."""
     if not Path(path).is_file():
         raise DataError(f"{path}: no such file; give the checkpoint (.pt) or model file (.onnx) to convert")
+    if max_gap is not None and (Path(path).suffix != ".onnx" or metadata_of(path).get("betwixt.version") != str(FORMAT)):
+        raise DataError(f"{path}: --max-gap is for a model file (.onnx) of this version; convert it first")
     if Path(path).suffix == ".onnx":
         if metadata_of(path).get("betwixt.version") == str(FORMAT):
-            return _with_floor(path, output, data, cache)
+            return _with_floor(path, output, data, cache) if max_gap is None else _recapped(path, output, max_gap)
         return _convert_model(path, output, bench_data)
     old = checkpoint.earlier(path)
     return checkpoint.convert(old, path, output, family_called(old.get("family", "rtn")))
@@ -173,6 +177,21 @@ def _with_floor(path, output, data, cache):
     return output
 
 
+def _recapped(path, output, longest):
+    """A model file of this format whose RTN fills gaps of up to ``longest`` frames (within those its network
+    trained on): where the cap set at export no longer measures best, the same weights take the longer gaps
+    back from the other model of their skeleton."""
+    meta = metadata_of(path)
+    meta["betwixt.gaps"] = _capped(meta, longest, path)
+    _rewritten(path, output, meta)
+    card_path = Path(path).with_suffix(".md")
+    if card_path.exists():
+        Path(output).with_suffix(".md").write_text(
+            card_path.read_text().rstrip() + f"\n\nGaps of 1 to {longest} frames (betwixt.gaps), set by `python -m "
+            f"training convert --max-gap {longest}` at commit {source_commit()}; the graph and weights are the file's own.\n")
+    return output
+
+
 def _rewritten(path, output, meta):
     """The model file at ``path`` written to ``output`` with the metadata ``meta`` instead of its own."""
     proto = onnx.load(str(path))
@@ -218,8 +237,10 @@ def add_convert_arguments(parser):
                         help="a model file of this format without betwixt.floor: its training data (as many --data "
                              "as it had), on which the floor under its feet is measured")
     parser.add_argument("--cache", help="data set cache folder")
+    parser.add_argument("--max-gap", type=whole(1, math.inf, "frames; at most the longest its network trained on"),
+                        help="a model file of this version: the longest gap (frames) its RTN fills, set anew")
 
 
 def run_convert(args):
-    convert(args.file, args.output, args.bench_data, args.data, args.cache)
+    convert(args.file, args.output, args.bench_data, args.data, args.cache, args.max_gap)
     print(f"wrote {args.output}")
