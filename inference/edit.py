@@ -57,7 +57,7 @@ def model_frames(a, b, ratio):
 
 
 def reaches(model, gaps, fps):
-    """Whether ``model`` fills every one of ``gaps`` (scene frames at ``fps``): a dog's gaps over a second
+    """Whether ``model`` fills every one of ``gaps`` (scene frames at ``fps``): a dog's gaps over two seconds
     go from its RTN to its MANN."""
     return all(model_frames(a, b, fps / model.layout.fps) - 1 <= model.max_gap for a, b in gaps)
 

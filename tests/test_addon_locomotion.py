@@ -369,7 +369,7 @@ def test_a_quadruped_rig_without_a_tail_is_taken_for_the_dog_by_its_pose(scene, 
 
 
 def test_fill_gaps_and_decompress_on_a_dog_rig_use_the_dogs_models(scene, dog):
-    """The dog's RTN fills its gaps up to a second; a longer one goes to MANN."""
+    """The dog's RTN fills its gaps up to two seconds; a longer one goes to MANN."""
     from betwixt.addon import plan as reading
     obj = import_dog(dog)
     cut(obj, 20, 220)

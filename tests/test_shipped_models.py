@@ -108,7 +108,7 @@ def test_a_shipped_model_stays_plausible_over_120_frames(shipped):
     snapped onto the key in about one window in a hundred); on held-out gaps, so did the straight
     line without the nearer sign (3.7 times: hips spinning through the zero quaternion)."""
     model, data, motions = shipped
-    n = min(120, model.max_gap)   # the dog's RTN leaves gaps over a second to MANN
+    n = min(120, model.max_gap)
     rot, pos = gather_windows([motions[name] for name in sorted(set(data["files"]) & set(motions))
                                if motions[name].n_frames > PAST + n + 1],
                               PAST + n + 1, 120)

@@ -742,7 +742,7 @@ def measured(betwixt, obj, keys, runs, n_frames, joints, bones, out, bar):
             bpy.ops.wm.save_as_mainfile(filepath=str(out / f"{obj.name}-{i + 1:02d}-{run.operator}.blend"), copy=True)
         bar.update(1)
     fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
-    filled_by = {(r.operator, r.label): betwixt.preferences.model_for(   # a dog's gaps over a second: MANN's
+    filled_by = {(r.operator, r.label): betwixt.preferences.model_for(   # a dog's gaps over two seconds: MANN's
         bpy.context, obj, "fill", fits=lambda m, r=r: betwixt.edit.reaches(m, r.gaps, fps)).name for r in runs}
     return [dict(operator=op, gap=label, model=filled_by[op, label], view_deg=view, **row(results))
             for (op, label), results in groups.items()]
