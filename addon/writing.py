@@ -110,7 +110,8 @@ def planted(plan, motion):
     if not plan.plant:
         return motion
     gaps = [(a - plan.first, b - plan.first) for a, b in plan.gaps]
-    out = contacts.plant(replace(plan.retarget.on_rig(motion), fps=plan.fps), gaps, plan.model.layout.height)
+    out = contacts.plant(replace(plan.retarget.on_rig(motion), fps=plan.fps), gaps, plan.model.layout.height,
+                         plan.model.floored)
     return replace(motion, rotations=out.rotations)
 
 

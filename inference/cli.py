@@ -291,7 +291,7 @@ def _planted(args, model, motion, gaps):
     if not legs(motion.skeleton):
         print(f"note: feet not planted: no legs found among {model.name}'s joints (a joint named as a foot or "
               "ankle, with a side, under a knee and a hip)", file=sys.stderr)
-    return plant(motion, gaps, model.layout.height)
+    return plant(motion, gaps, model.layout.height, model.floored)
 
 
 def _measure(model, motion):

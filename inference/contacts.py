@@ -70,7 +70,7 @@ PAW_FADE = 0.1                    # seconds: a trot's contacts are short (six fr
 PAW_SWING = 0.5                   # seconds: a paw's longest swing (the capture's 90th percentile)
 
 
-def plant(motion, gaps, height):
+def plant(motion, gaps, height, floored=False):
     """``motion`` with feet planted on the frames strictly inside each ``(start, end)`` key pair;
     ``height`` the body's height in the motion's units; a quadruped's thresholds are in its longest leg's
     length (MANN's Placement height) whatever model made the motion (an RTN's layout holds the
@@ -79,7 +79,12 @@ def plant(motion, gaps, height):
     may be lifted), its contacts locked where the first frame has them or at their mean positions;
     ``[(s, F)]`` a motion generated after its frame ``s`` (Continue's walks): the frames up to ``s`` are
     the context, as a gap's past is, and a contact at the end is locked at its mean position.
-    Unchanged where no leg is found.
+    ``floored``: the model keeps its motion on a floor of its own (the Motion VAE's floor step), so its
+    generated frames show where the floor is as the user's do, and each foot joint's ground is the lower of
+    the two (:func:`grounds`): around a gap the user's frames may stand on a box or kneel where the model's
+    stand on the floor. A model without one (an RTN) sinks its feet here and there, and its grounds are the
+    user's frames' alone (found in its fill too, the rig suite's dances skated 2-3.5x as much). Unchanged
+    where no leg is found.
 
     A leg stands on its ankle (and toe), or on its paw: the paw's target, less the lowest segment as
     the model turned it, is the ankle's, since :func:`.leg_ik.solve_leg` keeps the foot's world rotation. That
@@ -99,10 +104,10 @@ def plant(motion, gaps, height):
     grot, gpos = forward_kinematics(motion.rotations, motion.positions, parents)
     u = AXES.index(motion.up)
     below, stands, paws, height = standing(motion.skeleton, found, grot, gpos, height)
-    floor = ground(stands, seen, slice(None), motion.up, GROUND)
+    floor = grounds(stands, seen, slice(None), motion.up, floored)
     toed = [k for k, leg in enumerate(found) if leg.toe >= 0]
     toes = [found[k].toe for k in toed]
-    toe_floor = ground(gpos, seen, toes, motion.up, GROUND)
+    toe_floor = grounds(gpos, seen, toes, motion.up, floored)
     held, stood = _held(stands, floor, generated, u, height, motion.fps, paws,
                         sharpest=np.inf if paws.any() else ARC)   # a paw's swings are the dog's own
     # a toe moves with its foot's target where it has no contact of its own, and is lifted no higher off
@@ -114,7 +119,7 @@ def plant(motion, gaps, height):
     # and the body travels over it (a push-off) or it stands still (a pivot on the ball of the foot): a toe
     # creeping along the floor under still hips is the network's smear of a dancer's foot, held in steps of
     # its own apart from its foot's (rig suite, mixamo-dance: 1.03x the capture's skating), so it goes with its foot
-    hips = gpos[:, [found[k].hip for k in toed]].mean(axis=1, keepdims=True)
+    hips = gpos[:, [leg.hip for leg in found]].mean(axis=1, keepdims=True)
     tiptoe &= (speeds(hips, u, motion.fps) > TRAVELS * height) | (speeds(gpos[:, toes], u, motion.fps) < STILL * height)
     fade = fade_frames(motion.fps, FADE)
     own = np.stack([nearness(tiptoe[:, i], fade) for i in range(len(toes))], axis=1)[..., None] if toes else 0.0
@@ -134,6 +139,13 @@ def plant(motion, gaps, height):
         toe = toe_targets[k][rows] if k in toe_targets else None
         rotations[rows] = solve_leg(rotations[rows], grot[rows], gpos[rows], parents, leg, ankle[rows], toe, u)
     return replace(motion, rotations=rotations)
+
+
+def grounds(points, seen, joints, up, floored=False):
+    """(K,) the ground of each of ``joints`` of ``points`` (F, J, 3): the GROUND percentile of its height in the
+    frames ``seen`` (F,) bool, or, ``floored``, the lower of that and the same in the other frames (:func:`plant`)."""
+    own = ground(points, seen, joints, up, GROUND)
+    return np.minimum(own, ground(points, ~seen, joints, up, GROUND)) if floored and (~seen).any() else own
 
 
 def standing(skeleton, found, grot, gpos, height):

@@ -103,6 +103,7 @@ class Model:
     SERVES = ()
     spline = 0.0    # the share of a plain fill's root ground path taken from the keys' spline (fill_gaps)
     key_spline = 0.0   # the same between sparse keys (Decompress), the spline through the keys alone
+    floored = False    # whether it keeps its motion on a floor of its own: planting's grounds (contacts.plant)
 
     def __init__(self, file, session):
         self.file, self.session = file, session

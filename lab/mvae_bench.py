@@ -307,7 +307,8 @@ def _planted_variants(method, clip, first, rotations, positions):
                               np.repeat(clip.rotations[None, ends[1:]], len(rotations), 0)], axis=1),
               np.concatenate([np.repeat(clip.positions[None, ends[:1]], len(rotations), 0), positions[:, 0],
                               np.repeat(clip.positions[None, ends[1:]], len(rotations), 0)], axis=1))
-    done = plant_windows(clip, np.full(len(rotations), first), *window, method.past, method.layout.height)
+    done = plant_windows(clip, np.full(len(rotations), first), *window, method.past, method.layout.height,
+                         method.floored)
     return done[:, None, 1:-1], positions
 
 

@@ -4,6 +4,8 @@ planted. The bars are the issue's against LaFAN1's walking at 0.5-1.5 m/s (conta
 slide 1.02 cm a frame, jitter 0.42; docs/experiments.md, "The Motion VAE on the floor"), each foot joint's
 ground the motion's own (a continuation stands on the box its start stands on)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -83,12 +85,11 @@ def test_continuations_stand_on_the_floor_and_planting_holds_their_feet(clip):  
     assert m["slide"] < 0.8 * raw["slide"]   # measured 0.61 against 0.95 cm a frame
 
 
-def test_variants_step_down_from_a_box_to_a_key_on_the_floor(clip):  # noqa: F811
-    """Eight variants of the 30 frames after frame 770 of subject 5's obstacles1, where the capture stands
-    on a 21 cm box and steps down (its key, frame 801, has a toe on the floor, the other foot on the box),
-    as the model gives them (before planting), against the clip's own grounds. Before, the stepping foot
-    could not go lower than the foot on the box (the roll-outs have one floor) and was held 5-14 cm up
-    until the key: every frame floated."""
+def box_variants(clip):  # noqa: F811
+    """The model, subject 5's obstacles1 and eight variants (8, 1, 30, J, ·) of the 30 frames after its frame 770,
+    where the capture stands on a 21 cm box and steps down (its key, frame 801, has a toe on the floor, the other
+    foot on the box); and a function giving the floor measures of motions (K, 30, J, ·) against the clip's own
+    grounds."""
     model = find_model(None, kind="mvae")
     motion = read_bvh(clip)
     rotations, positions = model.variants(gap_in(motion, 770, 801, model.past), 8, seed=2)
@@ -96,9 +97,41 @@ def test_variants_step_down_from_a_box_to_a_key_on_the_floor(clip):  # noqa: F81
     world = motion.global_transforms()
     ground = floor_metrics.ground_of(floor_metrics.foot_points(feet, *world))
     size = floor_metrics.body_size(motion.skeleton, world[1])
-    grot, gpos = forward_kinematics(rotations[:, 0], positions[:, 0], motion.skeleton.parents)
-    points = floor_metrics.foot_points(feet, grot, gpos)
-    m = floor_metrics.pooled([floor_metrics.row(w, p, feet, ground, size, motion.fps) for w, p in zip(gpos, points)])
+
+    def measure(rotations, positions):
+        grot, gpos = forward_kinematics(rotations, positions, motion.skeleton.parents)
+        points = floor_metrics.foot_points(feet, grot, gpos)
+        return floor_metrics.pooled([floor_metrics.row(w, p, feet, ground, size, motion.fps)
+                                     for w, p in zip(gpos, points)])
+    return model, motion, rotations, positions, measure
+
+
+def test_variants_step_down_from_a_box_to_a_key_on_the_floor(clip):  # noqa: F811
+    """The box gap's variants as the model gives them (before planting). Before, the stepping foot could not go
+    lower than the foot on the box (the roll-outs have one floor) and was held 5-14 cm up until the key: every
+    frame floated."""
+    _, _, rotations, positions, measure = box_variants(clip)
+    m = measure(rotations[:, 0], positions[:, 0])
     assert m["floating"] < 0.6     # measured 0.45 (the capture 0.33); before, 1.0
     assert m["contact"] > 0.15     # measured 0.24 (the capture 0.33); before, 0.00
     assert m["hips_min"] < 95      # measured 87 (the capture 88); before, 99: the body stayed up on the box
+
+
+def test_variants_planted_come_down_from_the_box_as_the_model_has_them(clip):  # noqa: F811
+    """The box gap's variants planted as Variants plants them, the model's past either side. The user's frames
+    around the gap stand on the box, the variants' on the floor: planting's grounds found in the user's frames
+    alone held the stepping foot up at the box's height (every frame floating again); the Motion VAE keeps a
+    floor of its own, so the lower of those and the variants' own grounds lets the foot down."""
+    model, motion, rotations, positions, measure = box_variants(clip)
+    window = motion.frames(771 - model.past, 802 + model.past)
+    key, made = model.past - 1, slice(model.past, model.past + 30)
+    planted = []
+    for r, p in zip(rotations[:, 0], positions[:, 0]):
+        rot, pos = window.rotations.copy(), window.positions.copy()
+        rot[made], pos[made] = r, p
+        out = plant(replace(window, rotations=rot, positions=pos), [(key, key + 31)], model.layout.height,
+                    model.floored)
+        planted.append(out.rotations[made])
+    m = measure(np.stack(planted), positions[:, 0])
+    assert m["floating"] < 0.6     # measured 0.44 (0.45 before planting); grounds from the user's frames alone, 1.0
+    assert m["contact"] > 0.15     # measured 0.25 (0.24 before planting); from the user's frames alone, 0.00

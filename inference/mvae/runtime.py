@@ -53,6 +53,7 @@ class MVAEModel(Model):
 
     TITLE = "Continuations (Motion VAE)"
     SERVES = ("continue", "variants", "follow-path")
+    floored = True   # the floor step stands every pose on the floor (floor.py)
 
     def __init__(self, file, session):
         super().__init__(file, session)
