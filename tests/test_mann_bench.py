@@ -170,7 +170,7 @@ def test_a_gap_between_two_keys_where_the_dog_sits_is_their_interpolation(trot):
     (["--gap", "200:960"], "the keys 200:960 are not two frames of its 548 (0 to 547) in order"),
     (["--gap", "100:400"], "a gap of 299 frames is outside what model mann-dog fills (1 to 240); add a key inside"),
     (["--gap", "100:400", "--model", str(MODELS / "rtn-dog.onnx")],
-     "a gap of 299 frames is outside what model rtn-dog fills (1 to 60); add a key inside"),
+     "a gap of 299 frames is outside what model rtn-dog fills (1 to 120); add a key inside"),
 ])
 def test_a_gap_it_cannot_fill_is_one_clear_error(trot, tmp_path, capsys, args, message):
     out = tmp_path / "out.bvh"
