@@ -83,12 +83,10 @@ def test_bench_mann_measures_the_test_split_paths_gaps_and_speed(mocap, tmp_path
         # error no worse (1.50 / 2.81 / 7.82 -> 1.46 / 2.80 / 7.81 cm)
         planted = g["model_planted"]
         assert planted["skating"] < g["model"]["skating"] and planted["error"] < g["model"]["error"] + 0.05
-        # the dog's RTN beside it up to the second it fills: here nearer the capture (measured 0.44 / 0.94 cm
-        # against 1.46 / 2.65), its lowest paw as near the floor as the capture's (0.16 / 0.14 cm against 0.14 / 0.15)
-        assert ("rtn" in g) == (length != "2 s")
-        if "rtn" in g:
-            assert 0 < g["rtn"]["error"] < g["model"]["error"] and g["rtn_planted"]["skating"] < g["rtn"]["skating"]
-            assert g["rtn_planted"]["lowest"] < 1.0
+        # the dog's RTN beside it at every length (it fills up to two seconds): here nearer the capture (measured
+        # 0.44 / 0.94 cm against 1.46 / 2.65 at 0.5 and 1 s), its lowest paw as near the floor as the capture's
+        assert 0 < g["rtn"]["error"] < g["model"]["error"] and g["rtn_planted"]["skating"] < g["rtn"]["skating"]
+        assert g["rtn_planted"]["lowest"] < 1.0
     assert r["fill_rtn"] == "rtn-dog" and "(rtn: rtn-dog)" in printed
     assert r["speed"]["ms_per_frame"] > 0 and r["speed"]["bytes"] == (MODELS / "mann-dog.onnx").stat().st_size
     assert "circle walk" in printed and "paper" in printed and "ms a frame" in printed
