@@ -64,3 +64,21 @@ def test_an_in_place_walk_is_filled_stepping_on_the_spot(walk):
         inbetween.treadmill = plain
     standing = forward_kinematics(standing.rotations, standing.positions, standing.skeleton.parents)[1]
     assert error < 0.95 * np.linalg.norm(standing[a + 1:b] - truth[a + 1:b], axis=-1).mean()
+
+
+def test_keys_a_second_apart_carry_an_in_place_walk_at_the_pace_their_poses_tell(walk):
+    """Decompress: keys every 30 frames leave no two frames in a row to see a foot slide in. The poses at the
+    keys (which foot leads, how far apart along the hips' facing) give the pace; a stance whose same foot
+    leads at every key, and motion whose root moves from key to key (a dance stepping about), are not carried."""
+    model = find_model(walk.skeleton, kind="rtn")
+    keys = list(range(0, walk.n_frames, 30)) + [walk.n_frames - 1]
+    gaps = list(zip(keys[:-1], keys[1:]))
+    shift = treadmill(held(walk), gaps, model.layout.height)
+    assert shift is not None and np.allclose(shift[:, 1], 0.0)
+    carried = np.linalg.norm(np.diff(shift[:, [0, 2]], axis=0), axis=-1).sum()
+    walked = np.linalg.norm(np.diff(walk.positions[:, 0, [0, 2]], axis=0), axis=-1).sum()
+    assert 0.7 * walked < carried < 1.6 * walked                               # measured 1.26x the path walked
+    assert treadmill(walk, gaps, model.layout.height) is None                  # it travels by itself
+    stance = held(walk)
+    stance = replace(stance, rotations=np.repeat(stance.rotations[keys[6]:keys[6] + 1], walk.n_frames, 0))
+    assert treadmill(stance, gaps, model.layout.height) is None                # one foot ahead throughout
