@@ -129,7 +129,12 @@ def plant(motion, gaps, height, floored=False):
                              high=TOE_LIFT_HIGH, ceiling=ankle_clear, sharpest=np.inf)
     for i, k in enumerate(toed):
         length = np.linalg.norm(motion.skeleton.offsets[toes[i]])
-        weight = nearness(toe_on[:, i], fade) * (1.0 - nearness(stood[:, k], fade))
+        # fading onto or off its lock, a toe stays within its foot's length of its ankle's target: slowed onto
+        # the lock while the ankle swung on, the two drifted apart and the pivot below bent a straight knee
+        near = nearness(toe_on[:, i], fade)
+        fading = (near > 0.0) & (near < 1.0)
+        toe_held[fading, i] = within(held[fading, k], toe_held[fading, i], length)
+        weight = near * (1.0 - nearness(stood[:, k], fade))
         held[:, k] = pivoted(held[:, k], toe_held[:, i], length, weight)
     toe_targets = dict(zip(toed, np.moveaxis(toe_held, 1, 0)))
     rows = np.flatnonzero(generated)
@@ -178,6 +183,13 @@ def _held(path, lowest, generated, up, height, fps, paws=False, high=LIFT_HIGH, 
     clear = np.minimum(clear, ceiling)
     held[..., up] = np.maximum(held[..., up], lowest + clear)
     return held, contact
+
+
+def within(centre, point, radius):
+    """(F, 3) ``point`` (F, 3) moved straight toward ``centre`` (F, 3) until it is no further than ``radius``."""
+    way = point - centre
+    far = np.linalg.norm(way, axis=-1, keepdims=True)
+    return centre + way * np.minimum(1.0, radius / np.maximum(far, 1e-9))
 
 
 def nearness(contact, fade):
