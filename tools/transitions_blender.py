@@ -38,6 +38,7 @@ def main():
     addon_utils.enable("betwixt", default_set=True)
     from betwixt.addon.library import BETWIXT_OT_transitions as op
     from betwixt.addon.library import transitions_of
+    from betwixt.addon.steps import drained
 
     bpy.ops.wm.read_homefile(use_empty=True)
     objects = []
@@ -65,7 +66,7 @@ def main():
     lap("read the actions")
     takes = op.compute(options, plan, lambda done, total: None, lambda: False)
     lap("the model (224 transitions), planting, report")
-    op.finish(options, bpy.context, plan, takes)
+    drained(op.finish(options, bpy.context, plan, takes))   # steps, as the operator's timer runs them
     lap("write 224 actions, lay them out in the NLA")
     made = transitions_of(objects[0])
     print(f"{len(plan.sources)} actions, {len(made)} transitions written, {LENGTH} frames, K = {K}")
