@@ -168,13 +168,8 @@ def _with_floor(path, output, data, cache):
     if not data:
         raise DataError(f"{path}: to add the floor its training data stood on, give that data with --data")
     meta["betwixt.floor"] = floor_of(data, cache, json.loads(meta["betwixt.data"]))
-    _rewritten(path, output, meta)
-    card_path = Path(path).with_suffix(".md")
-    if card_path.exists():
-        Path(output).with_suffix(".md").write_text(
-            card_path.read_text().rstrip() + f"\n\nThe floor under its training data's feet, {meta['betwixt.floor']} "
-            f"(betwixt.floor), added by `python -m training convert --data` at commit {source_commit()}.\n")
-    return output
+    return _rewritten(path, output, meta, f"The floor under its training data's feet, {meta['betwixt.floor']} "
+                      f"(betwixt.floor), added by `python -m training convert --data` at commit {source_commit()}.")
 
 
 def _recapped(path, output, longest):
@@ -183,21 +178,21 @@ def _recapped(path, output, longest):
     back from the other model of their skeleton."""
     meta = metadata_of(path)
     meta["betwixt.gaps"] = _capped(meta, longest, path)
-    _rewritten(path, output, meta)
-    card_path = Path(path).with_suffix(".md")
-    if card_path.exists():
-        Path(output).with_suffix(".md").write_text(
-            card_path.read_text().rstrip() + f"\n\nGaps of 1 to {longest} frames (betwixt.gaps), set by `python -m "
-            f"training convert --max-gap {longest}` at commit {source_commit()}; the graph and weights are the file's own.\n")
-    return output
+    return _rewritten(path, output, meta, f"Gaps of 1 to {longest} frames (betwixt.gaps), set by `python -m training "
+                      f"convert --max-gap {longest}` at commit {source_commit()}; the graph and weights are the file's own.")
 
 
-def _rewritten(path, output, meta):
-    """The model file at ``path`` written to ``output`` with the metadata ``meta`` instead of its own."""
+def _rewritten(path, output, meta, note=None):
+    """The model file at ``path`` written to ``output`` with the metadata ``meta`` instead of its own, and its
+    card, where it has one, with ``note`` (a paragraph saying what changed) at its end; ``output``."""
     proto = onnx.load(str(path))
     del proto.metadata_props[:]
     onnx.helper.set_model_props(proto, meta)
     onnx.save(proto, str(output))
+    card_path = Path(path).with_suffix(".md")
+    if note and card_path.exists():
+        Path(output).with_suffix(".md").write_text(card_path.read_text().rstrip() + f"\n\n{note}\n")
+    return output
 
 
 def _replaced_section(text, heading, lines):
