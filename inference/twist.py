@@ -9,9 +9,9 @@ capture's twist, and its fills lost to Bezier (docs/rig-suite.md).
 
 A hinge (a knee, an elbow, an ankle with a toe beyond it: :func:`.anatomy.hinges`) bends in one plane of
 the bone above it, and the model's reference pose shows that plane. Where a limb is bent, the plane its
-two bones span in the read therefore says how the upper bone is twisted: :func:`untwisted` turns each
-upper bone about its own length until the reference's plane lies on it, leaving every bone pointing
-where it did. A straight limb says nothing, and the twist an IK solver gives changes as the limb
+two bones span in the read therefore says how the upper bone is twisted, and for a knee, which bends
+about one axis of both its bones, how the lower one is too: :func:`untwisted` turns each such bone about
+its own length until the reference's plane lies on it, leaving every bone pointing where it did. A straight limb says nothing, and the twist an IK solver gives changes as the limb
 moves, so the turn on each frame is a mean over about SMOOTH seconds around it, weighted by how far the
 limb is bent, falling back to the read's own twist where the limb stays straight.
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import quat
-from .anatomy import hinges
+from .anatomy import hinges, legs
 from .motion import forward_kinematics
 
 SMOOTH = 0.1         # seconds: the spread (standard deviation) of the mean over time
@@ -36,51 +36,76 @@ PRIOR = 0.01         # the read's own twist, as a limb bent this much (sin squar
 
 
 @dataclass(frozen=True)
+class Turn:
+    """A bone whose twist a hinge's plane sets: ``joint`` turns about its length toward ``child``, the plane
+    is the one ``hinge`` (upper, middle, end joints) bends in, ``normal`` (3,) that plane's normal in the
+    joint's own frame as the reference pose has it."""
+
+    joint: int
+    child: int
+    hinge: tuple
+    normal: np.ndarray
+
+
+@dataclass(frozen=True)
 class Twists:
-    """The turns (radians) :func:`untwisted` gave each hinge's upper bone on each frame read."""
+    """The turns (radians) :func:`untwisted` gave each :class:`Turn`'s bone on each frame read."""
 
     skeleton: object
-    hinges: tuple           # (upper, hinge, end) joints
-    angles: np.ndarray      # (frames, hinges)
+    turns: tuple
+    angles: np.ndarray      # (frames, turns)
 
     def undone(self, rotations, positions, rows):
         """Local ``rotations`` (F, J, 4) on the read's ``rows`` (F,) with the turns taken off again (rows past
         the read take its last frame's): the twists the rig had."""
-        if not self.hinges:
+        if not self.turns:
             return rotations
         at = np.clip(np.asarray(rows, dtype=np.int64), 0, len(self.angles) - 1)
-        return _turned(rotations, positions, self.skeleton, self.hinges, -self.angles[at])
+        return _turned(rotations, positions, self.skeleton, self.turns, -self.angles[at])
 
 
 def untwisted(rotations, positions, skeleton, reference, fps):
     """``(rotations, Twists)``: local ``rotations`` (F, J, 4) of ``skeleton`` (and its ``positions``), one frame
-    every 1/``fps`` seconds, with each hinge's upper bone turned about its own length so that the hinge
-    bends in the plane the ``reference`` pose (J, 4 local rotations) bends it in (see the module's
-    docstring)."""
-    found = [h for h in hinges(skeleton) if _bend_normal(skeleton, reference, h) is not None]
+    every 1/``fps`` seconds, with the bones of every :func:`turns` turned about their own length so that
+    their hinge bends in the plane the ``reference`` pose (J, 4 local rotations) bends it in (see the
+    module's docstring)."""
+    found = turns(skeleton, reference)
     if not found or not len(rotations):
         return rotations, Twists(skeleton, (), np.zeros((len(rotations), 0)))
     grot = forward_kinematics(rotations, positions, skeleton.parents)[0]
+    offsets = skeleton.offsets
     angles = np.empty((len(rotations), len(found)))
-    for i, (upper, hinge, end) in enumerate(found):
-        along = _unit(quat.rotate(grot[:, upper], skeleton.offsets[hinge]))
-        bent = np.cross(along, _unit(quat.rotate(grot[:, hinge], skeleton.offsets[end])))
+    for i, turn in enumerate(found):
+        upper, middle, end = turn.hinge
+        bent = np.cross(_unit(quat.rotate(grot[:, upper], offsets[middle])), _unit(quat.rotate(grot[:, middle], offsets[end])))
         weight = np.sum(bent * bent, axis=-1)      # sin squared of the bend
-        normal = quat.rotate(grot[:, upper], _bend_normal(skeleton, reference, (upper, hinge, end)))
+        along = _unit(quat.rotate(grot[:, turn.joint], offsets[turn.child]))
+        normal = quat.rotate(grot[:, turn.joint], turn.normal)
         off = np.arctan2(np.sum(np.cross(normal, bent) * along, axis=-1), np.sum(normal * bent, axis=-1))
         angles[:, i] = _mean_angle(off, weight, SMOOTH * fps)
-    return _turned(rotations, positions, skeleton, tuple(found), angles), Twists(skeleton, tuple(found), angles)
+    return _turned(rotations, positions, skeleton, found, angles), Twists(skeleton, found, angles)
 
 
-def _bend_normal(skeleton, reference, hinge):
-    """The unit normal (3,), in the upper bone's frame, of the plane the ``reference`` pose bends ``hinge``
-    in; None where it does not bend it."""
-    upper, middle, end = hinge
-    below = skeleton.offsets[middle]
-    beyond = quat.rotate(np.asarray(reference[middle], dtype=np.float64), skeleton.offsets[end])
-    normal = np.cross(below, beyond)
-    size = np.linalg.norm(normal)
-    return normal / size if size > 1e-3 * np.linalg.norm(below) * np.linalg.norm(beyond) else None
+def turns(skeleton, reference):
+    """The :class:`Turn` s of ``skeleton``: each hinge's upper bone (:func:`.anatomy.hinges`), and a knee's lower
+    one where no ankle below it turns it (a knee bends about one axis of both its bones: a dog's shins; an
+    elbow's forearm turns on its own, the hand with it), where the ``reference`` pose bends the hinge."""
+    knees = {(leg.hip, leg.knee, leg.foot) for leg in legs(skeleton)}
+    uppers, lowers = [], []
+    for hinge in hinges(skeleton):
+        upper, middle, end = hinge
+        bend = np.asarray(reference[middle], dtype=np.float64)
+        normal = np.cross(skeleton.offsets[middle], quat.rotate(bend, skeleton.offsets[end]))
+        size = np.linalg.norm(normal)
+        if size <= 1e-3 * np.linalg.norm(skeleton.offsets[middle]) * np.linalg.norm(skeleton.offsets[end]):
+            continue   # the reference holds it straight: no plane
+        uppers.append(Turn(upper, middle, hinge, normal / size))
+        if hinge in knees:
+            lowers.append(Turn(middle, end, hinge, quat.rotate(quat.inv(bend), normal / size)))
+    first = {}
+    for turn in uppers + lowers:   # a shin with an ankle and toe below it is turned by the ankle, not twice
+        first.setdefault(turn.joint, turn)
+    return tuple(first.values())
 
 
 def _mean_angle(angles, weights, spread):
@@ -96,15 +121,15 @@ def _mean_angle(angles, weights, spread):
 
 
 def _turned(rotations, positions, skeleton, found, angles):
-    """Local ``rotations`` with each of the ``found`` hinges' upper bones turned by ``angles`` (F, hinges)
+    """Local ``rotations`` with the bone of each of the ``found`` :class:`Turn` s turned by ``angles`` (F, turns)
     about its own length in the world, every other bone keeping its world rotation (and its sign)."""
     parents = skeleton.parents
     grot = forward_kinematics(rotations, positions, parents)[0]
-    for i, (upper, hinge, _) in enumerate(found):
-        along = _unit(quat.rotate(grot[:, upper], skeleton.offsets[hinge]))
-        grot[:, upper] = quat.mul(quat.from_angle_axis(angles[:, i], along), grot[:, upper])
-    uppers = [upper for upper, _, _ in found]
-    moved = np.array(sorted(set(uppers) | {int(c) for c in np.flatnonzero(np.isin(parents, uppers))}))
+    for i, turn in enumerate(found):
+        along = _unit(quat.rotate(grot[:, turn.joint], skeleton.offsets[turn.child]))
+        grot[:, turn.joint] = quat.mul(quat.from_angle_axis(angles[:, i], along), grot[:, turn.joint])
+    joints = [turn.joint for turn in found]
+    moved = np.array(sorted(set(joints) | {int(c) for c in np.flatnonzero(np.isin(parents, joints))}))
     out = rotations.copy()
     local = quat.normalize(quat.mul(quat.inv(grot[:, parents[moved]]), grot[:, moved]))
     out[:, moved] = np.where(np.sum(local * rotations[:, moved], axis=-1, keepdims=True) < 0, -local, local)
