@@ -320,7 +320,8 @@ def _outer_handles_kept(points, at, gaps, frames):
         else:
             k = np.searchsorted(new, at[keys], side="left") - 1
             nearest, found = at[keys] - new[np.maximum(k, 0)], k >= 0
-        found &= np.isin(points[f"handle_{outer}_type"][keys], automatic)   # a key freed already stays
+        kind = points[f"handle_{outer}_type"][keys]
+        found &= (kind == automatic[0]) | (kind == automatic[1])   # a key freed already stays
         keys, nearest = keys[found], np.abs(nearest[found])
         keep = points[f"handle_{outer}"].reshape(-1, 2)[keys] - co[keys]
         flat = np.abs(keep[:, 0]) < 1e-6   # a handle of no length: flat
@@ -329,6 +330,16 @@ def _outer_handles_kept(points, at, gaps, frames):
         points[f"handle_{outer}_type"][keys] = free
         points[f"handle_{inner}_type"][keys] = free
     return points
+
+
+def _among(values, frames):
+    """Which of ``values`` are in ``frames`` (whole frame numbers), by a sorted search: ``np.isin`` costs tens
+    of microseconds a call, and a fill calls it for every curve."""
+    ranked = np.sort(np.asarray(frames, dtype=np.float64))
+    if not len(ranked):
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(ranked, values), len(ranked) - 1)
+    return ranked[at] == values
 
 
 def replace_keys(fc, gaps, frames, values, style, old=None):
@@ -341,7 +352,7 @@ def replace_keys(fc, gaps, frames, values, style, old=None):
     inside = np.zeros(len(at), dtype=bool)
     for a, b in gaps:
         inside |= (at > a + 1e-4) & (at < b - 1e-4)
-    clash = np.isin(np.round(at[~inside]), np.asarray(frames))
+    clash = _among(np.round(at[~inside]), frames)
     keep = np.flatnonzero(~inside)[~clash]   # a frame we key anew (a curve's first gap end) replaces the old key
     old = _outer_handles_kept(old, at, gaps, np.asarray(frames, np.float64))
     n = len(frames)
@@ -387,7 +398,7 @@ def write_bone_keys(channels, rig, edits, gaps, style, pin=False):
                     snapshot.created_curve(path, i)
                     lacking = np.ones(len(ends[0]), dtype=bool)
                 else:
-                    lacking = ~np.isin(ends[0], np.round(old["co"][0::2])) if pin else np.zeros(len(ends[0]), bool)
+                    lacking = ~_among(ends[0], np.round(old["co"][0::2])) if pin else np.zeros(len(ends[0]), bool)
                 if lacking.any():
                     f = np.concatenate([frames, ends[0][lacking]])
                     v = np.concatenate([values[:, i], ends[1][lacking, i]])
