@@ -15,6 +15,7 @@ import numpy as np
 from ..inference import edit, quat
 from ..inference.errors import BetwixtError
 from ..inference.motion import Motion
+from ..inference.chords import aimed
 from ..inference.twist import untwisted
 from . import controls, evaluated, mapping
 from .pose_io import Channels, active_armature, key_frames, read_rig, sample, world_matrix
@@ -47,7 +48,7 @@ class Plan:
     plant: bool = True         # feet planted after the model (inference/contacts.py)
     momentum: list = None      # per gap: the velocity at both its keys is keyed (edit.keyed_momentum)
     drive: object = None       # a control rig's controls that the keys go onto (controls.Drive)
-    twists: object = None      # the turns the reading took off the limbs' twists (inference/twist.py)
+    turns: tuple = ()          # what the reading turned, in order: chords, twists (inference/chords.py, twist.py)
 
 
 STANCE_FRAMES = 60   # frames of an action read for the rig's natural stance (read_retarget)
@@ -130,7 +131,7 @@ def plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames,
     each CHUNK frames of F-curves."""
     obj = channels.obj if channels is not None else obj
     action = channels.action.name if channels is not None else None
-    drive = None
+    drive, turns = None, ()
     if rig.source is None:
         parts = []
         for start in range(0, len(frames), CHUNK):
@@ -159,12 +160,30 @@ def plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames,
                                "moved by constraints, and no control of its control map drives them; keys on "
                                "them would change nothing. Map the controls in the Betwixt panel (Control Map)")
         rotations, positions = retarget.to_model(pose)
-    twists = None
-    if drive is not None:   # a control rig's twists are its solvers' and constraints', not the motion's
+        # a control rig's chains are split where the model has one bone, its twists are its solvers' and
+        # constraints', not the motion's
+        rotations, chords = aimed(rotations, positions, model.skeleton, split_chains(model.skeleton, retarget, rig),
+                                  retarget.heads(pose))
         rotations, twists = untwisted(rotations, positions, model.skeleton, retarget.pose, fps)
+        turns = (chords, twists)
     motion = Motion(model.skeleton, rotations, positions, model.layout.fps, name=action or obj.name)
     return Plan(obj.name, action, channels and channels.slot_identifier, model, rig, retarget, int(frames[0]),
-                gaps, fps, motion, location, rotation, scale, raw, detected, drive=drive, twists=twists)
+                gaps, fps, motion, location, rotation, scale, raw, detected, drive=drive, turns=turns)
+
+
+def split_chains(skeleton, retarget, rig):
+    """(joint, child) of the model's joints whose one child is mapped to a bone further down the armature than
+    the child of their own bone (a chain the rig splits where the model has one bone: Rigify's neck of three,
+    its limbs' two segments each); ``rig`` a control rig's deform skeleton (its ``source`` the armature)."""
+    real, bones = rig.source
+    mapping = retarget.mapping
+    out = []
+    for j, d in mapping.items():
+        children = np.flatnonzero(skeleton.parents == j)
+        if len(children) == 1 and int(children[0]) in mapping \
+                and real.parents[bones[mapping[int(children[0])]]] != bones[d]:
+            out.append((j, int(children[0])))
+    return out
 
 
 def read_retarget(obj, model):

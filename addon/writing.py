@@ -38,13 +38,13 @@ def key_edits(plan, channels, motion, gaps, step):
 
 
 def as_read(plan, motion, rows):
-    """``motion``'s local rotations and translations on ``rows`` with the limbs' twists the rig had where the
-    plan read it (the reading's turns undone: :class:`..inference.twist.Twists`), so that what is written
-    meets the keys around it."""
+    """``motion``'s local rotations and translations on ``rows`` with the bones turned as the rig had them where
+    the plan read it (the reading's turns undone, last first: :class:`..inference.twist.Twists`,
+    :class:`..inference.chords.Chords`), so that what is written meets the keys around it."""
     rotations, positions = motion.rotations[rows], motion.positions[rows]
-    if plan.twists is None:
-        return rotations, positions
-    return plan.twists.undone(rotations, positions, rows), positions
+    for turn in reversed(plan.turns):
+        rotations = turn.undone(rotations, positions, rows)
+    return rotations, positions
 
 
 def unfollowed_limbs(plan):
@@ -154,7 +154,7 @@ def key_motion(obj, model, motion, first):
     gaps = [(first - 1, first + motion.n_frames)]
     plan = plan_over(channels, model, rig, retarget, detected, gaps, scene_fps(bpy.context.scene),
                      np.arange(first - 1, first + motion.n_frames + 1))
-    plan.twists = None   # the motion is the caller's, not one read from this rig: its twists are its own
+    plan.turns = ()   # the motion is the caller's, not one read from this rig: its bones turn as they do
     pad = np.r_[0, np.arange(motion.n_frames), motion.n_frames - 1]
     padded = replace(motion, rotations=motion.rotations[pad], positions=motion.positions[pad])
     rig, edits = drained(key_edits(plan, channels, padded, gaps, 1))

@@ -263,6 +263,12 @@ class Retargeting:
         placed = self.world @ pose[:, self.bones]
         return self.to_local(self.axes.T @ quat.rotation_part(placed), placed[..., :3, 3] @ self.axes)
 
+    def heads(self, pose):
+        """{joint: (F, 3)}: the mapped joints' counterparts' heads in ``pose`` (as :meth:`to_model` takes it), in the
+        skeleton's axes and units."""
+        placed = (self.world @ pose[:, self.bones])[..., :3, 3] @ self.axes / self.scale
+        return {int(j): placed[:, k] for k, j in enumerate(self.joints)}
+
     def to_local(self, rotations, heads):
         """The counterparts' world rotations ``rotations`` (F, K, 3, 3) and heads ``heads`` (F, K, 3), in the
         skeleton's axes and the counterparts' units → local rotations (F, J, 4) (signs continuous in time)

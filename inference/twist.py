@@ -122,13 +122,19 @@ def _mean_angle(angles, weights, spread):
 
 def _turned(rotations, positions, skeleton, found, angles):
     """Local ``rotations`` with the bone of each of the ``found`` :class:`Turn` s turned by ``angles`` (F, turns)
-    about its own length in the world, every other bone keeping its world rotation (and its sign)."""
-    parents = skeleton.parents
-    grot = forward_kinematics(rotations, positions, parents)[0]
-    for i, turn in enumerate(found):
-        along = _unit(quat.rotate(grot[:, turn.joint], skeleton.offsets[turn.child]))
-        grot[:, turn.joint] = quat.mul(quat.from_angle_axis(angles[:, i], along), grot[:, turn.joint])
-    joints = [turn.joint for turn in found]
+    about its own length in the world (:func:`turned_in_world`)."""
+    grot = forward_kinematics(rotations, positions, skeleton.parents)[0]
+    turns = [quat.from_angle_axis(angles[:, i], _unit(quat.rotate(grot[:, turn.joint], skeleton.offsets[turn.child])))
+             for i, turn in enumerate(found)]
+    return turned_in_world(rotations, grot, skeleton.parents, [turn.joint for turn in found], np.stack(turns, axis=1))
+
+
+def turned_in_world(rotations, grot, parents, joints, turns):
+    """Local ``rotations`` (F, J, 4), whose world rotations are ``grot``, with each of ``joints`` turned in the
+    world by ``turns`` (F, joints, 4), every other bone keeping its world rotation (and its sign)."""
+    grot = grot.copy()
+    for i, j in enumerate(joints):
+        grot[:, j] = quat.mul(turns[:, i], grot[:, j])
     moved = np.array(sorted(set(joints) | {int(c) for c in np.flatnonzero(np.isin(parents, joints))}))
     out = rotations.copy()
     local = quat.normalize(quat.mul(quat.inv(grot[:, parents[moved]]), grot[:, moved]))
