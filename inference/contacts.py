@@ -117,8 +117,8 @@ def plant(motion, gaps, height, floored=False):
     tiptoe = held_contacts(gpos[:, toes], toe_floor, generated, u, height, motion.fps)
     tiptoe &= gpos[:, [found[k].hip for k in toed], u] - toe_floor > STANDING * height
     # and the body travels over it (a push-off) or it stands still (a pivot on the ball of the foot): a toe
-    # creeping along the floor under still hips is the network's smear of a dancer's foot, held in steps of
-    # its own apart from its foot's (rig suite, mixamo-dance: 1.03x the capture's skating), so it goes with its foot
+    # creeping along the floor under still hips is the network's smear of a dancer's foot, which held in steps
+    # of its own apart from its foot's slid more than the capture's feet, so it goes with its foot
     hips = gpos[:, [leg.hip for leg in found]].mean(axis=1, keepdims=True)
     tiptoe &= (speeds(hips, u, motion.fps) > TRAVELS * height) | (speeds(gpos[:, toes], u, motion.fps) < STILL * height)
     fade = fade_frames(motion.fps, FADE)

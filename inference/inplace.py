@@ -16,7 +16,7 @@ from .motion import AXES, forward_kinematics
 
 STILL = 0.2      # the root's ground speed under this share of its feet's: the motion is in place
 STRIDING = 0.2   # body heights a second the lowest foot must slide back at for a stride (a slow walk's 0.3)
-CADENCE = 2.0    # steps a second: a walk's (LaFAN1's walks, 1.8-2.1)
+CADENCE = 2.0    # steps a second: a person's walk, about two
 
 
 def treadmill(motion, gaps, height):
