@@ -2,8 +2,8 @@
 
 Rigify's neck is three bones where the dog's skeleton (and LaFAN1's, below the head) has one, and its limbs are
 split in two; the model's joint is read from the first of them, whose own direction leaves the model's bone
-pointing away from the next joint's head as the chain bends (Rigify's wolf: its neck 28 degrees off the
-capture's). :func:`aimed` swings each such joint, as little as it takes, onto the chord from its head to its
+pointing away from the next joint's head as the chain bends (Rigify's wolf's neck: docs/experiments.md).
+:func:`aimed` swings each such joint, as little as it takes, onto the chord from its head to its
 mapped child's head, where the model's bone points (the calibration matched them on the rest poses); writing
 undoes the swings (:meth:`Chords.undone`), so the rig's own bones meet the keys around the fill.
 """

@@ -3,21 +3,21 @@
 A rig's bones point where the animator posed them, but how a thigh or an upper arm turns about its own
 length (its twist) is often the rig's, not the motion's: an IK chain's solver and pole decide it, a
 control rig's constraints pass it on, a calibration between rest poses that differ leaves a constant
-one. The model never saw those twists, and to the network a thigh twisted 40 degrees is another pose:
-Rigify's wolf, keyed on its IK controls, showed it thighs and upper arms 25-130 degrees off the
-capture's twist, and its fills lost to Bezier (docs/rig-suite.md).
+one. The model never saw those twists, and to the network a twisted thigh is another pose: Rigify's wolf,
+keyed on its IK controls, lost to Bezier until its twists were read this way (docs/experiments.md).
 
 A hinge (a knee, an elbow, an ankle with a toe beyond it: :func:`.anatomy.hinges`) bends in one plane of
 the bone above it, and the model's reference pose shows that plane. Where a limb is bent, the plane its
 two bones span in the read therefore says how the upper bone is twisted, and for a knee, which bends
 about one axis of both its bones, how the lower one is too: :func:`untwisted` turns each such bone about
-its own length until the reference's plane lies on it, leaving every bone pointing where it did. A straight limb says nothing, and the twist an IK solver gives changes as the limb
-moves, so the turn on each frame is a mean over about SMOOTH seconds around it, weighted by how far the
-limb is bent, falling back to the read's own twist where the limb stays straight.
+its own length until the reference's plane lies on it, leaving every bone pointing where it did. A
+straight limb says nothing, and the twist an IK solver gives changes as the limb moves, so the turn on
+each frame is a mean over about SMOOTH seconds around it, weighted by how far the limb is bent, falling
+back to the read's own twist where the limb stays straight.
 
 Only a control rig's reading is turned (:func:`..addon.plan.plan_over`): on a plain rig the twist is
 what the animator keyed on the bones the model reads, and a motion on its own skeleton (LaFAN1's test
-subject) fills worse with its real twists replaced by the hinges' (docs/rig-suite.md).
+subject) fills worse with its real twists replaced by the hinges' (docs/experiments.md).
 
 Writing undoes the turns (:meth:`Twists.undone`), so that a fill meets the animator's keys with the
 twist they have.
