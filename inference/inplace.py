@@ -85,5 +85,6 @@ def _keyed_pace(motion, keys, height):
     if pace.mean() < STRIDING * height or travel > STILL * pace.mean():
         return None
     out = np.zeros((motion.n_frames, 3))
-    out[1:, ground] = np.cumsum(np.stack([np.cos(angle), np.sin(angle)], -1)[:-1] * pace[:-1, None], axis=0) / motion.fps
+    velocity = np.stack([np.cos(angle), np.sin(angle)], -1) * pace[:, None]
+    out[1:, ground] = np.cumsum(velocity[:-1], axis=0) / motion.fps
     return out

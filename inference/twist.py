@@ -77,7 +77,8 @@ def untwisted(rotations, positions, skeleton, reference, fps):
     angles = np.empty((len(rotations), len(found)))
     for i, turn in enumerate(found):
         upper, middle, end = turn.hinge
-        bent = np.cross(_unit(quat.rotate(grot[:, upper], offsets[middle])), _unit(quat.rotate(grot[:, middle], offsets[end])))
+        bent = np.cross(_unit(quat.rotate(grot[:, upper], offsets[middle])),
+                        _unit(quat.rotate(grot[:, middle], offsets[end])))
         weight = np.sum(bent * bent, axis=-1)      # sin squared of the bend
         along = _unit(quat.rotate(grot[:, turn.joint], offsets[turn.child]))
         normal = quat.rotate(grot[:, turn.joint], turn.normal)

@@ -122,7 +122,8 @@ def convert(path, output, bench_data=None, data=None, cache=None, max_gap=None):
     one of this version with ``max_gap``, its longest gap set anew."""
     if not Path(path).is_file():
         raise DataError(f"{path}: no such file; give the checkpoint (.pt) or model file (.onnx) to convert")
-    if max_gap is not None and (Path(path).suffix != ".onnx" or metadata_of(path).get("betwixt.version") != str(FORMAT)):
+    if max_gap is not None and (Path(path).suffix != ".onnx"
+                                or metadata_of(path).get("betwixt.version") != str(FORMAT)):
         raise DataError(f"{path}: --max-gap is for a model file (.onnx) of this version; convert it first")
     if Path(path).suffix == ".onnx":
         if metadata_of(path).get("betwixt.version") == str(FORMAT):
@@ -179,7 +180,8 @@ def _recapped(path, output, longest):
     meta = metadata_of(path)
     meta["betwixt.gaps"] = _capped(meta, longest, path)
     return _rewritten(path, output, meta, f"Gaps of 1 to {longest} frames (betwixt.gaps), set by `python -m training "
-                      f"convert --max-gap {longest}` at commit {source_commit()}; the graph and weights are the file's own.")
+                      f"convert --max-gap {longest}` at commit {source_commit()}; the graph and weights are the "
+                      "file's own.")
 
 
 def _rewritten(path, output, meta, note=None):
