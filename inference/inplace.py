@@ -4,8 +4,9 @@ the spot, they stand still. So such motion is carried along the ground at the sp
 (a treadmill's), filled there, and put back on the spot.
 
 Keys a second apart (Decompress) leave no consecutive frames to see a foot slide in but the clip's held
-ends; a stride takes about as long. There the pace is read from the poses at the keys instead: the longest step the feet
-stand apart at any key, along the way the hips face, taken CADENCE times a second, as people walk.
+ends; a stride takes about as long. There the pace is read from the poses at the keys instead: the longest
+step the feet stand apart at any key, along the way the hips face, taken CADENCE times a second, as people
+walk.
 """
 
 import numpy as np

@@ -77,14 +77,14 @@ def untwisted(rotations, positions, skeleton, reference, fps):
     angles = np.empty((len(rotations), len(found)))
     for i, turn in enumerate(found):
         upper, middle, end = turn.hinge
-        bent = np.cross(_unit(quat.rotate(grot[:, upper], offsets[middle])),
-                        _unit(quat.rotate(grot[:, middle], offsets[end])))
+        bent = np.cross(quat.normalize(quat.rotate(grot[:, upper], offsets[middle])),
+                        quat.normalize(quat.rotate(grot[:, middle], offsets[end])))
         weight = np.sum(bent * bent, axis=-1)      # sin squared of the bend
-        along = _unit(quat.rotate(grot[:, turn.joint], offsets[turn.child]))
+        along = quat.normalize(quat.rotate(grot[:, turn.joint], offsets[turn.child]))
         normal = quat.rotate(grot[:, turn.joint], turn.normal)
         off = np.arctan2(np.sum(np.cross(normal, bent) * along, axis=-1), np.sum(normal * bent, axis=-1))
         angles[:, i] = _mean_angle(off, weight, SMOOTH * fps)
-    return _turned(rotations, positions, skeleton, found, angles), Twists(skeleton, found, angles)
+    return _turned(rotations, positions, skeleton, found, angles, grot), Twists(skeleton, found, angles)
 
 
 def turns(skeleton, reference):
@@ -121,11 +121,13 @@ def _mean_angle(angles, weights, spread):
                       around(weights * np.cos(angles)) + PRIOR * around(np.ones_like(angles)))
 
 
-def _turned(rotations, positions, skeleton, found, angles):
+def _turned(rotations, positions, skeleton, found, angles, grot=None):
     """Local ``rotations`` with the bone of each of the ``found`` :class:`Turn` s turned by ``angles`` (F, turns)
-    about its own length in the world (:func:`turned_in_world`)."""
-    grot = forward_kinematics(rotations, positions, skeleton.parents)[0]
-    turns = [quat.from_angle_axis(angles[:, i], _unit(quat.rotate(grot[:, turn.joint], skeleton.offsets[turn.child])))
+    about its own length in the world (:func:`turned_in_world`); ``grot``: their world rotations, where known."""
+    if grot is None:
+        grot = forward_kinematics(rotations, positions, skeleton.parents)[0]
+    turns = [quat.from_angle_axis(angles[:, i],
+                                  quat.normalize(quat.rotate(grot[:, turn.joint], skeleton.offsets[turn.child])))
              for i, turn in enumerate(found)]
     return turned_in_world(rotations, grot, skeleton.parents, [turn.joint for turn in found], np.stack(turns, axis=1))
 
@@ -141,7 +143,3 @@ def turned_in_world(rotations, grot, parents, joints, turns):
     local = quat.normalize(quat.mul(quat.inv(grot[:, parents[moved]]), grot[:, moved]))
     out[:, moved] = np.where(np.sum(local * rotations[:, moved], axis=-1, keepdims=True) < 0, -local, local)
     return out
-
-
-def _unit(v):
-    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
