@@ -203,7 +203,7 @@ def _channel(channels, bone, prop, count, current, frames):
 
 def key_frames(channels, bone_names, selected=False):
     """Sorted whole frames holding a key (a selected one, if ``selected``) on the named bones' curves."""
-    found = set()
+    found = [np.empty(0)]
     for fc in channels.bone_curves(bone_names):
         points = fc.keyframe_points
         co = np.empty(2 * len(points))
@@ -213,8 +213,8 @@ def key_frames(channels, bone_names, selected=False):
             chosen = np.zeros(len(points), dtype=bool)
             points.foreach_get("select_control_point", chosen)
             frames = frames[chosen]
-        found.update(np.round(frames).astype(np.int64).tolist())
-    return sorted(found)
+        found.append(frames)
+    return np.unique(np.round(np.concatenate(found)).astype(np.int64)).tolist()
 
 
 def _enum(prop, identifier):
@@ -293,25 +293,19 @@ class KeyStyle:
         self.easing = _enum("easing", "AUTO")
 
 
-def _outer_handles_kept(points, at, gaps, frames):
-    """``points`` (read_points) with the keys nearest each gap on either side (its end keys, where the
-    curve has them) keeping the handle that faces away from the gap where it was automatic: new keys
-    beside a key move its automatic handles, and with them the curve outside the gap. Both handles are
-    freed (Blender realigns a free handle to an automatic one), the inner one pointing the way the outer
-    one does, a third of the way to the nearest new key. Searched and set in bulk: a long action keyed
-    once a second has thousands of gaps."""
-    automatic = [_enum("handle_left_type", t) for t in ("AUTO", "AUTO_CLAMPED")]
-    free = _enum("handle_left_type", "FREE")
-    points = {**points, **{k: points[k].copy() for k in ("handle_left", "handle_right", "handle_left_type",
-                                                           "handle_right_type")}}
-    co = points["co"].reshape(-1, 2)
+def _handle_sides(at, gaps, frames):
+    """Per side of the gaps, the keys nearest each gap (its end keys, where the curve has them, at times
+    ``at``) whose handle facing away from the gap is kept, with their distance to the nearest new key
+    (``frames``): ``[(outer, inner, keys, nearest)]``. Searched in bulk: a long action keyed once a second
+    has thousands of gaps."""
     new = np.sort(frames)
     if not len(new) or not len(at):
-        return points
+        return []
     order = np.argsort(at, kind="stable")
     ranked = at[order]
     last = np.searchsorted(ranked, np.array([a for a, _ in gaps]) + 1e-4, side="left") - 1   # up to a gap
     first = np.searchsorted(ranked, np.array([b for _, b in gaps]) - 1e-4, side="right")     # from its end
+    sides = []
     for outer, inner, keys in (("left", "right", np.unique(order[last[last >= 0]])),
                                ("right", "left", np.unique(order[first[first < len(at)]]))):
         if outer == "left":   # new keys follow it
@@ -320,16 +314,29 @@ def _outer_handles_kept(points, at, gaps, frames):
         else:
             k = np.searchsorted(new, at[keys], side="left") - 1
             nearest, found = at[keys] - new[np.maximum(k, 0)], k >= 0
+        sides.append((outer, inner, keys[found], np.abs(nearest[found])))
+    return sides
+
+
+def _outer_handles_kept(points, sides):
+    """Keys of ``sides`` (:func:`_handle_sides`, their indices into ``points``, read_points' arrays, changed in
+    place) keeping the handle that faces away from the gap where it was automatic: new keys beside a key
+    move its automatic handles, and with them the curve outside the gap. Both handles are freed (Blender
+    realigns a free handle to an automatic one), the inner one pointing the way the outer one does, a
+    third of the way to the nearest new key."""
+    automatic = [_enum("handle_left_type", t) for t in ("AUTO", "AUTO_CLAMPED")]
+    free = _enum("handle_left_type", "FREE")
+    co = points["co"].reshape(-1, 2)
+    for outer, inner, keys, nearest in sides:
         kind = points[f"handle_{outer}_type"][keys]
-        found &= (kind == automatic[0]) | (kind == automatic[1])   # a key freed already stays
-        keys, nearest = keys[found], np.abs(nearest[found])
+        found = (kind == automatic[0]) | (kind == automatic[1])   # a key freed already stays
+        keys, nearest = keys[found], nearest[found]
         keep = points[f"handle_{outer}"].reshape(-1, 2)[keys] - co[keys]
         flat = np.abs(keep[:, 0]) < 1e-6   # a handle of no length: flat
         keep[flat] = [1.0 if outer == "right" else -1.0, 0.0]
         points[f"handle_{inner}"].reshape(-1, 2)[keys] = co[keys] - keep / np.abs(keep[:, :1]) * nearest[:, None] / 3
         points[f"handle_{outer}_type"][keys] = free
         points[f"handle_{inner}_type"][keys] = free
-    return points
 
 
 def _among(values, frames):
@@ -342,34 +349,62 @@ def _among(values, frames):
     return ranked[at] == values
 
 
-def replace_keys(fc, gaps, frames, values, style, old=None):
-    """Keys at ``frames`` with ``values`` instead of every key strictly inside the ``gaps`` (a, b).
+class Merges:
+    """How new keys at given frames merge into a curve whose gaps' insides they replace: which old keys
+    stay, the order of all of them in time, the handles kept beside the gaps, and the new keys' style.
+    Worked out once for every curve holding keys on the same frames (a fill's curves mostly do), so that
+    each curve costs a gather per keyframe property."""
 
-    ``old`` is the curve's :func:`read_points` when the caller has just read it (a snapshot has).
-    """
+    def __init__(self, gaps, style):
+        self.gaps, self.style = gaps, style
+        self._plans, self._fresh = {}, {}
+
+    def plan(self, at, frames):
+        """``(take, sides)`` for a curve with keys at ``at`` and new keys at ``frames``: the merged keys, in
+        time, as indices into the old keys followed by the new; the handles kept (:func:`_handle_sides`), as
+        indices into the merged keys."""
+        key = (at.tobytes(), frames.tobytes())
+        if key not in self._plans:
+            inside = np.zeros(len(at), dtype=bool)
+            for a, b in self.gaps:
+                inside |= (at > a + 1e-4) & (at < b - 1e-4)
+            clash = _among(np.round(at[~inside]), frames)
+            keep = np.flatnonzero(~inside)[~clash]   # a frame keyed anew (a curve's first gap end) replaces the old key
+            order = np.argsort(np.concatenate([at[keep], frames]), kind="stable")
+            take = np.concatenate([keep, len(at) + np.arange(len(frames))])[order]   # into old keys, then new
+            merged = np.full(len(at), -1)
+            merged[take[take < len(at)]] = np.flatnonzero(take < len(at))
+            sides = [(outer, inner, merged[keys][merged[keys] >= 0], nearest[merged[keys] >= 0])
+                     for outer, inner, keys, nearest in _handle_sides(at, self.gaps, frames)]
+            self._plans[key] = take, sides
+        return self._plans[key]
+
+    def fresh(self, n):
+        """The new keys' properties but their place: the style's, unselected."""
+        if n not in self._fresh:
+            s = self.style
+            enums = dict(zip(POINT_ENUMS, (s.interpolation, s.handle, s.handle, s.type, s.easing)))
+            scalars = dict(zip(POINT_SCALARS, (1.70158, 0.8, 4.1)))   # Blender's own for new keys
+            self._fresh[n] = {**{k: np.full(n, v, np.int32) for k, v in enums.items()},
+                              **{k: np.full(n, v, np.float32) for k, v in scalars.items()},
+                              **{k: np.zeros(n, bool) for k in POINT_BOOLS}}
+        return self._fresh[n]
+
+
+def replace_keys(fc, merges, frames, values, old=None):
+    """Keys at ``frames`` with ``values`` instead of every key strictly inside the gaps of ``merges`` (a
+    :class:`Merges`). ``old`` is the curve's :func:`read_points` when the caller has just read it (a
+    snapshot has)."""
     old = read_points(fc) if old is None else old
-    at = old["co"][0::2].astype(np.float64)
-    inside = np.zeros(len(at), dtype=bool)
-    for a, b in gaps:
-        inside |= (at > a + 1e-4) & (at < b - 1e-4)
-    clash = _among(np.round(at[~inside]), frames)
-    keep = np.flatnonzero(~inside)[~clash]   # a frame we key anew (a curve's first gap end) replaces the old key
-    old = _outer_handles_kept(old, at, gaps, np.asarray(frames, np.float64))
-    n = len(frames)
-    co = np.stack([np.asarray(frames, np.float64), np.asarray(values, np.float64)], -1).reshape(-1)
-    new = {"co": co, "handle_left": co, "handle_right": co,
-           "interpolation": np.full(n, style.interpolation), "handle_left_type": np.full(n, style.handle),
-           "handle_right_type": np.full(n, style.handle), "type": np.full(n, style.type),
-           "easing": np.full(n, style.easing), "back": np.full(n, 1.70158), "amplitude": np.full(n, 0.8),
-           "period": np.full(n, 4.1), "select_control_point": np.zeros(n, bool),
-           "select_left_handle": np.zeros(n, bool), "select_right_handle": np.zeros(n, bool)}
+    frames = np.asarray(frames, np.float64)
+    take, sides = merges.plan(old["co"][0::2].astype(np.float64), frames)
+    co = np.stack([frames, values], -1).astype(np.float32)
+    new = {"co": co, "handle_left": co, "handle_right": co, **merges.fresh(len(frames))}
     merged = {}
-    order = np.argsort(np.concatenate([at[keep], np.asarray(frames, np.float64)]), kind="stable")
     for name, array in old.items():
         width = 2 if name in POINT_FLOATS else 1
-        kept = array.reshape(-1, width)[keep]
-        both = np.concatenate([kept, np.asarray(new[name]).reshape(-1, width).astype(array.dtype)])
-        merged[name] = both[order].reshape(-1)
+        merged[name] = np.concatenate([array.reshape(-1, width), new[name].reshape(-1, width)])[take].reshape(-1)
+    _outer_handles_kept(merged, sides)
     write_points(fc, merged)
 
 
@@ -383,7 +418,7 @@ def write_bone_keys(channels, rig, edits, gaps, style, pin=False):
     gaps stays as it was; with ``pin``, so do curves that lack a key there (a control rig's controls,
     which the animator may have keyed elsewhere than on the gap's keys).
     """
-    snapshot = Snapshot(channels)
+    snapshot, merges = Snapshot(channels), Merges(gaps, style)
     total, done = sum(values.shape[1] for *_, values, _ in edits), 0
     try:
         for b, channel, frames, values, ends in edits:
@@ -404,7 +439,7 @@ def write_bone_keys(channels, rig, edits, gaps, style, pin=False):
                     v = np.concatenate([values[:, i], ends[1][lacking, i]])
                     order = np.argsort(f)
                     f, v = f[order], v[order]
-                replace_keys(fc, gaps, f, v, style, old)
+                replace_keys(fc, merges, f, v, old)
                 done += 1
                 yield done / total
     except BaseException:

@@ -74,7 +74,7 @@ def affine_inverse(m):
     """
     m = np.asarray(m, dtype=np.float64)
     a = m[..., :3, :3]
-    adjugate = np.cross(a[..., [1, 2, 0], :], a[..., [2, 0, 1], :])   # row i: row i+1 × row i+2
+    adjugate = quat.cross(a[..., [1, 2, 0], :], a[..., [2, 0, 1], :])   # row i: row i+1 × row i+2
     det = np.sum(a[..., 0, :] * adjugate[..., 0, :], axis=-1)
     inv = np.swapaxes(adjugate, -1, -2) / det[..., None, None]
     out = np.zeros(m.shape)

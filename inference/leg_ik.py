@@ -68,7 +68,7 @@ def solve_leg(rotations, grot, gpos, parents, leg, target, toe_target=None, up=1
     """
     a, b, c = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.foot]
     thigh, shin = np.linalg.norm(b - a, axis=-1), np.linalg.norm(c - b, axis=-1)
-    normal = np.cross(a - b, c - b)
+    normal = quat.cross(a - b, c - b)
     hinge = quat.rotate(quat.inv(grot[:, leg.hip]), normal).sum(axis=0)       # the knee's axis, in the thigh's frame
     hinge /= max(np.linalg.norm(hinge), 1e-12)
     hinge = quat.rotate(grot[:, leg.hip], hinge)
@@ -89,7 +89,7 @@ def solve_leg(rotations, grot, gpos, parents, leg, target, toe_target=None, up=1
         own = np.clip(sine / HINGE, 0.0, 1.0)
         normal = (own * side / np.maximum(sine * thigh * shin, 1e-12))[:, None] * normal + (1.0 - own)[:, None] * hinge
         normal /= np.maximum(np.linalg.norm(normal, axis=-1, keepdims=True), 1e-12)
-        now = np.arctan2(np.sum(np.cross(a - b, c - b) * normal, axis=-1), np.sum((a - b) * (c - b), axis=-1)) % (2 * np.pi)
+        now = np.arctan2(np.sum(quat.cross(a - b, c - b) * normal, axis=-1), np.sum((a - b) * (c - b), axis=-1)) % (2 * np.pi)
         back = np.where(now > np.pi, own, 0.0)
         wanted = wanted + back * (2 * np.pi - 2 * wanted)
         bend = quat.from_angle_axis((wanted - now + np.pi) % (2 * np.pi) - np.pi, normal)

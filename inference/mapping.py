@@ -15,6 +15,7 @@ the armature); training maps another data set's skeleton onto its own (:mod:`.re
 """
 
 import re
+from functools import lru_cache
 
 from .mirror import unsided
 
@@ -35,6 +36,7 @@ SIDED = {"shoulder": "shoulder", "clavicle": "shoulder", "collar": "shoulder", "
          "toe": "toe", "toes": "toe", "toebase": "toe", "ball": "toe"}
 
 
+@lru_cache(maxsize=4096)   # a rig's names are read again by every operation and every panel draw
 def describe(name):
     """``(side, role or None, index, core)`` of a joint or bone name; ``core`` is the name without its
     namespace and prefix, as (side, base, index), so that ``Tail1`` and ``tail.001`` are one."""

@@ -13,12 +13,13 @@ ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 def mul(a, b):
     aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
     bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    return np.stack([
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    ], axis=-1)
+    w = aw * bw - ax * bx - ay * by - az * bz
+    out = np.empty(w.shape + (4,), w.dtype)   # filled in place: np.stack costs more than the products
+    out[..., 0] = w
+    out[..., 1] = aw * bx + ax * bw + ay * bz - az * by
+    out[..., 2] = aw * by - ax * bz + ay * bw + az * bx
+    out[..., 3] = aw * bz + ax * by - ay * bx + az * bw
+    return out
 
 
 def inv(q):
@@ -30,19 +31,24 @@ def normalize(q, eps=1e-12):
     return q / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), eps)
 
 
-def _cross(a, b):
+def cross(a, b):
     """``np.cross`` without its axis juggling, which dominates the cost on small arrays."""
     ax, ay, az = a[..., 0], a[..., 1], a[..., 2]
     bx, by, bz = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx], axis=-1)
+    x = ay * bz - az * by
+    out = np.empty(x.shape + (3,), x.dtype)
+    out[..., 0] = x
+    out[..., 1] = az * bx - ax * bz
+    out[..., 2] = ax * by - ay * bx
+    return out
 
 
 def rotate(q, v):
     """Rotate vectors ``v`` (..., 3) by unit quaternions ``q`` (..., 4)."""
     w = q[..., :1]
     u = q[..., 1:]
-    t = 2.0 * _cross(u, v)
-    return v + w * t + _cross(u, t)
+    t = 2.0 * cross(u, v)
+    return v + w * t + cross(u, t)
 
 
 def from_angle_axis(angle, axis):
@@ -65,12 +71,13 @@ def from_euler(angles, order):
 
 
 def to_matrix(q):
-    w, x, y, z = np.moveaxis(q, -1, 0)
-    return np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], axis=-1),
-        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], axis=-1),
-        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], axis=-1),
-    ], axis=-2)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    d = 1 - 2 * (y * y + z * z)
+    m = np.empty(d.shape + (3, 3), d.dtype)
+    m[..., 0, 0], m[..., 0, 1], m[..., 0, 2] = d, 2 * (x * y - w * z), 2 * (x * z + w * y)
+    m[..., 1, 0], m[..., 1, 1], m[..., 1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
+    m[..., 2, 0], m[..., 2, 1], m[..., 2, 2] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
+    return m
 
 
 def rotation_part(m):
@@ -128,7 +135,7 @@ def to_euler(q, order):
 def between(a, b):
     """The shortest rotation taking direction ``a`` onto direction ``b`` (not normalised)."""
     w = np.sqrt(np.sum(a * a, axis=-1) * np.sum(b * b, axis=-1)) + np.sum(a * b, axis=-1)
-    return np.concatenate([w[..., None], _cross(a, b)], axis=-1)
+    return np.concatenate([w[..., None], cross(a, b)], axis=-1)
 
 
 def unroll(q, axis=0):

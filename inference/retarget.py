@@ -39,11 +39,11 @@ def smallest_turn(a, b):
     b = b / np.linalg.norm(b)
     c = float(np.dot(a, b))
     if c < -1.0 + 1e-9:
-        axis = np.cross(a, [1.0, 0.0, 0.0])
+        axis = quat.cross(a, np.array([1.0, 0.0, 0.0]))
         if np.linalg.norm(axis) < 1e-6:
-            axis = np.cross(a, [0.0, 1.0, 0.0])
+            axis = quat.cross(a, np.array([0.0, 1.0, 0.0]))
         return np.concatenate([[0.0], axis / np.linalg.norm(axis)])
-    return quat.normalize(np.concatenate([[1.0 + c], np.cross(a, b)]))
+    return quat.normalize(np.concatenate([[1.0 + c], quat.cross(a, b)]))
 
 
 def best_rotation(a, b):
@@ -90,18 +90,24 @@ def _turns(parents, joints, slot, pairs, model_heads, rig_heads, tips=None):
     """``S`` per mapped joint (see the module's docstring) and the mean angle it turns bones by,
     relative to the mapped parent's: how far the two rest poses are apart. ``tips`` {joint: (the model's
     point, the rig's)}: a further direction for a joint with no mapped descendant."""
-    scale_m = max(np.linalg.norm(model_heads[c] - model_heads[j]) for j, c in pairs)
-    scale_r = max(np.linalg.norm(rig_heads[slot[c]] - rig_heads[slot[j]]) for j, c in pairs)
+    model_dirs = np.array([model_heads[c] - model_heads[j] for j, c in pairs]).reshape(-1, 3)
+    rig_dirs = np.array([rig_heads[slot[c]] - rig_heads[slot[j]] for j, c in pairs]).reshape(-1, 3)
+    model_len, rig_len = np.linalg.norm(model_dirs, axis=-1), np.linalg.norm(rig_dirs, axis=-1)
+    scale_m, scale_r = model_len.max(), rig_len.max()
+    below = {}
+    for i, (j, _) in enumerate(pairs):
+        if model_len[i] > 1e-6 * scale_m and rig_len[i] > 1e-6 * scale_r:
+            below.setdefault(j, []).append((model_dirs[i] / model_len[i], rig_dirs[i] / rig_len[i]))
     turns = np.empty((len(joints), 3, 3))
     angles = []
     for k, j in enumerate(joints):
         parent = _mapped_ancestor(parents, int(j), slot)
         inherited = turns[slot[parent]] if parent is not None else np.eye(3)
-        dirs = [(model_heads[c] - model_heads[j], rig_heads[slot[c]] - rig_heads[k]) for jj, c in pairs if jj == j]
+        dirs = list(below.get(int(j), []))
         if tips and int(j) in tips:
-            dirs.append((tips[int(j)][0] - model_heads[j], tips[int(j)][1] - rig_heads[k]))
-        dirs = [(m / np.linalg.norm(m), r / np.linalg.norm(r)) for m, r in dirs
-                if np.linalg.norm(m) > 1e-6 * scale_m and np.linalg.norm(r) > 1e-6 * scale_r]
+            m, r = tips[int(j)][0] - model_heads[j], tips[int(j)][1] - rig_heads[k]
+            if np.linalg.norm(m) > 1e-6 * scale_m and np.linalg.norm(r) > 1e-6 * scale_r:
+                dirs.append((m / np.linalg.norm(m), r / np.linalg.norm(r)))
         if len(dirs) >= 2 and np.linalg.matrix_rank(np.array([m for m, _ in dirs]), tol=1e-3) >= 2:
             m, r = (np.array(v) for v in zip(*dirs))
             turns[k] = best_rotation(m, r)
@@ -280,14 +286,13 @@ class Retargeting:
         mapped = dict(zip(self.joints.tolist(), range(len(self.joints))))
         wanted = rotations @ self.offsets                                    # G_j for mapped joints
         heads = heads / self.scale
-        rot = np.empty((frames, len(sk), 4))
+        local = np.empty((frames, len(sk), 3, 3))
         pos = np.empty((frames, len(sk), 3))
         for j, p in enumerate(sk.parents):
             k = mapped.get(j)
             parent_rot = grot[:, p] if p >= 0 else np.eye(3)
             grot[:, j] = wanted[:, k] if k is not None else parent_rot @ quat.to_matrix(self.pose[j])
-            local = np.swapaxes(parent_rot, -1, -2) @ grot[:, j] if p >= 0 else grot[:, j]
-            rot[:, j] = quat.from_matrix(local)
+            local[:, j] = np.swapaxes(parent_rot, -1, -2) @ grot[:, j] if p >= 0 else grot[:, j]
             if k is not None and j in self.positional:
                 gpos[:, j] = heads[:, k]
                 pos[:, j] = gpos[:, j] if p < 0 else (np.swapaxes(parent_rot, -1, -2)
@@ -295,7 +300,7 @@ class Retargeting:
             else:
                 pos[:, j] = sk.offsets[j]
                 gpos[:, j] = sk.offsets[j] if p < 0 else (parent_rot @ sk.offsets[j]) + gpos[:, p]
-        return quat.unroll(rot), pos
+        return quat.unroll(quat.from_matrix(local)), pos
 
     def to_world(self, rotations, positions):
         """Local rotations (F, J, 4) and translations (F, J, 3) of the skeleton → the world rotations

@@ -77,12 +77,12 @@ def untwisted(rotations, positions, skeleton, reference, fps):
     angles = np.empty((len(rotations), len(found)))
     for i, turn in enumerate(found):
         upper, middle, end = turn.hinge
-        bent = np.cross(quat.normalize(quat.rotate(grot[:, upper], offsets[middle])),
-                        quat.normalize(quat.rotate(grot[:, middle], offsets[end])))
+        bent = quat.cross(quat.normalize(quat.rotate(grot[:, upper], offsets[middle])),
+                          quat.normalize(quat.rotate(grot[:, middle], offsets[end])))
         weight = np.sum(bent * bent, axis=-1)      # sin squared of the bend
         along = quat.normalize(quat.rotate(grot[:, turn.joint], offsets[turn.child]))
         normal = quat.rotate(grot[:, turn.joint], turn.normal)
-        off = np.arctan2(np.sum(np.cross(normal, bent) * along, axis=-1), np.sum(normal * bent, axis=-1))
+        off = np.arctan2(np.sum(quat.cross(normal, bent) * along, axis=-1), np.sum(normal * bent, axis=-1))
         angles[:, i] = _mean_angle(off, weight, SMOOTH * fps)
     return _turned(rotations, positions, skeleton, found, angles, grot), Twists(skeleton, found, angles)
 
@@ -96,7 +96,7 @@ def turns(skeleton, reference):
     for hinge in hinges(skeleton):
         upper, middle, end = hinge
         bend = np.asarray(reference[middle], dtype=np.float64)
-        normal = np.cross(skeleton.offsets[middle], quat.rotate(bend, skeleton.offsets[end]))
+        normal = quat.cross(skeleton.offsets[middle], quat.rotate(bend, skeleton.offsets[end]))
         size = np.linalg.norm(normal)
         if size <= 1e-3 * np.linalg.norm(skeleton.offsets[middle]) * np.linalg.norm(skeleton.offsets[end]):
             continue   # the reference holds it straight: no plane
