@@ -20,7 +20,8 @@ the generated frames only (keys and the frames outside gaps are never changed):
    closer than that, it moves from one lock to the next), no joint goes below its ground, and a foot
    off the ground on generated frames for at most ``MAX_SWING`` clears it by an arc as high as ``LIFT``
    of the way it travels there (a network's foot glides along the floor where the capture steps or
-   jumps; after a key with the foot in the air, the rest of that arc), its toe by as much but never more than
+   jumps; after a key with the foot in the air, the rest of that arc; a person's foot by at most ``HOP``
+   where no other leg stands, so two feet gliding together do not hop), its toe by as much but never more than
    its ankle clears the ankle's ground (a network's toe may scrape the floor under a raised ankle), and
    a toe standing on its own under a standing body is not taken up with its foot (a heel lifted off it)
    where the body travels over it (a push-off) or it stands still (a pivot on the ball of the foot);
@@ -62,6 +63,7 @@ STANDING = 0.35                   # of the body's height: hips this far above a 
 TRAVELS = 0.15                    # body heights a second: hips this fast travel over a standing toe (a push-off)
 STILL = 0.05                      # body heights a second: a toe this slow stands still (a pivot on its ball)
 MAX_SWING = 2.0                   # seconds: a foot off the ground longer is not stepping (a swing lasts under one)
+HOP = LOW                         # of the body's height: the most a swing clears its ground while no other leg stands
 # a quadruped's paws: of its leg's length (MANN's Placement height), a person's thresholds in leg lengths
 # (about half the body's height) for LOW, looser for SLOW (experiments.md, "Planted paws")
 PAW_LOW, PAW_LOW_RELEASE = 0.05, 0.07
@@ -108,14 +110,20 @@ def plant(motion, gaps, height, floored=False):
     toed = [k for k, leg in enumerate(found) if leg.toe >= 0]
     toes = [found[k].toe for k in toed]
     toe_floor = grounds(gpos, seen, toes, motion.up, floored)
+    on_toes = held_contacts(gpos[:, toes], toe_floor, generated, u, height, motion.fps)
+    # a person's leg stands on its ankle or its toe while the other swings; a quadruped's paws keep their arcs
+    # (a trot's and a canter's strides fly) and are the dog's own (no ARC)
+    others = None
+    if not paws.any():
+        others = np.zeros((motion.n_frames, len(found)), dtype=bool)
+        others[:, toed] = on_toes
     held, stood = _held(stands, floor, generated, u, height, motion.fps, paws,
-                        sharpest=np.inf if paws.any() else ARC)   # a paw's swings are the dog's own
+                        sharpest=np.inf if paws.any() else ARC, standing=others)
     # a toe moves with its foot's target where it has no contact of its own, and is lifted no higher off
     # its ground than its ankle is off the ankle's (a foot in the air is not stood on its tip)
     # where the toe stands on its own in a standing body (a heel lifted off it), it stays where it stands
     # however its foot is lifted: taken up with the ankle's arc, it floated a body pushing off its toes
-    tiptoe = held_contacts(gpos[:, toes], toe_floor, generated, u, height, motion.fps)
-    tiptoe &= gpos[:, [found[k].hip for k in toed], u] - toe_floor > STANDING * height
+    tiptoe = on_toes & (gpos[:, [found[k].hip for k in toed], u] - toe_floor > STANDING * height)
     # and the body travels over it (a push-off) or it stands still (a pivot on the ball of the foot): a toe
     # creeping along the floor under still hips is the network's smear of a dancer's foot, which held in steps
     # of its own apart from its foot's slid more than the capture's feet, so it goes with its foot
@@ -125,8 +133,8 @@ def plant(motion, gaps, height, floored=False):
     own = np.stack([nearness(tiptoe[:, i], fade) for i in range(len(toes))], axis=1)[..., None] if toes else 0.0
     path = gpos[:, toes] + (1.0 - own) * (held[:, toed] - stands[:, toed])
     ankle_clear = np.maximum(held[:, toed, u] - floor[toed], 0.0)
-    toe_held, toe_on = _held(path, toe_floor, generated, u, height, motion.fps,
-                             high=TOE_LIFT_HIGH, ceiling=ankle_clear, sharpest=np.inf)
+    toe_held, toe_on = _held(path, toe_floor, generated, u, height, motion.fps, high=TOE_LIFT_HIGH,
+                             ceiling=ankle_clear, sharpest=np.inf, standing=None if others is None else stood[:, toed])
     for i, k in enumerate(toed):
         length = np.linalg.norm(motion.skeleton.offsets[toes[i]])
         # fading onto or off its lock, a toe stays within its foot's length of its ankle's target: slowed onto
@@ -169,20 +177,40 @@ def standing(skeleton, found, grot, gpos, height):
     return below, stands, paws, height
 
 
-def _held(path, lowest, generated, up, height, fps, paws=False, high=LIFT_HIGH, ceiling=np.inf, sharpest=ARC):
+def _held(path, lowest, generated, up, height, fps, paws=False, high=LIFT_HIGH, ceiling=np.inf, sharpest=ARC,
+          standing=None):
     """(F, K, 3) the points ``path`` (F, K, 3) held where they are in contact (:func:`contacts` with their
     grounds ``lowest`` (K,), :func:`offsets`), in steps (:func:`steps`), never below their grounds and clear
     of them on the way between steps (:func:`lifts`, at most ``high`` of the body's height and ``ceiling``
     (F, K) above them, accelerating them by at most ``sharpest`` body heights a second squared: a toe's arc is
-    bounded by its ankle's clearance already); and (F, K) bool, the frames held (:func:`held_contacts`)."""
+    bounded by its ankle's clearance already); and (F, K) bool, the frames held (:func:`held_contacts`).
+    ``standing`` (F, K) bool, where given (a person's legs, one point each): the frames each leg stands on
+    another of its joints (its toe, or its ankle); a swing clears its ground by at most ``HOP`` of the body's
+    height but where another leg stands (:func:`hops`)."""
     fade = fade_frames(fps, PAW_FADE if np.any(paws) else FADE)
     contact = held_contacts(path, lowest, generated, up, height, fps, paws)
     held = path + offsets(path, contact, generated, fade)
     swing = round(PAW_SWING * fps) if np.any(paws) else None
     clear = lifts(held, contact, generated, up, height, fps, round(MAX_SWING * fps), high, sharpest, swing, lowest)
     clear = np.minimum(clear, ceiling)
+    if standing is not None:
+        clear = hops(clear, contact | standing, HOP * height, fade)
     held[..., up] = np.maximum(held[..., up], lowest + clear)
     return held, contact
+
+
+def hops(clear, stands, low, fade):
+    """(F, K) the clearances ``clear`` (F, K) of K legs, each at most ``low`` where no other leg ``stands`` (F, K)
+    bool, fading to its own over ``fade`` frames from another's contact (:func:`nearness`): a person lifts a
+    foot while the other stands on the floor. Both feet off the floor at once is a jump or a run's flight,
+    which the network's own heights show (an arc keeps them where they are higher); full arcs over two feet
+    that glide together (a shuffle where the capture steps, a floor move) lifted both a hand's width at once, a
+    hop the keys did not ask for (experiments.md, "Keys above the floor"), where held low they still clear it."""
+    out = clear.copy()
+    for k in range(clear.shape[1]):
+        near = nearness(np.delete(stands, k, axis=1).any(axis=1), fade)
+        out[:, k] = near * clear[:, k] + (1.0 - near) * np.minimum(clear[:, k], low)
+    return out
 
 
 def within(centre, point, radius):

@@ -13,15 +13,15 @@ from pathlib import Path
 
 import numpy as np
 
-from inference.bvh import read_bvh
+from inference.bvh import parse_bvh, read_bvh
 from inference.cli import Parser, dispatch, number, positive, progress, whole, write_json
 from inference.errors import BetwixtError
 from inference.modelfile import DEFAULTS, MODELS, find_model, open_model, shipped
 from inference.transition import BASELINES
-from . import mann_bench, mvae_bench, plots, speed
+from . import decompress_floor, mann_bench, mvae_bench, plots, speed
 from .benchmark import (LENGTHS, LONG_LENGTHS, LONG_METRICS, METRICS, as_filled, evaluate, floor_gaps, format_floor,
                         format_table, load_benchmark, strict)
-from .dataset import cache_path, load_motion_set
+from .dataset import bvh_members, cache_path, clip_stem, load_motion_set, subject_of
 
 FILMSTRIP_FIGURES = 12  # stick figures a filmstrip draws where --every is not given
 
@@ -80,6 +80,16 @@ def main(argv=None):
                            "inference/contacts.py, as the add-on and the other commands plant them)")
     mvae.add_argument("--cache", type=Path, help="data set cache folder")
     mvae.set_defaults(run=_bench_mvae)
+
+    dec = commands.add_parser("bench-decompress", help="Decompress on the floor: LaFAN1's test subject 5 from a key "
+                                                       "every second, beside the capture (issue 43)")
+    dec.add_argument("--data", type=Path, required=True, help="LaFAN1 (folder or archive); subject 5 is measured")
+    dec.add_argument("--model", type=Path, help="model file (default: the shipped RTN for LaFAN1's skeleton)")
+    dec.add_argument("--every", type=whole(2, 10_000, "frames from one key to the next"), default=30,
+                     help="a key every N frames (default 30: a second)")
+    dec.add_argument("--clip", action="append", default=[], help="measure only this clip (file stem; repeatable)")
+    dec.add_argument("--json", type=Path, help="write the results here")
+    dec.set_defaults(run=_bench_decompress)
 
     film = commands.add_parser("filmstrip", help="a PNG of a BVH file's motion: stick figures from the side and "
                                                   "from above, and the feet's heights over time")
@@ -205,6 +215,24 @@ def _bench_mvae(args):
         written = plots.plot_walks(runs, args.plots) + plots.plot_latent(runs["kl_dims"], args.plots)
         for path in written + plots.plot_paths(runs["paths"], model.units_per_metre, args.plots):
             print(f"wrote {path}", file=sys.stderr)
+
+
+def _bench_decompress(args):
+    members = [(name, read) for name, read in bvh_members(args.data)
+               if (clip_stem(name) in args.clip if args.clip else subject_of(name) == 5)]
+    if not members:
+        raise BetwixtError(f"{args.data}: no clip named {', '.join(args.clip)}" if args.clip else
+                           f"{args.data}: no clip of LaFAN1's test subject 5 (a name with _subject5)")
+    clips = [parse_bvh(read(), name) for name, read in members]
+    model = open_model(args.model) if args.model else find_model(clips[0].skeleton, serves="decompress")
+    model.check_skeleton(clips[0].skeleton)
+    start = time.perf_counter()
+    results = decompress_floor.measure(model, clips, args.every)
+    _printed(f"{len(clips)} clips from a key every {args.every} frames by {model.name}: legs' contact share, frames "
+             "floating and aloft (the lowest foot 5 cm above the capture's) where the capture stands, slide of "
+             "touching feet, longest off the floor, hips cm, jitter and largest acceleration within 3 frames of a "
+             "key cm/frame^2\n" + decompress_floor.table(results), "bench-decompress", start)
+    write_json(args.json, results)
 
 
 def _filmstrip(args):

@@ -51,7 +51,7 @@ def test_bad_file_gives_one_line_and_exit_code_2(tmp_path):
 
 
 def test_the_measuring_commands_are_the_labs_and_the_users_the_runtimes():
-    measuring = ["bench", "bench-speed", "bench-mann", "bench-mvae", "filmstrip", "data"]
+    measuring = ["bench", "bench-speed", "bench-mann", "bench-mvae", "bench-decompress", "filmstrip", "data"]
     users = ["info", "models", "fill", "superres", "variants", "follow-path", "walk", "transitions"]
     lab, runtime = run("--help", package="lab"), run("--help")
     assert lab.returncode == runtime.returncode == 0, lab.stderr + runtime.stderr
