@@ -169,16 +169,21 @@ def rig_retargeting(skeleton, rig, mapping, world, up=1, trajectory=0, reference
                        rig_offsets(skeleton, rig, mapping, offsets, joints, rest_rot, heads / scale))
 
 
-def to_rig(retarget, rotations, positions, location, rotation, scale):
+def to_rig(retarget, rotations, positions, location, rotation, scale, heads=None):
     """The model's frames (local ``rotations`` (F, J, 4) and ``positions`` (F, J, 3)) → channels of the rig of
     ``retarget``: ``(location, rotation)`` per bone and frame, and the armature-space pose (F, bones, 4, 4).
 
     ``location``/``rotation``/``scale`` (frames, bones, …) are the rig's current channels on those
     frames; unmapped bones keep theirs, mapped bones get the rotation (and the trajectory bone the
-    location) that puts them where the model's joints are.
+    location) that puts them where the model's joints are. ``heads`` (F, K, 3), as :meth:`~..inference.
+    retarget.Retargeting.to_world` gives them: where the mapped bones' heads go in the pose, rather than
+    where the rig's chain puts them, whose unmapped bones between two mapped ones (a spine or neck of
+    more bones than the model's, a limb's segments) keep their current turns.
     """
     rig, world = retarget.rig, retarget.world
-    want_rot, heads = retarget.to_world(rotations, positions)
+    want_rot, placed = retarget.to_world(rotations, positions)
+    moved = heads is not None
+    heads = heads if moved else placed
     k_of = dict(zip(retarget.bones.tolist(), range(len(retarget.bones))))
     # wanted armature-space rotations (3x3) and heads of the mapped bones
     want_rot = rotation_part(world).T @ retarget.axes @ want_rot
@@ -198,4 +203,6 @@ def to_rig(retarget, rotations, positions, location, rotation, scale):
                 location[:, b] = (affine_inverse(above) @ head[..., None])[:, :3, 0]
         loc = np.zeros_like(location[:, b]) if rig.connected[b] else location[:, b]
         pose[:, b] = above @ compose(loc, rotation[:, b], scale[:, b])
+        if moved and k is not None:
+            pose[:, b, :3, 3] = want_head[:, k]
     return location, rotation, pose

@@ -51,11 +51,12 @@ HUMAN = Layout(
     },
     shoulder="shoulder", quadruped=False)
 
-# The wolf metarig: the spine runs from the hips (spine.004) to the head (spine.011); its tail is a chain
-# of its own rooted at the tip, pointing at the hips, and stays unmapped (the model reads it in its
+# The wolf metarig: the spine runs from the hips (spine.004) to the chest (spine.008, which carries the
+# shoulders, as the dog's Spine1 does), the neck (spine.009, .010) and the head (spine.011); its tail is a
+# chain of its own rooted at the tip, pointing at the hips, and stays unmapped (the model reads it in its
 # average pose). Each leg is a paw limb, its IK control at the toe.
 WOLF = Layout(
-    deform={"Hips": "DEF-spine.004", "Spine": "DEF-spine.006", "Spine1": "DEF-spine.007", "Neck": "DEF-spine.008",
+    deform={"Hips": "DEF-spine.004", "Spine": "DEF-spine.005", "Spine1": "DEF-spine.008", "Neck": "DEF-spine.009",
             "Head": "DEF-spine.011"} | _sided((
                 ("Shoulder", "shoulder"), ("Arm", "front_thigh"), ("ForeArm", "front_shin"), ("Hand", "front_foot"),
                 ("UpLeg", "thigh"), ("Leg", "shin"), ("Foot", "foot"))),

@@ -31,8 +31,10 @@ def key_edits(plan, channels, motion, gaps, step):
         return plan.rig, (yield from bone_edits(plan, motion, gaps, step))
     frames = np.concatenate([np.arange(a + step, b, step) for a, b in gaps] + [np.zeros(0, np.int64)])
     rows = frames - plan.first
+    # the joints' heads in the model's own turns on the rig's lengths: a split chain's end lies along its chord
+    _, heads = plan.retarget.to_world(motion.rotations[rows], plan.retarget.on_rig(motion).positions[rows])
     *_, pose = to_rig(plan.retarget, *as_read(plan, motion, rows), plan.location[rows], plan.rotation[rows],
-                      plan.scale[rows])
+                      plan.scale[rows], heads)
     edits = yield from controls.edits(channels.obj, channels, plan.drive, frames, gaps, pose[:, plan.drive.follows])
     return plan.drive.rig, edits
 
