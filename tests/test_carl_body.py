@@ -9,6 +9,7 @@ import pytest
 
 from conftest import _need
 from inference import quat
+from inference.anatomy import PAWS
 from inference.bvh import parse_bvh
 from inference.carl.body import DAMPING, TERMINAL, dog_body, mujoco
 from inference.carl.reference import grounds, paw_radius, states
@@ -85,6 +86,39 @@ def test_pd_targets_of_a_standing_frame_hold_the_joints_there(sim, reference):
     assert np.degrees(error).max() < 5, np.degrees(error).round(1)
     assert sim.data.qpos[2] > 0.8 * reference.qpos[t, 2]   # a third of a second later it still stands
     assert not sim.fallen()
+
+
+def test_a_dog_held_still_on_its_paws_soles_stays_up_where_round_paws_tip_it_over(sim, walk, reference):
+    """The capture sets left and right paws a few centimetres apart; on round paws, which the floor
+    touches at one point each, the body held on a standing frame's PD targets tips over sideways."""
+    import dataclasses
+    import re
+
+    body = sim.body
+    up = np.array([0.0, 0.0, 1.0])
+    frames = np.nonzero(reference.contacts.all(axis=1))[0][::10]          # on all four paws
+    outcome = {}
+    for name, each in (("soles", body), ("round", dataclasses.replace(
+            body, xml=re.sub(r'\s*<geom name="\w+/sole"[^>]*/>', "", body.xml)))):
+        held = Simulation(each)
+        ref = states(each, held.model, walk)
+        fell, tilt = 0, []
+        for t in frames:
+            held.set_state(ref.qpos[t], np.zeros(held.model.nv))
+            targets = held.targets(ref.qpos[t])
+            for _ in range(30):                                          # a second
+                held.step(targets)
+                if held.fallen():
+                    break
+            fell += held.fallen()
+            tilted = quat.rotate(held.data.xquat[held.bodies[0]], up) @ quat.rotate(ref.rotations[t, 0], up)
+            tilt.append(np.degrees(np.arccos(np.clip(tilted, -1, 1))))
+        outcome[name] = fell, np.median(tilt)
+        if name == "soles":
+            axes = [held.data.geom_xmat[held.model.geom(f"{p}/sole").id].reshape(3, 3)[:, 2] for p in PAWS]
+    assert len(frames) >= 20 and outcome["round"][0] >= 5, outcome   # round paws: a quarter and more tip over
+    assert outcome["soles"][0] <= outcome["round"][0] / 3 and outcome["soles"][1] < 8, outcome   # degrees
+    assert all(abs(a[2]) < 0.5 for a in axes)                         # the soles lie across, not upright
 
 
 def test_the_torso_on_the_floor_is_a_fall(sim, reference):

@@ -159,7 +159,7 @@ def test_a_few_ppo_roll_outs_save_and_resume_where_they_stopped(small_zip, cache
 
 def test_a_bad_option_is_refused_before_the_run_folder_is_made(small_zip, tmp_path):
     out = tmp_path / "carl"
-    for bad in (["--samples", "0"], ["--minutes", "-1"], ["--lr", "nan"]):
+    for bad in (["--samples", "0"], ["--minutes", "-1"], ["--lr", "nan"], ["--gamma", "1"]):
         with pytest.raises(SystemExit) as stop:
             train(["carl", "--data", str(small_zip), "--out", str(out), *bad])
         assert stop.value.code == 2 and not out.exists()

@@ -8,6 +8,13 @@ plus ``LIMIT_MARGIN``, and driven by three PD position actuators on its rotation
 length of a ball joint along a gear axis), kd = kp / 10 as in CARL, kp in proportion to the mass the
 joint carries. Bodies collide with the floor, never with one another. The model is Z up in metres;
 the BVH is Y up in its units, turned by ``TO_Z_UP`` and scaled on the way in (``reference.py``).
+
+Each paw stands on a sole (``SOLE``): a thin capsule across the paw, level with the bottom of its
+round end where the paw stands, as wide as a dog's paw. A round end alone touches the floor at one
+point, under its centre however the paw turns, so the floor can push the paw but never twist it: the
+dog, whose left and right paws the capture sets a few centimetres apart, could only catch a sideways
+tip by stepping. On a sole, turning the paw about its length moves where the floor pushes across it.
+Which way is across and which down, in the paw's own frame, is measured on the data (``soles``).
 """
 
 from dataclasses import dataclass
@@ -16,6 +23,7 @@ import numpy as np
 
 from .. import quat
 from ..anatomy import PAWS, leg_joints
+from ..motion import forward_kinematics
 from ..errors import BetwixtError
 
 RADII = {"Hips": 0.06, "Spine": 0.08, "Spine1": 0.08, "Neck": 0.045, "Head": 0.045,
@@ -34,6 +42,9 @@ DAMPING = 0.1           # kd = kp * DAMPING (CARL's kd = kp / 10)
 TORQUE_SPAN = 1.0       # rad: an actuator's torque is at most kp times this
 ARMATURE = 0.02         # kg m^2 on every rotational degree of freedom: thin bones spinning about their axes stay stable
 LIMIT_MARGIN = np.radians(15.0)
+SOLE = {"LeftHand": 0.07, "RightHand": 0.07, "LeftFoot": 0.06, "RightFoot": 0.06}   # m: each sole's width
+SOLE_RADIUS = 0.01      # m: the sole's rounded edge
+STANCE_SHARE = 0.3      # the share of frames taken for a paw's stance: those it hangs lowest under the hips on
 TIMESTEP = 1.0 / 480.0  # s: physics rate 480 Hz
 # the bodies that end an episode when they touch the floor (CARL: torso, head, thighs)
 TERMINAL = ("Hips", "Spine", "Spine1", "Neck", "Head", "LeftShoulder", "RightShoulder", "LeftUpLeg", "RightUpLeg")
@@ -60,6 +71,7 @@ class Body:
     scale: float            # metres per skeleton unit
     masses: np.ndarray      # (J,) kg of each joint's capsules
     kp: np.ndarray          # (J,) Nm/rad (the root's 0: it is free)
+    soles: np.ndarray       # (4, 2, 3) each paw's down and across in its joint's frame, PAWS order
     xml: str
 
     @property
@@ -97,19 +109,49 @@ def measure(rotations):
     return natural, np.minimum(angle.max(axis=0) + LIMIT_MARGIN, np.radians(179.0))
 
 
-def dog_body(skeleton, rotations, scale=0.01):
-    """The body of ``skeleton`` (the dog's joint names, End Sites under the paws), its joints' zero
-    and limits measured on ``rotations`` (F, J, 4), the local rotations of the data it will track;
-    ``scale`` is metres per skeleton unit (the dog's BVH is in centimetres)."""
-    return build(skeleton, *measure(rotations), scale)
-
-
-def build(skeleton, natural, limits, scale):
-    """The body of ``skeleton`` with its ball joints' zero ``natural`` (J, 4) and ``limits`` (J,)."""
+def _dog_joints(skeleton):
+    """Refuse a skeleton without the dog's joints, or with others."""
     missing = [n for n in RADII if n not in skeleton.names]
     if missing or len(skeleton) != len(RADII):
         raise BetwixtError(f"a simulated dog needs the dog's {len(RADII)} joints; this skeleton "
                            f"{'lacks ' + ', '.join(missing) if missing else 'has others'}")
+
+
+def soles(skeleton, rotations):
+    """(4, 2, 3): for each paw of PAWS, the unit vectors down and across the dog (its hips' left to
+    right, square to down) in the paw joint's own frame, averaged over the frames of local rotations
+    ``rotations`` (F, J, 4) where the paw's End Site hangs lowest under the hips (``STANCE_SHARE`` of
+    them: it stands). The skeleton is Y up, its hips' Z across the dog, as the dog's BVH is."""
+    _dog_joints(skeleton)
+    rotations = np.asarray(rotations, dtype=np.float64)
+    offsets = np.broadcast_to(skeleton.offsets, rotations.shape[:-1] + (3,))
+    grot, gpos = forward_kinematics(rotations, offsets, skeleton.parents)
+    sites = {int(j): np.asarray(o, dtype=np.float64) for j, o in skeleton.end_sites}
+    out = []
+    for paw in PAWS:
+        j = skeleton.index(paw)
+        height = (gpos[:, j] + quat.rotate(grot[:, j], sites[j]) - gpos[:, 0])[:, 1]
+        stands = height <= np.quantile(height, STANCE_SHARE)
+        to_paw = quat.inv(grot[stands, j])
+        down = quat.rotate(to_paw, np.array([0.0, -1.0, 0.0])).mean(axis=0)
+        across = quat.rotate(to_paw, quat.rotate(grot[stands, 0], np.array([0.0, 0.0, 1.0]))).mean(axis=0)
+        down /= np.linalg.norm(down)
+        across -= down * (across @ down)
+        out.append([down, across / np.linalg.norm(across)])
+    return np.array(out)
+
+
+def dog_body(skeleton, rotations, scale=0.01):
+    """The body of ``skeleton`` (the dog's joint names, End Sites under the paws), its joints' zero
+    and limits and its paws' soles measured on ``rotations`` (F, J, 4), the local rotations of the
+    data it will track; ``scale`` is metres per skeleton unit (the dog's BVH is in centimetres)."""
+    return build(skeleton, *measure(rotations), scale, soles(skeleton, rotations))
+
+
+def build(skeleton, natural, limits, scale, paw_soles):
+    """The body of ``skeleton`` with its ball joints' zero ``natural`` (J, 4) and ``limits`` (J,), its
+    paws' soles along ``paw_soles`` (4, 2, 3) (:func:`soles`)."""
+    _dog_joints(skeleton)
     natural, limits = np.asarray(natural, dtype=np.float64), np.asarray(limits, dtype=np.float64)
     ends = bones(skeleton, scale)
     radius = np.array([RADII[n] for n in skeleton.names])
@@ -122,11 +164,22 @@ def build(skeleton, natural, limits, scale):
     carried = np.where(leg, np.maximum(carried, LEG_LOAD * masses.sum()), carried)
     kp = np.maximum(KP_PER_KG * carried, KP_MIN)
     kp[0] = 0.0
-    xml = _mjcf(skeleton, natural, limits, scale, ends, radius, kp)
-    return Body(skeleton, natural, limits, float(scale), masses, kp, xml)
+    paw_soles = np.asarray(paw_soles, dtype=np.float64)
+    xml = _mjcf(skeleton, natural, limits, scale, ends, radius, kp, dict(zip(PAWS, paw_soles)))
+    return Body(skeleton, natural, limits, float(scale), masses, kp, paw_soles, xml)
 
 
-def _mjcf(skeleton, natural, limits, scale, ends, radius, kp):
+def _sole(skeleton, scale, paw, down, across):
+    """The two ends (3,) each of ``paw``'s sole in its joint's frame: centred under its End Site, its
+    lowest edge level with the bottom of the paw's round end where the paw stands."""
+    j = skeleton.index(paw)
+    site = dict((int(k), np.asarray(o, dtype=np.float64)) for k, o in skeleton.end_sites)[j] * scale
+    centre = site + (RADII[paw] - SOLE_RADIUS) * down
+    half = SOLE[paw] / 2.0 - SOLE_RADIUS
+    return centre - half * across, centre + half * across
+
+
+def _mjcf(skeleton, natural, limits, scale, ends, radius, kp, paw_soles):
     """The MJCF document of the body (see the module's docstring)."""
     def f(v):
         return " ".join(f"{x:.6g}" for x in np.ravel(v))
@@ -140,6 +193,10 @@ def _mjcf(skeleton, natural, limits, scale, ends, radius, kp):
         geoms = "".join(f'{pad}  <geom name="{name}/{end}" type="capsule" size="{radius[j]:.4g}" '
                         f'fromto="0 0 0 {f(e)}"/>\n' for end, e in ends[j])
         sites = "".join(f'{pad}  <site name="{end}" pos="{f(e)}"/>\n' for end, e in ends[j] if end.endswith(SITE))
+        if name in paw_soles:   # massless: the paw's weight is its capsule's
+            a, b = _sole(skeleton, scale, name, *paw_soles[name])
+            geoms += (f'{pad}  <geom name="{name}/sole" type="capsule" size="{SOLE_RADIUS:.4g}" fromto="{f(a)} {f(b)}" '
+                      f'density="0"/>\n')
         children = "".join(body(c, depth + 1) for c in skeleton.children(j))
         return head + geoms + sites + children + f"{pad}</body>\n"
 

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from inference.carl.body import build, measure
+from inference.carl.body import build, measure, soles
 from inference.cli import number, whole
 from lab.dataset import load_motion_set
 from inference.errors import DataError
@@ -64,6 +64,8 @@ def add_arguments(parser):
                         help="the policy's learning rate, at the start where --kl adapts it (a resumed run keeps the rate it had)")
     parser.add_argument("--kl", type=number(0.0, 1.0, "a KL divergence"), default=Settings.kl,
                         help="the KL divergence of an update the policy's learning rate adapts to; 0: a fixed --lr")
+    parser.add_argument("--gamma", type=number(0.0, 0.9999, "a discount"), default=Settings.gamma,
+                        help="the discount per policy step (30 a second): how far ahead a fall is felt")
     parser.add_argument("--value-lr", type=number(1e-9, 1.0, "a learning rate"), default=1e-3)
     parser.add_argument("--hidden", default="512,256", help="hidden layer widths (a new run only)",
                         type=listed(whole(1, 8192, "a layer's width"), 8, "hidden layers"))
@@ -108,11 +110,15 @@ def train(args, argv):
     clips = stretches(data, config["gaits"])
     if not clips:
         raise DataError(f"{args.data}: no stretch of {', '.join(config['gaits'])} outside the test split")
+    rotations = np.concatenate([m.rotations for m, _ in clips])
     if state:
-        body = build(skeleton_of(state["body"]["skeleton"]), state["body"]["natural"].numpy(),
-                     state["body"]["limits"].numpy(), state["body"]["scale"])
+        saved = state["body"]
+        skeleton = skeleton_of(saved["skeleton"])
+        # a checkpoint from before the paws had soles resumes on soled paws
+        paw_soles = saved["soles"].numpy() if "soles" in saved else soles(skeleton, rotations)
+        body = build(skeleton, saved["natural"].numpy(), saved["limits"].numpy(), saved["scale"], paw_soles)
     else:
-        body = build(data.skeleton, *measure(np.concatenate([m.rotations for m, _ in clips])), 0.01)
+        body = build(data.skeleton, *measure(rotations), 0.01, soles(data.skeleton, rotations))
     step = state["step"] if state else 0
     rng = np.random.default_rng([args.seed, step])
     env = Tracking(body, clips, rng, pushes=not args.no_pushes, randomise=not args.no_randomise)
@@ -140,7 +146,7 @@ def train(args, argv):
     meta = {"data": str(args.data), "licence": licence_of([args.data]), "clips": [r.name for r in env.references],
             "gaits": {g: env.gaits.count(g) for g in config["gaits"]}, "dropped": env.dropped}
     out.mkdir(parents=True, exist_ok=True)
-    settings = Settings(args.samples, args.epochs, args.minibatch, kl=args.kl)
+    settings = Settings(args.samples, args.epochs, args.minibatch, gamma=args.gamma, kl=args.kl)
     roller = Roller(envs, rng)
 
     def save():
@@ -148,7 +154,8 @@ def train(args, argv):
                          "meta": meta, "history": history, "policy": policy.state_dict(),
                          "value": value.net.state_dict(), "optimiser": optimiser.state_dict(),
                          "body": {"skeleton": skeleton_state(body.skeleton), "natural": torch.as_tensor(body.natural),
-                                  "limits": torch.as_tensor(body.limits), "scale": body.scale}}, path)
+                                  "limits": torch.as_tensor(body.limits), "scale": body.scale,
+                                  "soles": torch.as_tensor(body.soles)}}, path)
         (out / "history.json").write_text(json.dumps(history) + "\n")
         plot_history(history, out / "reward.png")
 
