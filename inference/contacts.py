@@ -46,7 +46,7 @@ from dataclasses import replace
 import numpy as np
 
 from . import quat
-from .anatomy import legs
+from .anatomy import is_quadruped, legs
 from .guard import ground
 from .leg_ik import pivoted, reachable, solve_leg
 from .motion import AXES, forward_kinematics
@@ -114,7 +114,7 @@ def plant(motion, gaps, height, floored=False):
     # a person's leg stands on its ankle or its toe while the other swings; a quadruped's paws keep their arcs
     # (a trot's and a canter's strides fly) and are the dog's own (no ARC)
     others = None
-    if not paws.any():
+    if not paws.any() and not is_quadruped(motion.skeleton):   # a skeleton without End Sites has no paws
         others = np.zeros((motion.n_frames, len(found)), dtype=bool)
         others[:, toed] = on_toes
     held, stood = _held(stands, floor, generated, u, height, motion.fps, paws,
