@@ -162,7 +162,7 @@ def read(path, threads=1):
         raise ModelError(f"{path}: incomplete model metadata (no {', '.join(missing)}); export it again")
     try:
         sk = json.loads(meta["betwixt.skeleton"])
-        file = ModelFile(path, meta["betwixt.kind"], Skeleton(sk["names"], sk["parents"], sk["offsets"]),
+        file = ModelFile(path, meta["betwixt.kind"], Skeleton.from_json(sk),
                          float(meta["betwixt.fps"]),
                          {k: np.asarray(v, dtype=np.float32) for k, v in json.loads(meta["betwixt.normalisation"]).items()},
                          json.loads(meta["betwixt.data"]), meta["betwixt.licence"], meta)

@@ -64,6 +64,17 @@ class Skeleton:
     def same_hierarchy(self, other):
         return self.names == other.names and np.array_equal(self.parents, other.parents)
 
+    def to_json(self):
+        """The joints, rest offsets and End Sites as a model file keeps them (``betwixt.skeleton``)."""
+        return {"names": list(self.names), "parents": [int(p) for p in self.parents], "offsets": self.offsets.tolist(),
+                "end_sites": [[int(j), [float(v) for v in o]] for j, o in self.end_sites]}
+
+    @classmethod
+    def from_json(cls, data):
+        """The skeleton :meth:`to_json` wrote; files written before End Sites were kept have none."""
+        sites = tuple((int(j), np.asarray(o, dtype=np.float64)) for j, o in data.get("end_sites", ()))
+        return cls(data["names"], data["parents"], data["offsets"], end_sites=sites)
+
 
 @dataclass(frozen=True, eq=False)
 class Motion:

@@ -174,6 +174,37 @@ def test_max_gap_caps_the_gaps_a_model_file_fills_and_its_card_says_so(trained_r
     assert not (tmp_path / "far.onnx").exists()
 
 
+def test_a_model_file_keeps_its_skeleton_s_end_sites_and_an_older_one_gains_them(trained_rtn, tmp_path, lafan1_zip):
+    """Where a quadruped's paws stand are its skeleton's End Sites: the in-betweener's files kept none, so the
+    dog's fills were planted as a person's feet. An export keeps them; ``convert --data`` gives a file exported
+    before that its data's, and nothing else of it changes."""
+    import onnx
+    from inference.modelfile import open_model
+
+    kept = open_model(trained_rtn["model"]).skeleton.end_sites
+    assert len(kept) == 5                                   # LaFAN1's head, hands and toes
+    proto = onnx.load(str(trained_rtn["model"]))
+    meta = {p.key: p.value for p in proto.metadata_props}
+    skeleton = json.loads(meta["betwixt.skeleton"])
+    del skeleton["end_sites"]
+    meta["betwixt.skeleton"] = json.dumps(skeleton)
+    del proto.metadata_props[:]
+    onnx.helper.set_model_props(proto, meta)
+    onnx.save(proto, str(tmp_path / "older.onnx"))
+    assert open_model(tmp_path / "older.onnx").skeleton.end_sites == ()
+    subprocess.run([sys.executable, "-m", "training", "convert", str(tmp_path / "older.onnx"), "-o",
+                    str(tmp_path / "newer.onnx"), "--data", str(lafan1_zip), "--cache", str(trained_rtn["cache"])],
+                   cwd=ROOT, check=True, capture_output=True, text=True)
+    gained = open_model(tmp_path / "newer.onnx")
+    assert [j for j, _ in gained.skeleton.end_sites] == [j for j, _ in kept]
+    np.testing.assert_array_equal([o for _, o in gained.skeleton.end_sites], [o for _, o in kept])
+    assert gained.metadata["betwixt.weights"] == meta["betwixt.weights"]
+    result = subprocess.run([sys.executable, "-m", "training", "convert", str(tmp_path / "newer.onnx"), "-o",
+                             str(tmp_path / "again.onnx"), "--data", str(lafan1_zip)], cwd=ROOT, capture_output=True,
+                            text=True)
+    assert result.returncode == 2 and "nothing to convert" in result.stderr
+
+
 @pytest.mark.parametrize("weights", ["float32", "mixed"])
 def test_init_from_a_model_file_starts_from_the_weights_it_ships(trained_rtn, tmp_path, weights):
     """A technical animator has the shipped model files, not our runs: --init from one rebuilds the

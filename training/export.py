@@ -118,8 +118,8 @@ def _capped(meta, longest, path):
 
 def convert(path, output, bench_data=None, data=None, cache=None, max_gap=None):
     """A checkpoint (.pt) or model file (.onnx) of an earlier Betwixt, in this version's form; a model
-    file of this version exported before ``betwixt.floor`` gains it, measured on its data sets ``data``;
-    one of this version with ``max_gap``, its longest gap set anew."""
+    file of this version exported before ``betwixt.floor`` or its skeleton's End Sites were kept gains them
+    from its data sets ``data``; one of this version with ``max_gap``, its longest gap set anew."""
     if not Path(path).is_file():
         raise DataError(f"{path}: no such file; give the checkpoint (.pt) or model file (.onnx) to convert")
     if max_gap is not None and (Path(path).suffix != ".onnx"
@@ -127,7 +127,7 @@ def convert(path, output, bench_data=None, data=None, cache=None, max_gap=None):
         raise DataError(f"{path}: --max-gap is for a model file (.onnx) of this version; convert it first")
     if Path(path).suffix == ".onnx":
         if metadata_of(path).get("betwixt.version") == str(FORMAT):
-            return _with_floor(path, output, data, cache) if max_gap is None else _recapped(path, output, max_gap)
+            return _completed(path, output, data, cache) if max_gap is None else _recapped(path, output, max_gap)
         return _convert_model(path, output, bench_data)
     old = checkpoint.earlier(path)
     return checkpoint.convert(old, path, output, family_called(old.get("family", "rtn")))
@@ -161,16 +161,32 @@ def _convert_model(path, output, bench_data):
     return output
 
 
-def _with_floor(path, output, data, cache):
-    """A model file of this format with ``betwixt.floor`` measured on its data sets ``data``."""
+def _completed(path, output, data, cache):
+    """A model file of this format with what later exports write and it lacks, from its data sets ``data``:
+    ``betwixt.floor``, measured on them, and its skeleton's End Sites (where a quadruped's paws stand), theirs."""
     meta = metadata_of(path)
-    if "betwixt.floor" in meta:
+    skeleton = json.loads(meta["betwixt.skeleton"])
+    floor, sites = "betwixt.floor" not in meta, "end_sites" not in skeleton
+    if not floor and not sites:
         raise DataError(f"{path}: already a model file of format {FORMAT}; nothing to convert")
     if not data:
-        raise DataError(f"{path}: to add the floor its training data stood on, give that data with --data")
-    meta["betwixt.floor"] = floor_of(data, cache, json.loads(meta["betwixt.data"]))
-    return _rewritten(path, output, meta, f"The floor under its training data's feet, {meta['betwixt.floor']} "
-                      f"(betwixt.floor), added by `python -m training convert --data` at commit {source_commit()}.")
+        raise DataError(f"{path}: to add what its training data gives (its floor, its End Sites), give that data "
+                        "with --data")
+    notes = []
+    if floor:
+        meta["betwixt.floor"] = floor_of(data, cache, json.loads(meta["betwixt.data"]))
+        notes.append(f"The floor under its training data's feet, {meta['betwixt.floor']} (betwixt.floor)")
+    if sites:
+        theirs = load_sources(data, cache).skeleton
+        if list(theirs.names) != skeleton["names"]:
+            raise DataError(f"{path}: its skeleton is not the one of {data[0]}; give the data it was trained on")
+        skeleton["end_sites"] = theirs.to_json()["end_sites"]
+        meta["betwixt.skeleton"] = json.dumps(skeleton)
+        notes.append(f"its skeleton's {len(theirs.end_sites)} End Sites (betwixt.skeleton), where planting stands "
+                     "a quadruped's paws")
+    said = " and ".join(notes)
+    return _rewritten(path, output, meta, f"{said[0].upper()}{said[1:]}, added by `python -m training convert --data` "
+                      f"at commit {source_commit()}; the graph and weights are the file's own.")
 
 
 def _recapped(path, output, longest):

@@ -29,7 +29,7 @@ import numpy as np
 from .. import quat
 from ..aim import aimed, skeleton_bones
 from ..modelfile import Model, ModelError, Placement
-from ..motion import Motion, Skeleton
+from ..motion import Motion
 from ..transition import interpolation
 from .actions import ACTIONS, labels
 from .features import (BONE_DIM, CURRENT, FORWARD, OUT_SAMPLE_DIM, SAMPLE_DIM, SITE, SPEED_HORIZON, UP, bones_of,
@@ -96,9 +96,8 @@ class MANNModel(Model):
         self.tau = float(tau)
         try:
             lay = file.json("betwixt.layout")
-            sk = file.json("betwixt.skeleton")
-            sites = tuple((int(j), np.asarray(o, dtype=np.float64)) for j, o in sk["end_sites"])
-            self.skeleton = Skeleton(sk["names"], sk["parents"], sk["offsets"], end_sites=sites)
+            if not self.skeleton.end_sites:   # the paws' bones: a file without them is an older export's
+                raise KeyError("end_sites")
             self.actions = tuple(lay["actions"])
             self.units_per_metre = float(lay["units_per_metre"])
             self.x_mean = file.normalisation["x_mean"].astype(np.float64)

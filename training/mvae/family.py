@@ -84,8 +84,7 @@ class MVAEFamily(Family):
         meta = {"data": [data.source], "data_files": train.files, "subjects": chosen.subjects,
                 "held_out": list(chosen.held_out),
                 "fps": float(data.fps), "layout": train.layout,
-                "skeleton": {"names": list(sk.names), "parents": [int(p) for p in sk.parents],
-                             "offsets": sk.offsets.tolist()},
+                "skeleton": sk.to_json(),
                 "reflections": None if train.reflections is None else train.reflections.tolist(),
                 "frames": {"train": len(train.poses), "validation": len(validation.poses)}}
         return train, validation, meta

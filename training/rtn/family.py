@@ -95,8 +95,7 @@ class RTNFamily(Family):
                 "held_out": list(chosen.held_out),
                 "fps": float(data.fps),
                 "layout": train.layout.to_json(),
-                "skeleton": {"names": list(sk.names), "parents": [int(p) for p in sk.parents],
-                             "offsets": sk.offsets.tolist()},
+                "skeleton": sk.to_json(),
                 "reflections": None if train.reflections is None else train.reflections.tolist()}
         return train, validation, meta
 
