@@ -2,7 +2,6 @@
 
 import functools
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -136,6 +135,16 @@ def test_a_shipped_model_knows_the_floor_its_data_stood_on(shipped, mocap, tmp_p
     assert open_model(before).floor == 0.0
     convert(before, tmp_path / "after.onnx", data=[str(mocap / s) for s in data["source"].split(" + ")], cache=tmp_path)
     assert open_model(tmp_path / "after.onnx").floor == model.floor
+
+
+def test_the_shipped_dog_models_know_where_its_paws_stand():
+    """Planting stands a quadruped's paws on the End Sites below its feet (inference/contacts.py); the dog's
+    in-betweener kept none, and its fills were planted as a person's feet."""
+    from inference.anatomy import legs
+    from inference.modelfile import MODELS
+    for name in ("rtn-dog", "mann-dog"):
+        paws = [leg.paw for leg in legs(open_model(MODELS / f"{name}.onnx").skeleton)]
+        assert len(paws) == 4 and all(len(p) == 3 and np.linalg.norm(p) > 5.0 for p in paws), name
 
 
 def test_the_shipped_motion_vae_card_carries_its_measurements():
