@@ -171,7 +171,7 @@ def main(argv=None):
     if args.model:
         bpy.context.preferences.addons["betwixt"].preferences.rtn_file = str(args.model.resolve())
     # as in the user interface, where the Betwixt panel loads the model when it first draws
-    from betwixt.addon.preferences import load_model
+    from betwixt.addon.preferences import load_model, model_for
     start = time.perf_counter()
     model = load_model(bpy.context)
     load_seconds = time.perf_counter() - start
@@ -188,6 +188,7 @@ def main(argv=None):
         for k in fc.keyframe_points:
             k.select_control_point = k.co[0] in (a, b)
     bezier_pos = world_positions(filled, gap_frames)
+    model_for(bpy.context, filled)   # the panel draws with the armature active: it loads every kind's model
     fill_seconds = run(bpy.ops.betwixt.fill_gaps, filled)
     fill_pos = world_positions(filled, gap_frames)
     save(filled, out, "fill-gaps")
