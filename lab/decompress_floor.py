@@ -9,8 +9,6 @@ floating it reads the capture's own boxes as the ground they are, so a fill stan
 one walking a box's height above the floor between boxes is.
 """
 
-import numpy as np
-
 from inference.contacts import plant
 from inference.edit import superres
 from inference.inbetween import sparse_keys
@@ -28,7 +26,6 @@ def measure(model, clips, every):
     """``{"capture", "raw", "planted"}``: pooled :func:`.floor_metrics.row` s, and ``aloft`` (:func:`aloft`)
     for the fills, over ``clips`` (Motions of ``model``'s skeleton) Decompressed from a key every ``every``
     frames; each clip's grounds, size and upright frames the capture's, its keys' neighbourhoods measured."""
-    feet = None
     rows = {"capture": [], "raw": [], "planted": []}
     counts = {"raw": [0, 0], "planted": [0, 0]}
     for clip in clips:

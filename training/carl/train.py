@@ -85,17 +85,6 @@ def add_arguments(parser):
     parser.add_argument("--seed", type=whole(0, 2**32 - 1, "a seed is a whole number from 0"), default=0)
 
 
-def skeleton_state(skeleton):
-    """A skeleton as plain values, for the checkpoint."""
-    return {"names": list(skeleton.names), "parents": skeleton.parents.tolist(), "offsets": skeleton.offsets.tolist(),
-            "end_sites": [[int(j), np.asarray(o).tolist()] for j, o in skeleton.end_sites]}
-
-
-def skeleton_of(state):
-    return Skeleton(state["names"], state["parents"], state["offsets"],
-                    end_sites=tuple((j, np.array(o)) for j, o in state["end_sites"]))
-
-
 def train(args, argv):
     """Train as ``args`` say; ``argv``, the command line as typed, goes into the run's record."""
     torch.set_num_threads(args.threads)
@@ -113,7 +102,7 @@ def train(args, argv):
     rotations = np.concatenate([m.rotations for m, _ in clips])
     if state:
         saved = state["body"]
-        skeleton = skeleton_of(saved["skeleton"])
+        skeleton = Skeleton.from_json(saved["skeleton"])
         # a checkpoint from before the paws had soles resumes on soled paws
         paw_soles = saved["soles"].numpy() if "soles" in saved else soles(skeleton, rotations)
         body = build(skeleton, saved["natural"].numpy(), saved["limits"].numpy(), saved["scale"], paw_soles)
@@ -153,7 +142,7 @@ def train(args, argv):
         checkpoint.save({"format": checkpoint.FORMAT, "family": FAMILY, "step": step, "config": config,
                          "meta": meta, "history": history, "policy": policy.state_dict(),
                          "value": value.net.state_dict(), "optimiser": optimiser.state_dict(),
-                         "body": {"skeleton": skeleton_state(body.skeleton), "natural": torch.as_tensor(body.natural),
+                         "body": {"skeleton": body.skeleton.to_json(), "natural": torch.as_tensor(body.natural),
                                   "limits": torch.as_tensor(body.limits), "scale": body.scale,
                                   "soles": torch.as_tensor(body.soles)}}, path)
         (out / "history.json").write_text(json.dumps(history) + "\n")
