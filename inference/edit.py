@@ -18,7 +18,7 @@ import numpy as np
 from . import quat
 from .ends import ends
 from .errors import BetwixtError
-from .inbetween import between_keys, fill_gaps, fill_order, gap_in, on_model_floor, sparse_keys
+from .inbetween import between_keys, context, fill_gaps, fill_rounds, gap_in, on_model_floor, readable, sparse_keys
 from .modelfile import ModelError
 from .motion import AXES
 from .transition import key_rates
@@ -120,16 +120,23 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, m
     if abs(ratio - 1.0) < SAME_RATE:   # one pass over the motion, not a copy of it per gap
         return fill_gaps(model, motion, [(a - first, b - first) for a, b in gaps], progress=step,
                          momentum=momentum, **kwargs)
-    # as fill_gaps does: gaps blind to the frames after their end key are filled again (fill_order)
-    order = fill_order(gaps, margins(model, ratio)[1])
+    # as fill_gaps does (fill_rounds), gap after gap, each round reading the motion as the round began
+    margin = margins(model, ratio)[1]
+    rounds = fill_rounds(gaps, margin)
+    known = readable([(a - first, b - first) for a, b in gaps], rounds, motion.n_frames)
     generated = {f for a, b in gaps for f in range(a + 1, b)}
-    for done, (i, after) in enumerate(order, 1):
-        rates = _rates(model, motion, first, gaps, i, ratio)
-        a, b = gaps[i]
-        beyond = (a > first and a - 1 not in generated, b + 1 not in generated)   # as fill_gaps finds them
-        motion = _fill_resampled(model, motion, first, a, b, ratio, after, rates, beyond=[beyond],
-                                 momentum=None if momentum is None else [momentum[i]], **kwargs)
-        step(done, len(order))
+    total, done = sum(map(len, rounds)), 0
+    for r, members in enumerate(rounds):
+        seen = motion
+        for i in members:
+            a, b = gaps[i]
+            before, after = context(known[r], a - first, b - first, margin, margin)
+            beyond = (a > first and a - 1 not in generated, b + 1 not in generated)   # as fill_gaps finds them
+            motion = _fill_resampled(model, seen, motion, first, a, b, ratio, before, after,
+                                     _rates(model, seen, first, gaps, i, ratio), beyond=[beyond],
+                                     momentum=None if momentum is None else [momentum[i]], **kwargs)
+            done += 1
+            step(done, total)
     return motion
 
 
@@ -186,24 +193,29 @@ def _rates(model, motion, first, gaps, i, ratio):
     return key_rates(motion.positions[:, model.layout.trajectory], np.asarray(keys) - first) * step
 
 
-def _fill_resampled(model, motion, first, a, b, ratio, after, rates=None, **kwargs):
-    """One gap at the model's frame rate; ``after``: how many scene frames after key ``b`` are the
-    user's (see :func:`.inbetween.frames_after`); ``rates``: the root's velocities at its keys (:func:`_rates`);
-    ``kwargs`` to :func:`.inbetween.fill_gaps` (``beyond``) and the model."""
-    span, n = _at_model_rate(model, motion, first, a, b, ratio, after)
+def _fill_resampled(model, motion, into, first, a, b, ratio, before, after, rates=None, **kwargs):
+    """``into`` with one gap of ``motion`` filled at the model's frame rate; ``before``, ``after``: how many
+    scene frames up to key ``a`` and after key ``b`` it may read (:func:`.inbetween.context`); ``rates``: the
+    root's velocities at its keys (:func:`_rates`); ``kwargs`` to :func:`.inbetween.fill_gaps` (``beyond``)
+    and the model."""
+    span, n = _at_model_rate(model, motion, first, a, b, ratio, after, before)
     filled = fill_gaps(model, span, [(model.past - 1, model.past - 1 + n)], rates=[rates], **kwargs)
-    return _put_back(motion, first, a, b, filled, n, model.past)
+    return _put_back(into, first, a, b, filled, n, model.past)
 
 
-def _at_model_rate(model, motion, first, a, b, ratio, after):
+def _at_model_rate(model, motion, first, a, b, ratio, after, before=None):
     """``(span, n)``: the gap from scene frame ``a`` to ``b`` of ``motion`` sampled at the model's rate, in
-    ``n`` model frames (:func:`model_frames`): the past context and key ``a`` (rows 0 to past - 1), the
-    gap, key ``b`` and up to ``after`` scene frames after it (model frames: at most ``past``)."""
+    ``n`` model frames (:func:`model_frames`): the past context and key ``a`` (rows 0 to past - 1; where
+    only ``before`` scene frames up to the key may be read, the earliest of them repeated, as the runtime
+    pads a short context), the gap, key ``b`` and up to ``after`` scene frames after it (model frames: at
+    most ``past``)."""
     n = model_frames(a, b, ratio)
     step = (b - a) / n
     past = model.past
     after = min(past, int(min(after, motion.n_frames - 1 - (b - first)) / step + 1e-9))   # model frames, in the motion
     times = a - first + step * np.arange(-(past - 1), n + 1 + after)   # context, gap, target, the frames after
+    if before is not None:
+        times = np.maximum(times, a - first - (before - 1))
     return sample(motion, times), n
 
 

@@ -16,7 +16,10 @@ from .guard import ground
 from .inplace import treadmill
 from .modelfile import ModelError
 from .motion import AXES, forward_kinematics
-from .transition import Gap, held, key_rates, toward_spline
+from .transition import Gap, held, key_rates, stacked, toward_spline
+
+BATCH = 16   # gaps a network call at most: past a few it is compute-bound; Esc and progress are heard between
+BLOCK = 32   # gaps of a chain filled in order before it is cut into blocks filled side by side
 
 
 def check_keys(motion, start, end):
@@ -40,22 +43,61 @@ def gap_in(motion, start, end, past, after=None):
                end - start - 1, *after)
 
 
-def frames_after(gaps, most):
-    """Per ``(start, end)`` gap, how many frames after its end key are the user's, up to ``most``:
-    those before the first that one of ``gaps`` generates, as where gaps follow one another
-    (superres, Blender's Decompress: none), since a frame about to be replaced says nothing of the
-    motion through the key."""
-    generated = {f for start, end in gaps for f in range(start + 1, end)}
-    return [next((k for k in range(most) if end + 1 + k in generated), most) for _, end in gaps]
+def fill_rounds(gaps, most, passes=2, block=None):
+    """The rounds in which ``gaps`` (sorted ``(start, end)`` key pairs) are filled: lists of gap indices,
+    the gaps of a round filled in one batch, each reading only frames that are the user's or were made in
+    an earlier round (:func:`readable`).
+
+    Gaps near enough to read each other's frames (fewer than ``most`` between them: one gap's past context
+    or frames after its key reach into the other) form chains, as Decompress's do, and a chain is filled
+    in order, each gap reading the frames made before it (Harvey & Pal 2018, §7.4). A long chain is cut into
+    blocks of at least ``block`` gaps (default :data:`BLOCK`), at most :data:`BATCH` blocks, filled side by
+    side: round ``k`` holds the ``k``-th gap of every block, and only a block's first gap starts from its
+    key alone. A gap that read less than it could, because frames beside it were still to be made (the
+    frames after its end key in a chain; before a block's first gap), is filled again in a second pass
+    (``passes=2``), in the same rounds, reading what the first pass made, so that the motion runs through
+    its keys rather than snapping onto them."""
+    block = BLOCK if block is None else block
+    chains = []
+    for i in range(len(gaps)):
+        if i and gaps[i][0] - gaps[i - 1][1] < most:
+            chains[-1].append(i)
+        else:
+            chains.append([i])
+    pieces = []
+    for chain in chains:
+        length = max(block, -(-len(chain) // BATCH))
+        pieces += [chain[k:k + length] for k in range(0, len(chain), length)]
+    rounds = [[piece[k] for piece in pieces if k < len(piece)] for k in range(max(map(len, pieces), default=0))]
+    if passes < 2:
+        return rounds
+    n_frames = max((end for _, end in gaps), default=0) + most + 1
+    known, everything = readable(gaps, rounds, n_frames), np.ones(n_frames + 1, dtype=bool)
+    short = {i for r, members in enumerate(rounds) for i in members
+             if context(known[r], *gaps[i], most, most) != context(everything, *gaps[i], most, most)}
+    return rounds + [again for again in ([i for i in members if i in short] for members in rounds) if again]
 
 
-def fill_order(gaps, most, passes=2):
-    """``(gap index, frames after its end key to read)`` in the order gaps are filled: every gap,
-    reading the user's frames after its key (:func:`frames_after`, up to ``most``); then, with
-    ``passes=2``, again each gap that had fewer, reading ``most`` frames of the first pass."""
-    known = frames_after(gaps, most)
-    again = [(i, most) for i, after in enumerate(known) if after < most] if passes > 1 else []
-    return list(enumerate(known)) + again
+def readable(gaps, rounds, n_frames):
+    """(rounds, n_frames + 1) bool: the frames a gap of each of ``rounds`` reads, the user's and those
+    made in an earlier round (the extra last frame, past the motion, is never readable)."""
+    made = np.full(n_frames + 1, len(rounds))   # the round that first makes each frame
+    made[:n_frames] = -1
+    for r in reversed(range(len(rounds))):
+        for i in rounds[r]:
+            start, end = gaps[i]
+            made[start + 1:end] = r
+    return made[None] < np.arange(len(rounds))[:, None]
+
+
+def context(known, start, end, past, most):
+    """``(before, after)``: how many frames of a gap's context it reads, given ``known`` (readable frames,
+    :func:`readable`): up to ``past`` ending at key ``start`` (at least the key) and up to ``most`` after
+    key ``end``, each up to the first frame it may not read."""
+    back = known[max(0, start + 1 - past):start + 1][::-1]
+    ahead = known[end + 1:end + 1 + most]
+    return (int(np.argmin(back)) if not back.all() else len(back)), \
+        (int(np.argmin(ahead)) if not ahead.all() else len(ahead))
 
 
 def between_keys(gaps, i):
@@ -68,15 +110,13 @@ def between_keys(gaps, i):
 
 
 def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, rates=None, beyond=None, **kwargs):
-    """``motion`` with the frames strictly inside each ``(start, end)`` key pair generated, in order,
-    each gap's past context taken from the frames generated before it (Harvey & Pal 2018, §7.4).
-
-    A gap reads the frames after its end key that are the user's (:func:`frames_after`). Where gaps
-    follow one another (Decompress), none are: the first pass fills each gap blind to how the motion
-    goes on through its end key, and a second pass (``passes=2``) fills those gaps again, reading
-    the first pass's frames after the key, so that the motion runs through the key rather than
-    snapping onto it. ``progress(done, total)`` is called after each gap filled (it may raise to
-    stop the work).
+    """``motion`` with the frames strictly inside each ``(start, end)`` key pair generated, in the rounds of
+    :func:`fill_rounds`: a gap's past context is taken from the frames generated before it (Harvey & Pal
+    2018, §7.4), and where gaps follow one another (Decompress), a gap first filled blind to how the motion
+    goes on through its end key is filled again (``passes=2``) reading the first pass's frames after it, so
+    that the motion runs through the key rather than snapping onto it. The gaps of a round are filled in
+    batches of :data:`BATCH`; ``progress(done, total)`` is called after each batch (it may raise to stop
+    the work).
 
     Where the frames on both sides of a gap's keys are the user's (Fill Gaps, not Decompress's
     generated ones), a plain fill's root path on the ground (not a hold's) leans ``model.spline`` of the
@@ -110,22 +150,29 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, rates
     if shift is not None:
         out.positions[:, 0] += shift
     out = replace(out, rotations=motion.rotations.copy())
-    order = fill_order(gaps, model.past, passes)
+    rounds = fill_rounds(gaps, model.past, passes)
+    known = readable(gaps, rounds, motion.n_frames)
     generated = np.zeros(motion.n_frames + 1, dtype=bool)
     for start, end in gaps:
         generated[start + 1:end] = True
-    for done, (i, after) in enumerate(order, 1):
-        start, end = gaps[i]
-        gap = gap_in(out, start, end, model.past, after)
-        rot, pos = model.fill(gap, **kwargs)
-        pos = _leaned(model, out, gaps, i, gap, pos, generated, momentum, kwargs.get("variation"),
-                      None if rates is None else rates[i])
-        known = (start > 0 and not generated[start - 1], not generated[end + 1]) if beyond is None else beyond[i]
-        keyed = momentum is None or momentum[i]   # else the frames beyond are a curve's guess between keys
-        rot, pos = ends(gap, rot, pos, model.layout, keyed and known[0], keyed and known[1])
-        out.rotations[start + 1:end], out.positions[start + 1:end] = rot[0], pos[0]
-        if progress is not None:
-            progress(done, len(order))
+    total, done = sum(map(len, rounds)), 0
+    for r, members in enumerate(rounds):
+        made = []   # written when the round ends: its gaps read the motion as the round began
+        for batch in (members[k:k + BATCH] for k in range(0, len(members), BATCH)):
+            cuts = [gap_in(out, *gaps[i], *context(known[r], *gaps[i], model.past, model.past)) for i in batch]
+            for i, gap, (rot, pos) in zip(batch, cuts, _filled(model, cuts, kwargs)):
+                start, end = gaps[i]
+                pos = _leaned(model, out, gaps, i, gap, pos, generated, momentum, kwargs.get("variation"),
+                              None if rates is None else rates[i])
+                users = (start > 0 and not generated[start - 1], not generated[end + 1]) if beyond is None \
+                    else beyond[i]
+                keyed = momentum is None or momentum[i]   # else the frames beyond are a curve's guess between keys
+                made.append((start, end, *ends(gap, rot, pos, model.layout, keyed and users[0], keyed and users[1])))
+            done += len(batch)
+            if progress is not None:
+                progress(done, total)
+        for start, end, rot, pos in made:
+            out.rotations[start + 1:end], out.positions[start + 1:end] = rot[0], pos[0]
     positions = motion.positions.copy()   # the user's frames as they were, bit for bit
     for start, end in gaps:
         positions[start + 1:end] = out.positions[start + 1:end]
@@ -133,6 +180,20 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, rates
         if shift is not None:
             positions[start + 1:end, 0] -= shift[start + 1:end]
     return replace(out, rotations=quat.unroll(out.rotations), positions=positions)
+
+
+def _filled(model, cuts, options):
+    """``model.fill`` of each one-gap ``cuts`` as ``[(rotations, positions), ...]``: the cuts of one shape
+    (length, frames before and after) in one batch."""
+    shape = lambda gap: (gap.length, gap.past_rotations.shape[1],                      # noqa: E731
+                         0 if gap.after_rotations is None else gap.after_rotations.shape[1])
+    out = [None] * len(cuts)
+    for key in dict.fromkeys(map(shape, cuts)):
+        group = [k for k, gap in enumerate(cuts) if shape(gap) == key]
+        rot, pos = model.fill(stacked([cuts[k] for k in group]), **options)
+        for row, k in enumerate(group):
+            out[k] = rot[row:row + 1], pos[row:row + 1]
+    return out
 
 
 def _leaned(model, motion, gaps, i, gap, positions, generated, momentum, variation, rates=None):

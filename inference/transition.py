@@ -6,7 +6,7 @@ translations ``(B, n, J, 3)``. The benchmark, the command line and the Blender o
 this one interface, so a learned model sits beside the baselines with nothing else to adapt.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -43,6 +43,16 @@ class Gap:
     def after(self):
         """The frame after the target key as a ``(rotations, positions)`` pair, or None."""
         return None if self.after_rotations is None else (self.after_rotations[:, 0], self.after_positions[:, 0])
+
+
+def stacked(gaps):
+    """Gaps of one length, context and frames after as one batch, in order (a single gap as it is: no copy
+    on a fill's path)."""
+    if len(gaps) == 1:
+        return gaps[0]
+    arrays = [f.name for f in fields(Gap) if f.name not in ("skeleton", "length")]
+    return replace(gaps[0], **{name: None if getattr(gaps[0], name) is None else
+                               np.concatenate([getattr(g, name) for g in gaps]) for name in arrays})
 
 
 def held(gap, height, degrees=0.5, share=1e-3):

@@ -17,7 +17,7 @@ from ..features import Layout, canonical_frame, decode_features, frame_features,
 from ..mirror import mirror_map, reflect, reflection, world_reflection
 from ..modelfile import Model, ModelError
 from ..motion import AXES
-from ..transition import Gap, held
+from ..transition import Gap, held, stacked
 from .blends import end_blend, end_ramp, start_blend, start_ramp, target_blend, target_ramp
 
 # Degrees by which two fills of a gap (mirror image, backwards) may differ (see _average): averaged
@@ -37,8 +37,6 @@ SPLINE = 0.75
 # spline's tangents come from the keys either side: on motion the network never saw it keeps the root
 # nearer Bezier's path, on LaFAN1's test subject it costs little (docs/experiments.md).
 KEY_SPLINE = 0.25
-_GAP_ARRAYS = ("past_rotations", "past_positions", "target_rotations", "target_positions", "after_rotations",
-               "after_positions")
 
 
 class RTNModel(Model):
@@ -116,7 +114,7 @@ class RTNModel(Model):
             noise = np.random.default_rng(seed).standard_normal(rows) if variation else np.zeros(rows)
         noise = variation * np.asarray(noise)
         views = self._views(gap)
-        rotations, positions = (self._generate(_stacked([views[0][0]] * copies), noise, blend) if len(views) == 1
+        rotations, positions = (self._generate(stacked([views[0][0]] * copies), noise, blend) if len(views) == 1
                                 else self._averaged(gap, views, copies, noise, blend))
         last = np.concatenate([gap.past_rotations[:, -1:]] * copies)
         if not variation:   # a plain fill of a hold holds (variants of it still vary)
@@ -154,7 +152,7 @@ class RTNModel(Model):
         plain fills run once however many copies: K variants of B gaps are a batch of (K + V) B for
         V views."""
         b, varied = gap.batch, bool(np.any(noise))
-        rot, pos = self._generate(_stacked([g for g, _, _ in views] + [views[0][0]] * (copies if varied else 0)),
+        rot, pos = self._generate(stacked([g for g, _, _ in views] + [views[0][0]] * (copies if varied else 0)),
                                   np.concatenate([np.zeros((len(views) * b, self.noise_dim))] + [noise] * varied),
                                   blend)
         trajectory = self.layout.trajectory
@@ -222,14 +220,6 @@ class RTNModel(Model):
         pad = self.past - have
         return (np.concatenate([np.repeat(rotations[:, :1], pad, axis=1), rotations], axis=1),
                 np.concatenate([np.repeat(positions[:, :1], pad, axis=1), positions], axis=1))
-
-
-def _stacked(gaps):
-    """Gaps of one length as one batch, in order (a single gap as it is: no copy on a fill's path)."""
-    if len(gaps) == 1:
-        return gaps[0]
-    return replace(gaps[0], **{name: None if getattr(gaps[0], name) is None else
-                               np.concatenate([getattr(g, name) for g in gaps]) for name in _GAP_ARRAYS})
 
 
 def _backwards(gap):
