@@ -10,6 +10,9 @@ Actions are Blender 4.4+'s layered, slotted ones (the channelbag of the armature
 legacy actions of 4.2 and 4.3 (``action.fcurves``): :class:`Channels` hides which.
 """
 
+import functools
+from collections.abc import Mapping
+
 import bpy
 import numpy as np
 
@@ -203,10 +206,10 @@ def _channel(channels, bone, prop, count, current, frames):
 
 def key_frames(channels, bone_names, selected=False):
     """Sorted whole frames holding a key (a selected one, if ``selected``) on the named bones' curves."""
-    found = [np.empty(0)]
+    found = [np.empty(0, np.float32)]
     for fc in channels.bone_curves(bone_names):
         points = fc.keyframe_points
-        co = np.empty(2 * len(points))
+        co = np.empty(2 * len(points), np.float32)   # Blender's own type: read a third as long as into doubles
         points.foreach_get("co", co)
         frames = co[0::2]
         if selected:
@@ -217,32 +220,95 @@ def key_frames(channels, bone_names, selected=False):
     return np.unique(np.round(np.concatenate(found)).astype(np.int64)).tolist()
 
 
+@functools.cache
 def _enum(prop, identifier):
     return bpy.types.Keyframe.bl_rna.properties[prop].enum_items[identifier].value
 
 
+class Points(Mapping):
+    """Every property of a curve's keyframes (``keyframe_points.foreach_get``'s arrays by name), held in one
+    array per kind of property, (properties, keys, width): two floats, an enum, a scalar, a flag. Merging
+    keys is then a gather per kind rather than per property, and curves alike (:meth:`stacked`) merge as one.
+    """
+
+    KINDS = ((POINT_FLOATS, np.float32, 2), (POINT_ENUMS, np.int32, 1), (POINT_SCALARS, np.float32, 1),
+             (POINT_BOOLS, bool, 1))
+    WHERE = {name: (k, row) for k, (names, *_) in enumerate(KINDS) for row, name in enumerate(names)}
+
+    def __init__(self, blocks):
+        self.blocks = blocks
+
+    @classmethod
+    def empty(cls, n):
+        return cls([np.empty((len(names), n, width), dtype) for names, dtype, width in cls.KINDS])
+
+    @classmethod
+    def read(cls, fc):
+        points = fc.keyframe_points
+        out = cls.empty(len(points))
+        for (names, *_), block in zip(cls.KINDS, out.blocks):
+            for name, row in zip(names, block):
+                points.foreach_get(name, row.reshape(-1))
+        return out
+
+    @classmethod
+    def of(cls, data):
+        """``data`` (a mapping of the properties' flat arrays) as Points."""
+        if isinstance(data, Points):
+            return data
+        n = len(data["type"])
+        return cls([np.stack([np.asarray(data[name], dtype).reshape(n, width) for name in names])
+                    for names, dtype, width in cls.KINDS])
+
+    @classmethod
+    def stacked(cls, many):
+        return cls([np.stack(blocks) for blocks in zip(*(p.blocks for p in many))])
+
+    def __getitem__(self, name):
+        kind, row = self.WHERE[name]
+        return self.blocks[kind][..., row, :, :].reshape(*self.blocks[kind].shape[:-3], -1)
+
+    def __iter__(self):
+        return iter(self.WHERE)
+
+    def __len__(self):
+        return len(self.WHERE)
+
+    @property
+    def count(self):
+        return self.blocks[0].shape[-2]
+
+    def joined(self, other, take):
+        """These keys and ``other``'s after them (its arrays broadcast to these curves), in the order ``take``
+        (indices into both)."""
+        both = (np.concatenate([a, np.broadcast_to(b, a.shape[:-2] + b.shape[-2:])], axis=-2)
+                for a, b in zip(self.blocks, other.blocks))
+        return Points([block.take(take, axis=-2) for block in both])   # take: a C-ordered copy, as foreach wants
+
+    def curve(self, i):
+        """The ``i``-th curve of stacked Points."""
+        return Points([block[i] for block in self.blocks])
+
+
 def read_points(fc):
-    """All of a curve's keyframe data as arrays, enough to rebuild it exactly."""
-    points = fc.keyframe_points
-    n = len(points)
-    data = {}
-    for name in POINT_FLOATS:
-        data[name] = np.empty(2 * n, dtype=np.float32)
-    for name in POINT_ENUMS:
-        data[name] = np.empty(n, dtype=np.int32)
-    for name in POINT_SCALARS:
-        data[name] = np.empty(n, dtype=np.float32)
-    for name in POINT_BOOLS:
-        data[name] = np.empty(n, dtype=bool)
-    for name, array in data.items():
-        points.foreach_get(name, array)
-    return data
+    """All of a curve's keyframe data as arrays by property, enough to rebuild it exactly."""
+    return dict(Points.read(fc).items())
+
+
+@functools.cache
+def _added_enums():
+    """The enums of a key that ``keyframe_points.add`` makes (Bézier, auto clamped handles, a keyframe, automatic
+    easing; it is selected too): a property that holds them on every key need not be written."""
+    added = ("BEZIER", "AUTO_CLAMPED", "AUTO_CLAMPED", "KEYFRAME", "AUTO")
+    return np.array([_enum(name, value) for name, value in zip(POINT_ENUMS, added)], np.int32)[:, None, None]
 
 
 def write_points(fc, data):
-    """Replace a curve's keyframes with ``data`` (as :func:`read_points` gives), in one bulk write."""
+    """Replace a curve's keyframes with ``data`` (:class:`Points`, or a mapping of the same arrays), in one bulk
+    write: a property that holds on every key what Blender gives a new key is left as it gives it."""
+    data = Points.of(data)
     points = fc.keyframe_points
-    n = len(data["type"])
+    n = data.count
     if hasattr(points, "clear"):
         points.clear()
     else:
@@ -250,8 +316,13 @@ def write_points(fc, data):
             points.remove(points[-1], fast=True)
     if n:
         points.add(n)
-        for name, array in data.items():
-            points.foreach_set(name, array)
+        _, enums, _, flags = data.blocks
+        written = (np.ones(len(POINT_FLOATS), bool), ~(enums == _added_enums()).all(axis=(1, 2)),
+                   np.ones(len(POINT_SCALARS), bool), ~flags.all(axis=(1, 2)))   # added keys are selected
+        for (names, *_), block, write in zip(Points.KINDS, data.blocks, written):
+            for name, row, w in zip(names, block, write):
+                if w:
+                    points.foreach_set(name, np.ascontiguousarray(row).reshape(-1))   # else one item at a time
     fc.update()
 
 
@@ -267,7 +338,7 @@ class Snapshot:
         key = (path, index)
         fc = self.channels.find(path, index)
         if fc is not None and key not in self.saved and key not in self.created:
-            self.saved[key] = read_points(fc)
+            self.saved[key] = Points.read(fc)
         return fc
 
     def created_curve(self, path, index):
@@ -319,24 +390,28 @@ def _handle_sides(at, gaps, frames):
 
 
 def _outer_handles_kept(points, sides):
-    """Keys of ``sides`` (:func:`_handle_sides`, their indices into ``points``, read_points' arrays, changed in
-    place) keeping the handle that faces away from the gap where it was automatic: new keys beside a key
-    move its automatic handles, and with them the curve outside the gap. Both handles are freed (Blender
-    realigns a free handle to an automatic one), the inner one pointing the way the outer one does, a
-    third of the way to the nearest new key."""
+    """Keys of ``sides`` (:func:`_handle_sides`, their indices into the keys of ``points``, stacked
+    :class:`Points`, changed in place) keeping the handle that faces away from the gap where it was automatic:
+    new keys beside a key move its automatic handles, and with them the curve outside the gap. Both handles
+    are freed (Blender realigns a free handle to an automatic one), the inner one pointing the way the outer
+    one does, a third of the way to the nearest new key. The sides in turn, every curve at once: a key
+    between two gaps is freed by the first."""
     automatic = [_enum("handle_left_type", t) for t in ("AUTO", "AUTO_CLAMPED")]
     free = _enum("handle_left_type", "FREE")
-    co = points["co"].reshape(-1, 2)
+    floats, enums = points.blocks[0], points.blocks[1]   # (curves, properties, keys, width)
     for outer, inner, keys, nearest in sides:
-        kind = points[f"handle_{outer}_type"][keys]
-        found = (kind == automatic[0]) | (kind == automatic[1])   # a key freed already stays
-        keys, nearest = keys[found], nearest[found]
-        keep = points[f"handle_{outer}"].reshape(-1, 2)[keys] - co[keys]
+        handle, facing = POINT_FLOATS.index(f"handle_{outer}"), POINT_FLOATS.index(f"handle_{inner}")
+        kind, other = POINT_ENUMS.index(f"handle_{outer}_type"), POINT_ENUMS.index(f"handle_{inner}_type")
+        found = enums[:, kind, keys, 0]
+        curve, at = np.nonzero((found == automatic[0]) | (found == automatic[1]))   # a key freed already stays
+        keys, nearest = keys[at], nearest[at]
+        co = floats[curve, 0, keys]
+        keep = floats[curve, handle, keys] - co
         flat = np.abs(keep[:, 0]) < 1e-6   # a handle of no length: flat
         keep[flat] = [1.0 if outer == "right" else -1.0, 0.0]
-        points[f"handle_{inner}"].reshape(-1, 2)[keys] = co[keys] - keep / np.abs(keep[:, :1]) * nearest[:, None] / 3
-        points[f"handle_{outer}_type"][keys] = free
-        points[f"handle_{inner}_type"][keys] = free
+        floats[curve, facing, keys] = co - keep / np.abs(keep[:, :1]) * nearest[:, None] / 3
+        enums[curve, kind, keys, 0] = free
+        enums[curve, other, keys, 0] = free
 
 
 def _among(values, frames):
@@ -357,7 +432,7 @@ class Merges:
 
     def __init__(self, gaps, style):
         self.gaps, self.style = gaps, style
-        self._plans, self._fresh = {}, {}
+        self._plans = {}
 
     def plan(self, at, frames):
         """``(take, sides)`` for a curve with keys at ``at`` and new keys at ``frames``: the merged keys, in
@@ -379,38 +454,42 @@ class Merges:
             self._plans[key] = take, sides
         return self._plans[key]
 
-    def fresh(self, n):
-        """The new keys' properties but their place: the style's, unselected."""
-        if n not in self._fresh:
-            s = self.style
-            enums = dict(zip(POINT_ENUMS, (s.interpolation, s.handle, s.handle, s.type, s.easing)))
-            scalars = dict(zip(POINT_SCALARS, (1.70158, 0.8, 4.1)))   # Blender's own for new keys
-            self._fresh[n] = {**{k: np.full(n, v, np.int32) for k, v in enums.items()},
-                              **{k: np.full(n, v, np.float32) for k, v in scalars.items()},
-                              **{k: np.zeros(n, bool) for k in POINT_BOOLS}}
-        return self._fresh[n]
+    def fresh(self, frames, values):
+        """New keys at ``frames`` (n,) with ``values`` (curves, n), as stacked :class:`Points`: the style's,
+        unselected, their handles on them."""
+        s, n = self.style, len(frames)
+        co = np.empty((*values.shape, 2), np.float32)
+        co[..., 0], co[..., 1] = frames, values
+        alike = (np.array([s.interpolation, s.handle, s.handle, s.type, s.easing], np.int32),
+                 np.array([1.70158, 0.8, 4.1], np.float32),   # Blender's own for new keys
+                 np.zeros(len(POINT_BOOLS), bool))
+        return Points([np.broadcast_to(co[:, None], (len(values), len(POINT_FLOATS), n, 2)),
+                       *(np.broadcast_to(v[:, None, None], (len(v), n, 1)) for v in alike)])
 
-
-def replace_keys(fc, merges, frames, values, old=None):
-    """Keys at ``frames`` with ``values`` instead of every key strictly inside the gaps of ``merges`` (a
-    :class:`Merges`). ``old`` is the curve's :func:`read_points` when the caller has just read it (a
-    snapshot has)."""
-    old = read_points(fc) if old is None else old
-    frames = np.asarray(frames, np.float64)
-    take, sides = merges.plan(old["co"][0::2].astype(np.float64), frames)
-    co = np.stack([frames, values], -1).astype(np.float32)
-    new = {"co": co, "handle_left": co, "handle_right": co, **merges.fresh(len(frames))}
-    merged = {}
-    for name, array in old.items():
-        width = 2 if name in POINT_FLOATS else 1
-        merged[name] = np.concatenate([array.reshape(-1, width), new[name].reshape(-1, width)])[take].reshape(-1)
-    _outer_handles_kept(merged, sides)
-    write_points(fc, merged)
+    def merged(self, curves):
+        """Each of ``curves`` (frames (n,), values (n,), its keys as :class:`Points`) with the new keys in: its
+        Points, in their order. Curves with keys on the same frames and new keys on the same merge as one."""
+        alike = {}
+        for i, (frames, _, old) in enumerate(curves):
+            alike.setdefault((old["co"][0::2].tobytes(), np.asarray(frames, np.float64).tobytes()), []).append(i)
+        out = [None] * len(curves)
+        for members in alike.values():
+            frames, _, old = curves[members[0]]
+            frames = np.asarray(frames, np.float64)
+            take, sides = self.plan(old["co"][0::2].astype(np.float64), frames)
+            values = np.stack([curves[i][1] for i in members])
+            merged = Points.stacked([curves[i][2] for i in members]).joined(self.fresh(frames, values), take)
+            _outer_handles_kept(merged, sides)
+            for k, i in enumerate(members):
+                out[i] = merged.curve(k)
+        return out
 
 
 def write_bone_keys(channels, rig, edits, gaps, style, pin=False):
-    """Steps (:mod:`.steps`: a share after each curve) that write generated channels as keys, all or
-    nothing (closed half way, they put every curve back), and return the :class:`Snapshot` of before.
+    """Steps (:mod:`.steps`: a share after each curve read, then after each written) that write generated
+    channels as keys, all or nothing (closed half way, they put every curve back), and return the
+    :class:`Snapshot` of before. Every curve is read before any is written, and curves alike merge their keys
+    together (:meth:`Merges.merged`).
 
     ``edits``: (bone index, channel name ('rotation' or 'location'), frames (n,), values (n, c), ends) with
     values already in the bone's rotation mode; ``gaps``: the (a, b) key pairs whose inside is replaced.
@@ -419,7 +498,8 @@ def write_bone_keys(channels, rig, edits, gaps, style, pin=False):
     which the animator may have keyed elsewhere than on the gap's keys).
     """
     snapshot, merges = Snapshot(channels), Merges(gaps, style)
-    total, done = sum(values.shape[1] for *_, values, _ in edits), 0
+    total = sum(values.shape[1] for *_, values, _ in edits)
+    curves, written = [], []
     try:
         for b, channel, frames, values, ends in edits:
             name = rig.names[b]
@@ -431,17 +511,22 @@ def write_bone_keys(channels, rig, edits, gaps, style, pin=False):
                 if fc is None:
                     fc = channels.new(path, i, name)
                     snapshot.created_curve(path, i)
+                    old = Points.empty(0)
                     lacking = np.ones(len(ends[0]), dtype=bool)
                 else:
+                    old = Points.read(fc) if old is None else old
                     lacking = ~_among(ends[0], np.round(old["co"][0::2])) if pin else np.zeros(len(ends[0]), bool)
                 if lacking.any():
                     f = np.concatenate([frames, ends[0][lacking]])
                     v = np.concatenate([values[:, i], ends[1][lacking, i]])
                     order = np.argsort(f)
                     f, v = f[order], v[order]
-                replace_keys(fc, merges, f, v, old)
-                done += 1
-                yield done / total
+                curves.append((f, v, old))
+                written.append(fc)
+                yield len(curves) / (2 * total)
+        for done, (fc, points) in enumerate(zip(written, merges.merged(curves)), 1):
+            write_points(fc, points)
+            yield (total + done) / (2 * total)
     except BaseException:
         snapshot.restore()
         raise

@@ -365,14 +365,14 @@ def test_failures_change_nothing_and_say_what_to_do(addon, clip, tmp_path, monke
     for i in range(3):
         channels(obj).remove(toe, i)
     still = tuple(obj.pose.bones["LeftToe"].rotation_euler)
-    real, calls = pose_io.replace_keys, []
+    real, calls = pose_io.write_points, []
 
     def breaks(*args):
         calls.append(1)
         if len(calls) == 40:
             raise OSError("disk on fire")
         return real(*args)
-    monkeypatch.setattr(pose_io, "replace_keys", breaks)
+    monkeypatch.setattr(pose_io, "write_points", breaks)
     fails("disk on fire")
     monkeypatch.undo()
     assert channels(obj).find(toe, 0) is None
