@@ -18,7 +18,7 @@ from ..inference.motion import Motion
 from ..inference.chords import aimed
 from ..inference.twist import untwisted
 from . import controls, evaluated, mapping
-from .pose_io import Channels, active_armature, key_frames, read_rig, sample, world_matrix
+from .pose_io import Channels, KeyFrames, active_armature, key_frames, read_rig, sample, world_matrix
 from .preferences import model_for
 from .retarget import MappingError, rig_retargeting
 from .steps import drained
@@ -60,7 +60,8 @@ def scene_fps(scene):
 
 
 def read_plan(context, keys_from, serves="fill", kind=None):
-    """Read the active armature for the gaps that ``keys_from(channels, bone names)`` chooses, with the
+    """Read the active armature for the gaps that ``keys_from(keys)`` chooses (``keys``: the
+    :class:`.pose_io.KeyFrames` of the bones whose keys make gaps: :func:`keyed_bones`), with the
     model for its skeleton (of ``kind``, when given) that ``serves`` them (see :func:`.preferences.model_for`)."""
     return drained(read_plan_steps(context, keys_from, serves, kind))
 
@@ -72,8 +73,8 @@ def read_plan_steps(context, keys_from, serves="fill", kind=None):
     model = model_for(context, obj, serves, kind)
     rig, retarget, detected = read_retarget(obj, model)
     fps = scene_fps(context.scene)
-    bones = keyed_bones(obj, rig, retarget)
-    gaps = keys_from(channels, bones)
+    keys = KeyFrames(channels, keyed_bones(obj, rig, retarget))
+    gaps = keys_from(keys)
     if gaps and not edit.reaches(model, gaps, fps):
         model = model_for(context, obj, serves, kind, fits=lambda m: edit.reaches(m, gaps, fps))
         rig, retarget, detected = read_retarget(obj, model)
@@ -81,7 +82,7 @@ def read_plan_steps(context, keys_from, serves="fill", kind=None):
     edit.check_gaps(model, gaps, ratio)
     first, last = edit.window(model, gaps, fps)
     plan = yield from plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, np.arange(first, last + 1))
-    plan.momentum = edit.keyed_momentum(key_frames(channels, bones), gaps, ratio)
+    plan.momentum = edit.keyed_momentum(keys.all(), gaps, ratio)
     return plan
 
 
@@ -239,16 +240,16 @@ def reference_pose(model):
     return pose if pose.shape == (len(model.skeleton), 4) else None
 
 
-def selected_gaps(channels, bones):
-    keys = key_frames(channels, bones, selected=True)
+def selected_gaps(keys):
+    keys = keys.selected()
     if len(keys) < 2:
         raise BetwixtError("select the keys on both sides of each gap to fill (at least two keys on "
                            "the mapped bones), in the Dope Sheet or Graph Editor")
     return edit.gaps_between(keys)
 
 
-def all_gaps(channels, bones):
-    keys = key_frames(channels, bones)
+def all_gaps(keys):
+    keys = keys.all()
     if len(keys) < 2:
         raise BetwixtError("the mapped bones have fewer than two keys; key at least a first and a last pose")
     return edit.gaps_between(keys)

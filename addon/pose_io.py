@@ -204,20 +204,40 @@ def _channel(channels, bone, prop, count, current, frames):
     return out
 
 
+class KeyFrames:
+    """The whole frames holding a key on the named bones' curves, read once for both questions an operator
+    asks: where any key is, and where a selected one is (the selection read only when asked)."""
+
+    def __init__(self, channels, bone_names):
+        self.curves = channels.bone_curves(bone_names)
+        self.times = []
+        for fc in self.curves:
+            co = np.empty(2 * len(fc.keyframe_points), np.float32)   # Blender's type: a third of doubles' cost
+            fc.keyframe_points.foreach_get("co", co)
+            self.times.append(co[0::2])
+
+    def all(self):
+        """Sorted whole frames holding a key."""
+        return _whole(self.times)
+
+    def selected(self):
+        """Sorted whole frames holding a selected key."""
+        chosen = []
+        for fc, times in zip(self.curves, self.times):
+            picked = np.zeros(len(times), dtype=bool)
+            fc.keyframe_points.foreach_get("select_control_point", picked)
+            chosen.append(times[picked])
+        return _whole(chosen)
+
+
+def _whole(times):
+    return np.unique(np.round(np.concatenate([np.empty(0, np.float32), *times])).astype(np.int64)).tolist()
+
+
 def key_frames(channels, bone_names, selected=False):
     """Sorted whole frames holding a key (a selected one, if ``selected``) on the named bones' curves."""
-    found = [np.empty(0, np.float32)]
-    for fc in channels.bone_curves(bone_names):
-        points = fc.keyframe_points
-        co = np.empty(2 * len(points), np.float32)   # Blender's own type: read a third as long as into doubles
-        points.foreach_get("co", co)
-        frames = co[0::2]
-        if selected:
-            chosen = np.zeros(len(points), dtype=bool)
-            points.foreach_get("select_control_point", chosen)
-            frames = frames[chosen]
-        found.append(frames)
-    return np.unique(np.round(np.concatenate(found)).astype(np.int64)).tolist()
+    keys = KeyFrames(channels, bone_names)
+    return keys.selected() if selected else keys.all()
 
 
 @functools.cache

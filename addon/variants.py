@@ -10,8 +10,7 @@ from ..inference.modelfile import ModelError
 from . import mapping, options
 from .generate import _Generate
 from .plan import resolve
-from .pose_io import Channels, KeyStyle, Snapshot, active_armature, key_frames, read_points, write_bone_keys, \
-    write_points
+from .pose_io import Channels, KeyStyle, Snapshot, active_armature, read_points, write_bone_keys, write_points
 from .steps import share
 from .writing import checked, key_edits, planted
 
@@ -105,10 +104,10 @@ class BETWIXT_OT_variants(_Generate, bpy.types.Operator):
     def prepare(self, context):
         frame = context.scene.frame_current
 
-        def one_gap(channels, bones):
-            chosen = edit.gaps_between(key_frames(channels, bones, selected=True))
+        def one_gap(keys):
+            chosen = edit.gaps_between(keys.selected())
             if len(chosen) != 1:
-                around = [(a, b) for a, b in edit.gaps_between(key_frames(channels, bones)) if a < frame < b]
+                around = [(a, b) for a, b in edit.gaps_between(keys.all()) if a < frame < b]
                 chosen = around or chosen
             if len(chosen) != 1:
                 raise BetwixtError("select the two keys around one gap on the mapped bones (or put the current frame "
