@@ -51,6 +51,11 @@ def describe(name):
 
 def detect(joints, joint_parents, bones, bone_parents):
     """{joint name: bone name} for a model skeleton and a rig (names and parent indices, -1 for roots)."""
+    return dict(_detect(tuple(joints), tuple(map(int, joint_parents)), tuple(bones), tuple(map(int, bone_parents))))
+
+
+@lru_cache(maxsize=256)   # a panel draw and an operation detect a rig's mapping for each model's skeleton, again
+def _detect(joints, joint_parents, bones, bone_parents):
     model = _Body(joints, joint_parents)
     rig = _Body(bones, bone_parents)
     found = {}

@@ -96,13 +96,12 @@ def from_matrix(m):
                   -m[..., 0, 0] - m[..., 1, 1] + m[..., 2, 2]], axis=-1)
     k = np.argmax(t, axis=-1)
     s = np.sqrt(np.maximum(1.0 + np.take_along_axis(t, k[..., None], -1)[..., 0], 1e-300))
-    q = np.empty(m.shape[:-2] + (4,))
     a, b, c = m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0], m[..., 1, 0] - m[..., 0, 1]
     d, e, f = m[..., 1, 0] + m[..., 0, 1], m[..., 0, 2] + m[..., 2, 0], m[..., 2, 1] + m[..., 1, 2]
-    cases = [np.stack([s * s, a, b, c], -1), np.stack([a, s * s, d, e], -1),
-             np.stack([b, d, s * s, f], -1), np.stack([c, e, f, s * s], -1)]
-    for i, case in enumerate(cases):
-        q = np.where((k == i)[..., None], case, q)
+    ss = s * s
+    q = np.empty(m.shape[:-2] + (4,))
+    for i, component in enumerate(((ss, a, b, c), (a, ss, d, e), (b, d, ss, f), (c, e, f, ss))):
+        q[..., i] = np.choose(k, component)   # the case of each pivot, picked
     q = q / (2.0 * s[..., None])
     q = normalize(q)
     return np.where(q[..., :1] < 0, -q, q)
