@@ -18,7 +18,8 @@ import numpy as np
 from . import quat
 from .ends import ends
 from .errors import BetwixtError
-from .inbetween import between_keys, context, fill_gaps, fill_rounds, gap_in, on_model_floor, readable, sparse_keys
+from .inbetween import (BATCH, Filling, between_keys, context, fill_gaps, fill_rounds, filled_together, gap_in,
+                        on_model_floor, readable, sparse_keys)
 from .modelfile import ModelError
 from .motion import AXES
 from .transition import key_rates
@@ -100,12 +101,13 @@ def sample(motion, at):
     return replace(motion, rotations=quat.unroll(rotations), positions=positions)
 
 
-def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, momentum=None, **kwargs):
-    """``motion`` (model space, one frame per scene frame from ``first``) with each gap generated in order.
+def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, momentum=None, passes=2, **kwargs):
+    """``motion`` (model space, one frame per scene frame from ``first``) with each gap generated, in the rounds
+    of :func:`.inbetween.fill_rounds` (``passes`` as :func:`.inbetween.fill_gaps` takes it).
 
     ``gaps`` are (a, b) scene frames; each gap's context comes from the frames generated before it.
     ``momentum``: per gap, whether the velocity at its keys is keyed (:func:`keyed_momentum`).
-    ``kwargs`` go to the model (variation, seed, blend). ``progress(done, total)`` after each gap;
+    ``kwargs`` go to the model (variation, seed, blend). ``progress(done, total)`` after each batch of gaps;
     ``cancelled()`` is asked before each and raises :class:`Cancelled` when true.
     """
     ratio = scene_fps / model.layout.fps
@@ -119,25 +121,35 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, m
     step(0, len(gaps))
     if abs(ratio - 1.0) < SAME_RATE:   # one pass over the motion, not a copy of it per gap
         return fill_gaps(model, motion, [(a - first, b - first) for a, b in gaps], progress=step,
-                         momentum=momentum, **kwargs)
-    # as fill_gaps does (fill_rounds), gap after gap, each round reading the motion as the round began
+                         momentum=momentum, passes=passes, **kwargs)
+    # as fill_gaps does, in the same rounds, each reading the motion as its round began: a gap cut out alone at
+    # the model's rate, a round's cuts filled together
     margin = margins(model, ratio)[1]
-    rounds = fill_rounds(gaps, margin)
+    rounds = fill_rounds(gaps, margin, passes)
     known = readable([(a - first, b - first) for a, b in gaps], rounds, motion.n_frames)
     generated = {f for a, b in gaps for f in range(a + 1, b)}
     total, done = sum(map(len, rounds)), 0
+    rotations, positions = motion.rotations.copy(), motion.positions.copy()   # filled in place, gap by gap
     for r, members in enumerate(rounds):
-        seen = motion
-        for i in members:
-            a, b = gaps[i]
-            before, after = context(known[r], a - first, b - first, margin, margin)
-            beyond = (a > first and a - 1 not in generated, b + 1 not in generated)   # as fill_gaps finds them
-            motion = _fill_resampled(model, seen, motion, first, a, b, ratio, before, after,
-                                     _rates(model, seen, first, gaps, i, ratio), beyond=[beyond],
-                                     momentum=None if momentum is None else [momentum[i]], **kwargs)
-            done += 1
+        seen = replace(motion, rotations=rotations.copy(), positions=positions.copy())
+        for batch in (members[k:k + BATCH] for k in range(0, len(members), BATCH)):
+            cuts = []
+            for i in batch:
+                a, b = gaps[i]
+                span, n = _at_model_rate(model, seen, first, a, b, ratio,
+                                         *context(known[r], a - first, b - first, margin, margin)[::-1])
+                at = [(model.past - 1, model.past - 1 + n)]
+                beyond = (a > first and a - 1 not in generated, b + 1 not in generated)   # as fill_gaps finds them
+                cuts.append((Filling(model, span, at, None if momentum is None else [momentum[i]],
+                                     [_rates(model, seen, first, gaps, i, ratio)], [beyond]), n,
+                             readable(at, [[0]], span.n_frames)[0]))
+            made = filled_together(model, [(filling, 0, readable_span) for filling, _, readable_span in cuts], kwargs)
+            for i, (filling, n, _), fitted in zip(batch, cuts, made):
+                filling.write([fitted])
+                _put_back(rotations, positions, first, *gaps[i], filling.result(), n, model.past)
+            done += len(batch)
             step(done, total)
-    return motion
+    return replace(motion, rotations=quat.unroll(rotations), positions=positions)
 
 
 def superres(model, motion, every, **kwargs):
@@ -177,7 +189,11 @@ def variants(model, motion, first, gap, scene_fps, k, momentum=None, **kwargs):
         rotations[at[0] + 1:at[1]], positions[at[0] + 1:at[1]] = rot[i, 0], pos[i, 0]
         positions[at[0] + 1:at[1], 0, up] += level
         filled = replace(span, rotations=quat.unroll(rotations), positions=positions)
-        out.append(filled if n is None else _put_back(motion, first, a, b, filled, n, model.past))
+        if n is not None:
+            rotations, positions = motion.rotations.copy(), motion.positions.copy()
+            _put_back(rotations, positions, first, a, b, filled, n, model.past)
+            filled = replace(motion, rotations=quat.unroll(rotations), positions=positions)
+        out.append(filled)
     return out
 
 
@@ -191,16 +207,6 @@ def _rates(model, motion, first, gaps, i, ratio):
     a, b = gaps[i]
     step = (b - a) / model_frames(a, b, ratio)          # scene frames a model frame, in this gap
     return key_rates(motion.positions[:, model.layout.trajectory], np.asarray(keys) - first) * step
-
-
-def _fill_resampled(model, motion, into, first, a, b, ratio, before, after, rates=None, **kwargs):
-    """``into`` with one gap of ``motion`` filled at the model's frame rate; ``before``, ``after``: how many
-    scene frames up to key ``a`` and after key ``b`` it may read (:func:`.inbetween.context`); ``rates``: the
-    root's velocities at its keys (:func:`_rates`); ``kwargs`` to :func:`.inbetween.fill_gaps` (``beyond``)
-    and the model."""
-    span, n = _at_model_rate(model, motion, first, a, b, ratio, after, before)
-    filled = fill_gaps(model, span, [(model.past - 1, model.past - 1 + n)], rates=[rates], **kwargs)
-    return _put_back(into, first, a, b, filled, n, model.past)
 
 
 def _at_model_rate(model, motion, first, a, b, ratio, after, before=None):
@@ -219,13 +225,12 @@ def _at_model_rate(model, motion, first, a, b, ratio, after, before=None):
     return sample(motion, times), n
 
 
-def _put_back(motion, first, a, b, span, n, past):
-    """``motion`` with the scene frames strictly between ``a`` and ``b`` sampled from the generated
-    ``span`` (as :func:`_at_model_rate` cut it into ``n`` model frames)."""
+def _put_back(rotations, positions, first, a, b, span, n, past):
+    """The scene frames strictly between ``a`` and ``b`` of a motion's ``rotations`` and ``positions`` (from
+    scene frame ``first``) sampled from the generated ``span`` (as :func:`_at_model_rate` cut it into ``n``
+    model frames), in place; their quaternions' signs as the span's (unroll the motion after)."""
     step = (b - a) / n
     generated = span.frames(past - 1, past + n)                    # key a, the generated frames, key b
     inside = np.arange(a + 1, b)
     out = sample(generated, (inside - a) / step)
-    rotations, positions = motion.rotations.copy(), motion.positions.copy()
     rotations[inside - first], positions[inside - first] = out.rotations, out.positions
-    return replace(motion, rotations=quat.unroll(rotations), positions=positions)

@@ -144,55 +144,87 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, rates
     beyond its two keys are the user's, given where they lie outside ``motion`` (a gap cut out alone, as
     ``rates``); by default, those no gap generates.
     """
-    up = AXES.index(motion.up)
-    out, level = on_model_floor(model, motion, gaps)
-    shift = treadmill(motion, gaps, model.layout.height)
-    if shift is not None:
-        out.positions[:, 0] += shift
-    out = replace(out, rotations=motion.rotations.copy())
+    filling = Filling(model, motion, gaps, momentum, rates, beyond)
     rounds = fill_rounds(gaps, model.past, passes)
     known = readable(gaps, rounds, motion.n_frames)
-    generated = np.zeros(motion.n_frames + 1, dtype=bool)
-    for start, end in gaps:
-        generated[start + 1:end] = True
     total, done = sum(map(len, rounds)), 0
     for r, members in enumerate(rounds):
         made = []   # written when the round ends: its gaps read the motion as the round began
         for batch in (members[k:k + BATCH] for k in range(0, len(members), BATCH)):
-            cuts = [gap_in(out, *gaps[i], *context(known[r], *gaps[i], model.past, model.past)) for i in batch]
-            for i, gap, (rot, pos) in zip(batch, cuts, _filled(model, cuts, kwargs)):
-                start, end = gaps[i]
-                pos = _leaned(model, out, gaps, i, gap, pos, generated, momentum, kwargs.get("variation"),
-                              None if rates is None else rates[i])
-                users = (start > 0 and not generated[start - 1], not generated[end + 1]) if beyond is None \
-                    else beyond[i]
-                keyed = momentum is None or momentum[i]   # else the frames beyond are a curve's guess between keys
-                made.append((start, end, *ends(gap, rot, pos, model.layout, keyed and users[0], keyed and users[1])))
+            made += filled_together(model, [(filling, i, known[r]) for i in batch], kwargs)
             done += len(batch)
             if progress is not None:
                 progress(done, total)
-        for start, end, rot, pos in made:
-            out.rotations[start + 1:end], out.positions[start + 1:end] = rot[0], pos[0]
-    positions = motion.positions.copy()   # the user's frames as they were, bit for bit
-    for start, end in gaps:
-        positions[start + 1:end] = out.positions[start + 1:end]
-        positions[start + 1:end, 0, up] += level
-        if shift is not None:
-            positions[start + 1:end, 0] -= shift[start + 1:end]
-    return replace(out, rotations=quat.unroll(out.rotations), positions=positions)
+        filling.write(made)
+    return filling.result()
 
 
-def _filled(model, cuts, options):
-    """``model.fill`` of each one-gap ``cuts`` as ``[(rotations, positions), ...]``: the cuts of one shape
-    (length, frames before and after) in one batch."""
+class Filling:
+    """A motion whose ``gaps`` are being filled (see :func:`fill_gaps`): lowered onto the model's floor and
+    carried along the ground where it steps in place, its fills put onto their keys as they come, and the
+    motion given back as it stood, with the user's frames as they were."""
+
+    def __init__(self, model, motion, gaps, momentum=None, rates=None, beyond=None):
+        self.model, self.motion, self.gaps = model, motion, gaps
+        self.momentum, self.rates, self.beyond = momentum, rates, beyond
+        out, self.level = on_model_floor(model, motion, gaps)
+        self.shift = treadmill(motion, gaps, model.layout.height)
+        if self.shift is not None:
+            out.positions[:, 0] += self.shift
+        self.out = replace(out, rotations=motion.rotations.copy())
+        self.generated = np.zeros(motion.n_frames + 1, dtype=bool)
+        for start, end in gaps:
+            self.generated[start + 1:end] = True
+
+    def cut(self, i, known):
+        """The ``i``-th gap as the model reads it, with the context ``known`` (:func:`readable`) allows."""
+        start, end = self.gaps[i]
+        return gap_in(self.out, start, end, *context(known, start, end, self.model.past, self.model.past))
+
+    def fitted(self, i, gap, rotations, positions, variation):
+        """``(start, end, rotations, positions)``: the model's fill of the ``i``-th gap (cut as ``gap``) with the
+        root leaned to the keys' spline (:func:`_leaned`) and its ends eased where the frames beyond its keys are
+        the user's and keyed (:func:`.ends.ends`)."""
+        model, generated, (start, end) = self.model, self.generated, self.gaps[i]
+        positions = _leaned(model, self.out, self.gaps, i, gap, positions, generated, self.momentum, variation,
+                            None if self.rates is None else self.rates[i])
+        users = (start > 0 and not generated[start - 1], not generated[end + 1]) if self.beyond is None \
+            else self.beyond[i]
+        keyed = self.momentum is None or self.momentum[i]   # else the frames beyond are a curve's guess between keys
+        return (start, end, *ends(gap, rotations, positions, model.layout, keyed and users[0], keyed and users[1]))
+
+    def write(self, made):
+        """The fills ``made`` (:meth:`fitted`'s) put into the motion being filled."""
+        for start, end, rotations, positions in made:
+            self.out.rotations[start + 1:end], self.out.positions[start + 1:end] = rotations[0], positions[0]
+
+    def result(self):
+        """The motion with every gap as filled, raised back off the model's floor and off the treadmill."""
+        up = AXES.index(self.motion.up)
+        positions = self.motion.positions.copy()   # the user's frames as they were, bit for bit
+        for start, end in self.gaps:
+            positions[start + 1:end] = self.out.positions[start + 1:end]
+            positions[start + 1:end, 0, up] += self.level
+            if self.shift is not None:
+                positions[start + 1:end, 0] -= self.shift[start + 1:end]
+        return replace(self.out, rotations=quat.unroll(self.out.rotations), positions=positions)
+
+
+def filled_together(model, gaps, options):
+    """:meth:`Filling.fitted`'s fills of ``gaps``, ``[(filling, gap index, readable frames), ...]`` (gaps of
+    one motion or of several), in one network call for every group of one shape (length, frames before and
+    after: gaps of one shape stack into one batch)."""
+    cuts = [filling.cut(i, known) for filling, i, known in gaps]
     shape = lambda gap: (gap.length, gap.past_rotations.shape[1],                      # noqa: E731
                          0 if gap.after_rotations is None else gap.after_rotations.shape[1])
     out = [None] * len(cuts)
     for key in dict.fromkeys(map(shape, cuts)):
         group = [k for k, gap in enumerate(cuts) if shape(gap) == key]
-        rot, pos = model.fill(stacked([cuts[k] for k in group]), **options)
+        rotations, positions = model.fill(stacked([cuts[k] for k in group]), **options)
         for row, k in enumerate(group):
-            out[k] = rot[row:row + 1], pos[row:row + 1]
+            filling, i, _ = gaps[k]
+            out[k] = filling.fitted(i, cuts[k], rotations[row:row + 1], positions[row:row + 1],
+                                    options.get("variation"))
     return out
 
 
