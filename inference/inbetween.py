@@ -19,7 +19,8 @@ from .motion import AXES, forward_kinematics
 from .transition import Gap, held, key_rates, stacked, toward_spline
 
 BATCH = 16   # gaps a network call at most: past a few it is compute-bound; Esc and progress are heard between
-BLOCK = 32   # gaps of a chain filled in order before it is cut into blocks filled side by side
+BLOCK = 64   # gaps of a chain filled in order before it is cut into blocks filled side by side
+WARM = 2     # gaps before a block that it fills first, to start from the motion rather than its first key alone
 
 
 def check_keys(motion, start, end):
@@ -50,11 +51,12 @@ def fill_rounds(gaps, most, passes=2, block=None):
 
     Gaps near enough to read each other's frames (fewer than ``most`` between them: one gap's past context
     or frames after its key reach into the other) form chains, as Decompress's do, and a chain is filled
-    in order, each gap reading the frames made before it (Harvey & Pal 2018, §7.4). A long chain is cut into
-    blocks of at least ``block`` gaps (default :data:`BLOCK`), at most :data:`BATCH` blocks, filled side by
-    side: round ``k`` holds the ``k``-th gap of every block, and only a block's first gap starts from its
-    key alone. A gap that read less than it could, because frames beside it were still to be made (the
-    frames after its end key in a chain; before a block's first gap), is filled again in a second pass
+    in order, each gap reading the frames made before it (Harvey & Pal 2018, §7.4). A chain longer than
+    ``block`` gaps (default :data:`BLOCK`) is cut into blocks, at most :data:`BATCH`, filled side by side:
+    round ``k`` holds the ``k``-th gap of every block, and each block first fills the :data:`WARM` gaps
+    before it (which the block before fills again later), so that its own first gap reads motion rather
+    than its key alone. A gap that read less than it could, or frames filled again after it read them
+    (the frames after its end key in a chain, a block's warm-up), is filled again in a second pass
     (``passes=2``), in the same rounds, reading what the first pass made, so that the motion runs through
     its keys rather than snapping onto them."""
     block = BLOCK if block is None else block
@@ -64,18 +66,35 @@ def fill_rounds(gaps, most, passes=2, block=None):
             chains[-1].append(i)
         else:
             chains.append([i])
-    pieces = []
+    pieces = []   # (the gaps before a block that it fills first, to start from them, the block's own)
     for chain in chains:
         length = max(block, -(-len(chain) // BATCH))
-        pieces += [chain[k:k + length] for k in range(0, len(chain), length)]
-    rounds = [[piece[k] for piece in pieces if k < len(piece)] for k in range(max(map(len, pieces), default=0))]
+        cut = [chain[k:k + length] for k in range(0, len(chain), length)]
+        pieces += [(cut[b - 1][-WARM:] if b else [], piece) for b, piece in enumerate(cut)]
+    first = _in_rounds([warm + piece for warm, piece in pieces])
     if passes < 2:
-        return rounds
+        return first
     n_frames = max((end for _, end in gaps), default=0) + most + 1
-    known, everything = readable(gaps, rounds, n_frames), np.ones(n_frames + 1, dtype=bool)
-    short = {i for r, members in enumerate(rounds) for i in members
-             if context(known[r], *gaps[i], most, most) != context(everything, *gaps[i], most, most)}
-    return rounds + [again for again in ([i for i in members if i in short] for members in rounds) if again]
+    known, everything = readable(gaps, first, n_frames), np.ones(n_frames + 1, dtype=bool)
+    last = np.full(n_frames + 1, -1)   # the round that last makes each frame
+    for r, members in enumerate(first):
+        for i in members:
+            last[gaps[i][0] + 1:gaps[i][1]] = r
+    short = set()
+    for r, members in enumerate(first):   # as a gap was last filled: did it read all it could, as it ends up?
+        for i in members:
+            (start, end), (before, after) = gaps[i], context(known[r], *gaps[i], most, most)
+            read = np.r_[start + 1 - before:start + 1, end + 1:end + 1 + after]
+            if (before, after) != context(everything, start, end, most, most) or (last[read] > r).any():
+                short.add(i)
+            else:
+                short.discard(i)
+    return first + [again for again in _in_rounds([[i for i in piece if i in short] for _, piece in pieces]) if again]
+
+
+def _in_rounds(sequences):
+    """Round ``k`` holds the ``k``-th gap of each of ``sequences``."""
+    return [[seq[k] for seq in sequences if k < len(seq)] for k in range(max(map(len, sequences), default=0))]
 
 
 def readable(gaps, rounds, n_frames):
