@@ -19,7 +19,8 @@ from .motion import AXES, forward_kinematics
 from .transition import Gap, held, key_rates, stacked, toward_spline
 
 BATCH = 16   # gaps a network call at most: past a few it is compute-bound; Esc and progress are heard between
-BLOCK = 64   # gaps of a chain filled in order before it is cut into blocks filled side by side
+LONG = 64    # gaps of a chain filled in order; a longer one is cut into blocks filled side by side
+BLOCK = 32   # gaps a block holds at the fewest
 WARM = 2     # gaps before a block that it fills first, to start from the motion rather than its first key alone
 
 
@@ -44,7 +45,7 @@ def gap_in(motion, start, end, past, after=None):
                end - start - 1, *after)
 
 
-def fill_rounds(gaps, most, passes=2, block=None):
+def fill_rounds(gaps, most, passes=2, long=None):
     """The rounds in which ``gaps`` (sorted ``(start, end)`` key pairs) are filled: lists of gap indices,
     the gaps of a round filled in one batch, each reading only frames that are the user's or were made in
     an earlier round (:func:`readable`).
@@ -52,14 +53,15 @@ def fill_rounds(gaps, most, passes=2, block=None):
     Gaps near enough to read each other's frames (fewer than ``most`` between them: one gap's past context
     or frames after its key reach into the other) form chains, as Decompress's do, and a chain is filled
     in order, each gap reading the frames made before it (Harvey & Pal 2018, §7.4). A chain longer than
-    ``block`` gaps (default :data:`BLOCK`) is cut into blocks, at most :data:`BATCH`, filled side by side:
+    ``long`` gaps (default :data:`LONG`) is cut into blocks of :data:`BLOCK` gaps or more, at most :data:`BATCH`,
+    filled side by side:
     round ``k`` holds the ``k``-th gap of every block, and each block first fills the :data:`WARM` gaps
     before it (which the block before fills again later), so that its own first gap reads motion rather
     than its key alone. A gap that read less than it could, or frames filled again after it read them
     (the frames after its end key in a chain, a block's warm-up), is filled again in a second pass
     (``passes=2``), in the same rounds, reading what the first pass made, so that the motion runs through
     its keys rather than snapping onto them."""
-    block = BLOCK if block is None else block
+    long = LONG if long is None else long
     chains = []
     for i in range(len(gaps)):
         if i and gaps[i][0] - gaps[i - 1][1] < most:
@@ -68,7 +70,7 @@ def fill_rounds(gaps, most, passes=2, block=None):
             chains.append([i])
     pieces = []   # (the gaps before a block that it fills first, to start from them, the block's own)
     for chain in chains:
-        length = max(block, -(-len(chain) // BATCH))
+        length = len(chain) if len(chain) <= long else max(BLOCK, -(-len(chain) // BATCH))
         cut = [chain[k:k + length] for k in range(0, len(chain), length)]
         pieces += [(cut[b - 1][-WARM:] if b else [], piece) for b, piece in enumerate(cut)]
     first = _in_rounds([warm + piece for warm, piece in pieces])

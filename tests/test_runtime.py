@@ -13,6 +13,7 @@ import pytest
 from inference.bvh import read_bvh, write_bvh
 from inference.errors import BetwixtError
 from inference.edit import superres
+from inference import inbetween
 from inference.inbetween import context, fill_gaps, fill_rounds, gap_in, readable
 from inference.modelfile import ModelError, open_model
 from inference.motion import forward_kinematics
@@ -319,7 +320,7 @@ def test_a_fill_is_averaged_with_the_gap_filled_backwards(model, clip):
         np.testing.assert_array_equal(a, b)
 
 
-def test_gaps_are_filled_in_rounds_each_reading_only_frames_made_before_it():
+def test_gaps_are_filled_in_rounds_each_reading_only_frames_made_before_it(monkeypatch):
     """A chain of gaps is filled in order, a gap blind to what follows its key filled again reading the first
     pass; gaps apart (or in the same round) read none of each other's frames; a long chain is cut into blocks
     filled side by side, only each block's first gap starting from its key alone."""
@@ -329,7 +330,8 @@ def test_gaps_are_filled_in_rounds_each_reading_only_frames_made_before_it():
     assert fill_rounds([(0, 10), (30, 40)], 10) == [[0, 1]]
     assert fill_rounds([(0, 10)], 10) == [[0]]
     chain = [(10 * i, 10 * i + 10) for i in range(40)]
-    rounds = fill_rounds(chain, 10, block=16)
+    monkeypatch.setattr(inbetween, "BLOCK", 16)
+    rounds = fill_rounds(chain, 10, long=20)
     # blocks 0-15, 16-31, 32-39, the last two each warming up on the two gaps before it
     assert rounds[:3] == [[0, 14, 30], [1, 15, 31], [2, 16, 32]] and len(rounds) == 18 + 15
     assert sorted(i for r in rounds[18:] for i in r) == sorted(set(range(40)) - {15, 31, 39})
@@ -363,7 +365,6 @@ def test_a_long_decompress_filled_in_blocks_side_by_side_is_as_close_and_calls_t
     the network runs once a round for both (51 rounds, not 99; twice in four whose gaps read different lengths of
     context: the first block's last gaps read the warm-up's frames after them, the clip's first gap has no frame
     before it), and the motion is within 1 % of the one filled gap after gap."""
-    from inference import inbetween
 
     model = open_model(ROOT / "inference" / "models" / "rtn-human.onnx")
     motion = next(m for m in read_motions(lafan1_zip) if m.name == "obstacles1_subject5").frames(0, 1501)
@@ -374,6 +375,7 @@ def test_a_long_decompress_filled_in_blocks_side_by_side_is_as_close_and_calls_t
     monkeypatch.setattr(model, "fill", lambda gap, **kw: calls.append(gap.batch) or fill(gap, **kw))
 
     def error(block):
+        monkeypatch.setattr(inbetween, "LONG", block)
         monkeypatch.setattr(inbetween, "BLOCK", block)
         calls.clear()
         out = superres(model, motion, 30)
