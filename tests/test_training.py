@@ -224,8 +224,9 @@ def test_init_from_a_model_file_starts_from_the_weights_it_ships(trained_rtn, tm
     rtn = family("rtn")
     rebuilt, shipped = rtn.network(state["config"], arrays(state["stats"])), shipped_network(source)
     rebuilt.load_state_dict(state["model"])
-    # the rebuilt network computes what the file does, as closely as the network it was exported from
-    assert rtn.check_export(rebuilt.eval(), model) <= 1.1 * rtn.check_export(shipped, model) + 1e-5
+    # the rebuilt network computes what the file does about as closely as the network it was exported from
+    # (within 1.0-1.4x of it over inputs and a 4-step run's weights in 4 bits); a weight read back wrong is far off
+    assert rtn.check_export(rebuilt.eval(), model) <= 2 * rtn.check_export(shipped, model) + 1e-5
     if weights == "float32":
         for name, value in source["average"].items():
             torch.testing.assert_close(state["model"][name], value, rtol=0, atol=1e-7)

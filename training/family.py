@@ -21,6 +21,7 @@ class Family:
     title = None           # the model card's first paragraph: what the model is
     normalisation = ()     # the statistics a model file carries for the runtime
     clip = 1.0             # the gradient norm each step is clipped to (None: not clipped)
+    ahead = False          # batches made on the CPU by sample(), so that --workers may make them ahead
 
     def add_arguments(self, parser):
         """The family's own command-line options (the loop adds the common ones)."""
@@ -77,7 +78,18 @@ class Family:
         return 1.0
 
     def batch(self, train, args, rng, step_rng, device):
-        """One training batch: ``rng`` is this process's, ``step_rng`` the same on every process."""
+        """One training batch: ``rng`` is this process's, ``step_rng`` the same on every process (both
+        seeded by the step alone: :func:`.ahead.step_rngs`)."""
+        return self.placed(train, self.sample(train, args, rng, step_rng), device)
+
+    def sample(self, train, args, rng, step_rng):
+        """A family that is ``ahead``: one batch as the CPU makes it (plain values and numpy arrays), in a
+        worker process or in process, with nothing drawn but from ``rng`` and ``step_rng``."""
+        raise NotImplementedError
+
+    def placed(self, train, sample, device):
+        """A family that is ``ahead``: ``sample`` (what :meth:`sample` made, its arrays maybe turned to
+        tensors by a worker) on ``device``, as :meth:`loss` reads a batch."""
         raise NotImplementedError
 
     def loss(self, net, norm, batch, args):

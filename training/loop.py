@@ -29,6 +29,7 @@ from tqdm import tqdm
 from inference.cli import number, whole
 from inference.errors import DataError
 from . import card, checkpoint
+from .ahead import batches
 from .clips import held_out_of
 from .options import listed
 
@@ -82,6 +83,11 @@ def add_arguments(parser, family):
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--threads", type=whole(1, 1024, "CPU threads"), default=None, help="CPU threads for torch")
     parser.add_argument("--seed", type=whole(0, 2**32 - 1, "a seed is a whole number from 0"), default=0)
+    parser.add_argument("--workers", type=whole(0, 256, "processes making batches"), default=None,
+                        help="processes that make the RTN's batches ahead of the steps that use them, while the "
+                             "network steps (0: each on the main thread when its step comes); the same batches "
+                             "either way. Default: 0 on the CPU, up to 4 beside a GPU. MANN and the Motion VAE "
+                             "keep their data on the device and ignore it")
     family.add_arguments(parser)
 
 
@@ -184,9 +190,9 @@ def train(family, args, argv):
             average.n_averaged.fill_(1)
     shipped = average.module if average else model
 
-    rng = np.random.default_rng([args.seed, rank, step])
-    torch.manual_seed(int(rng.integers(2**62)))   # the network's own draws: per process, per start
-    step_rng = np.random.default_rng([args.seed, step])     # the same on every process
+    # the network's own draws (noise, teacher forcing): per process, per start; the batches' are per step
+    torch.manual_seed(int(np.random.default_rng([args.seed, rank, step, 1]).integers(2**62)))
+    made = batches(family, train_set, args, rank, step, device)
 
     def save():
         if not main_process:
@@ -203,12 +209,12 @@ def train(family, args, argv):
     bar = tqdm(total=args.steps, initial=step, desc=family.name, unit="step", disable=not main_process,
                dynamic_ncols=True)
     started = last_save = time.monotonic()
-    window = []
+    first, window = step, []
     while step < args.steps:
         factor = family.rate(step, train_set, args)
         for group in optimiser.param_groups:
             group["lr"] = args.lr * factor
-        batch = family.batch(train_set, args, rng, step_rng, device)
+        batch = next(made)
         model.train()
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
             loss, parts = family.loss(net, norm, batch, args)
@@ -239,6 +245,10 @@ def train(family, args, argv):
             save()
             last_save = time.monotonic()
     bar.close()
+    made.close()   # its workers end
+    seconds = time.monotonic() - started
+    say(f"{step - first} steps in {seconds:.1f} s: {(step - first) / seconds:.2f} steps/s, "
+        f"{(step - first) * args.batch / seconds:.1f} batch items/s (validations included)")
     save()
     say(f"checkpoint {ckpt_path} at step {step}")
     if distributed:

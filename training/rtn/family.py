@@ -47,6 +47,7 @@ class RTNFamily(Family):
     title = ("A Recurrent Transition Network (Harvey & Pal 2018, extended: rotations out, any gap length "
              "through a time-to-target embedding, noise for variants) that fills the frames between two keys.")
     normalisation = ("frame_mean", "frame_std", "target_mean", "target_std")
+    ahead = True
 
     def add_arguments(self, parser):
         gap = whole(1, MOST_GAP, "frames a training transition fills; each is a step of the network held for the "
@@ -140,9 +141,13 @@ class RTNFamily(Family):
     def optimiser(self, model, args):
         return torch.optim.Adam(model.parameters(), lr=args.lr, amsgrad=True)
 
-    def batch(self, train, args, rng, step_rng, device):
+    def sample(self, train, args, rng, step_rng):
         n = int(step_rng.integers(args.min_gap, args.max_gap + 1))   # one gap length for every process
-        return n, to_torch(train.sample(args.batch, n, rng), device), train
+        return n, train.sample(args.batch, n, rng)
+
+    def placed(self, train, sample, device):
+        n, arrays = sample
+        return n, to_torch(arrays, device), train
 
     def loss(self, net, norm, batch, args):
         n, b, train = batch
@@ -234,7 +239,9 @@ def named(scores):
 
 
 def to_torch(batch, device):
-    return {k: torch.from_numpy(v).to(device) for k, v in batch.items()}
+    """``batch``'s arrays (numpy, or tensors from a ``--workers`` process) as tensors on ``device``; from
+    a worker's pinned memory the copy to a GPU runs beside the step."""
+    return {k: torch.as_tensor(v).to(device, non_blocking=True) for k, v in batch.items()}
 
 
 def blended(frames, batch, length):
