@@ -246,7 +246,7 @@ def train(family, args, argv):
             last_save = time.monotonic()
     bar.close()
     made.close()   # its workers end
-    seconds = time.monotonic() - started
+    seconds = max(time.monotonic() - started, 1e-6)   # a resumed run that had no step left took none
     say(f"{step - first} steps in {seconds:.1f} s: {(step - first) / seconds:.2f} steps/s, "
         f"{(step - first) * args.batch / seconds:.1f} batch items/s (validations included)")
     save()
