@@ -6,7 +6,6 @@ as both sides, matches RTN to itself; bad input is one clear error."""
 
 import json
 import math
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ from lab.dataset import load_motion_set
 from lab.metrics import paw_ground
 from lab.mvae_bench import LOW, OFF, PAPER, PAPER_GAIT, STANDS, VARIATIONS, foot_positions, per_motion, \
     start_poses, variants_against_rtn, walks
+from commands import unzipped
 from lab.mvae_bench import test_clips as clips_of_subject5   # (named so that pytest does not collect it)
 from test_mvae import clip, model, run  # noqa: F401  (fixtures: a subject-5 clip, the tiny model and its run)
 
@@ -28,11 +28,7 @@ SUBJECT5 = ("fallAndGetUp1_subject5.bvh", "ground1_subject5.bvh", "obstacles1_su
 @pytest.fixture(scope="module")
 def subject5(lafan1_zip, tmp_path_factory):
     """A folder of LaFAN1's three subject-5 clips: the data the bench reads, without parsing all 77."""
-    folder = tmp_path_factory.mktemp("subject5")
-    with zipfile.ZipFile(lafan1_zip) as z:
-        for name in SUBJECT5:
-            (folder / name).write_bytes(z.read(name))
-    return folder
+    return unzipped(lafan1_zip, SUBJECT5, tmp_path_factory.mktemp("subject5"))
 
 
 def numbers(value):

@@ -5,12 +5,13 @@ workers trains."""
 import argparse
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+
+from commands import unzipped
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIPS = ("walk4_subject1.bvh", "push1_subject2.bvh")
@@ -19,11 +20,7 @@ CLIPS = ("walk4_subject1.bvh", "push1_subject2.bvh")
 @pytest.fixture(scope="module")
 def clips(lafan1_zip, tmp_path_factory):
     """A folder of two LaFAN1 clips: a data set that loads in a second."""
-    folder = tmp_path_factory.mktemp("clips")
-    with zipfile.ZipFile(lafan1_zip) as z:
-        for name in CLIPS:
-            (folder / name).write_bytes(z.read(name))
-    return folder
+    return unzipped(lafan1_zip, CLIPS, tmp_path_factory.mktemp("clips"))
 
 
 def made(family, train, workers, first, steps=6):
