@@ -129,9 +129,9 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, m
     known = readable([(a - first, b - first) for a, b in gaps], rounds, motion.n_frames)
     generated = {f for a, b in gaps for f in range(a + 1, b)}
     total, done = sum(map(len, rounds)), 0
-    rotations, positions = motion.rotations.copy(), motion.positions.copy()   # filled in place, gap by gap
+    rotations, positions = motion.rotations.copy(), motion.positions.copy()   # filled in place, round by round
     for r, members in enumerate(rounds):
-        seen = replace(motion, rotations=rotations.copy(), positions=positions.copy())
+        seen, made = replace(motion, rotations=rotations, positions=positions), []   # written as the round ends
         for batch in (members[k:k + BATCH] for k in range(0, len(members), BATCH)):
             cuts = []
             for i in batch:
@@ -143,12 +143,13 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, m
                 cuts.append((Filling(model, span, at, None if momentum is None else [momentum[i]],
                                      [_rates(model, seen, first, gaps, i, ratio)], [beyond]), n,
                              readable(at, [[0]], span.n_frames)[0]))
-            made = filled_together(model, [(filling, 0, readable_span) for filling, _, readable_span in cuts], kwargs)
-            for i, (filling, n, _), fitted in zip(batch, cuts, made):
-                filling.write([fitted])
-                _put_back(rotations, positions, first, *gaps[i], filling.result(), n, model.past)
+            made += zip(batch, cuts, filled_together(model, [(filling, 0, readable_span)
+                                                             for filling, _, readable_span in cuts], kwargs))
             done += len(batch)
             step(done, total)
+        for i, (filling, n, _), fitted in made:
+            filling.write([fitted])
+            _put_back(rotations, positions, first, *gaps[i], filling.result(), n, model.past)
     return replace(motion, rotations=quat.unroll(rotations), positions=positions)
 
 
