@@ -56,10 +56,10 @@ def fill_rounds(gaps, most, passes=2, long=None):
     ``long`` gaps (default :data:`LONG`) is cut into blocks of :data:`BLOCK` gaps or more, at most
     :data:`BATCH`, filled side by side: round ``k`` holds the ``k``-th gap of every block, and each block
     first fills the :data:`WARM` gaps before it (which the block before fills again later), so that its own
-    first gap reads motion rather than its key alone. A gap that read less than it could, or frames filled again after it read them
-    (the frames after its end key in a chain, a block's warm-up), is filled again in a second pass
-    (``passes=2``), in the same rounds, reading what the first pass made, so that the motion runs through
-    its keys rather than snapping onto them."""
+    first gap reads motion rather than its key alone. A gap that read less than it could, or frames filled
+    again after it read them (the frames after its end key in a chain, a block's warm-up), is filled again in
+    a second pass (``passes=2``), in the same rounds, reading what the first pass made, so that the motion
+    runs through its keys rather than snapping onto them."""
     long = LONG if long is None else long
     chains = []
     for i in range(len(gaps)):

@@ -4,9 +4,9 @@ The RTN's batches are gathered and turned into features on the CPU (numpy: windo
 forward kinematics); made on the main thread, the GPU waits for each. Here ``torch.utils.data``'s
 DataLoader makes them in ``--workers`` processes while the network steps, handing each over in shared
 memory, pinned for the copy to a GPU (processes, not threads: the sampler is many small numpy calls that
-hold the GIL, which the main thread needs to launch the network's kernels). A step's batch is drawn from generators seeded by (seed, rank, step) alone
-(:func:`step_rngs`), so that workers may make them in any order and a resumed run draws the batches
-an uninterrupted one would. A family whose data lives on the device (MANN, the Motion VAE) makes its
+hold the GIL, which the main thread needs to launch the network's kernels). A step's batch is drawn
+from generators seeded by (seed, rank, step) alone (:func:`step_rngs`), so that workers may make them in
+any order and a resumed run draws the batches an uninterrupted one would. A family whose data lives on the device (MANN, the Motion VAE) makes its
 batches in process whatever ``--workers`` says (``Family.ahead``).
 """
 
