@@ -363,15 +363,13 @@ def test_decompress_with_a_second_pass_is_closer_to_the_capture(lafan1_zip):
     assert two < 0.95 * one, (one, two)
 
 
-def test_a_long_decompress_filled_in_blocks_side_by_side_is_as_close_and_calls_the_network_less(lafan1_zip,
-                                                                                              monkeypatch):
-    """50 gaps a second long, filled in two blocks side by side (the second warming up on the two gaps before it):
-    the network runs once a round for both (51 rounds, not 99; twice in four whose gaps read different lengths of
-    context: the first block's last gaps read the warm-up's frames after them, the clip's first gap has no frame
-    before it), and the motion is within 1 % of the one filled gap after gap."""
-
+def decompressed(lafan1_zip, monkeypatch, fps):
+    """``error(block)``: obstacles1's first 50 s at ``fps`` Decompressed from a key a second by the shipped model,
+    chains cut into blocks of ``block`` gaps, its world error to the capture; and ``calls``, the rows of each
+    network call it made."""
     model = open_model(ROOT / "inference" / "models" / "rtn-human.onnx")
     motion = next(m for m in read_motions(lafan1_zip) if m.name == "obstacles1_subject5").frames(0, 1501)
+    motion = motion if fps == motion.fps else motion.resample(fps)
     parents = motion.skeleton.parents
     _, truth = forward_kinematics(motion.rotations, motion.positions, parents)
     calls = []
@@ -382,9 +380,19 @@ def test_a_long_decompress_filled_in_blocks_side_by_side_is_as_close_and_calls_t
         monkeypatch.setattr(inbetween, "LONG", block)
         monkeypatch.setattr(inbetween, "BLOCK", block)
         calls.clear()
-        out = superres(model, motion, 30)
+        out = superres(model, motion, fps)
         return np.linalg.norm(forward_kinematics(out.rotations, out.positions, parents)[1] - truth, axis=-1).mean()
 
+    return error, calls
+
+
+def test_a_long_decompress_filled_in_blocks_side_by_side_is_as_close_and_calls_the_network_less(lafan1_zip,
+                                                                                              monkeypatch):
+    """50 gaps a second long, filled in two blocks side by side (the second warming up on the two gaps before it):
+    the network runs once a round for both (51 rounds, not 99; twice in four whose gaps read different lengths of
+    context: the first block's last gaps read the warm-up's frames after them, the clip's first gap has no frame
+    before it), and the motion is within 1 % of the one filled gap after gap."""
+    error, calls = decompressed(lafan1_zip, monkeypatch, 30)
     in_order = error(1000)
     assert len(calls) == 99 and max(calls) == 1
     in_blocks = error(25)
@@ -396,21 +404,7 @@ def test_a_long_decompress_at_another_frame_rate_fills_its_rounds_together_too(l
     """The same 50 gaps in a 24 fps file (a Blender scene's default; the model runs at 30): each gap is cut out at
     the model's rate, and a round's cuts still go to the network together, the motion within 1 % of the one
     filled gap after gap."""
-    model = open_model(ROOT / "inference" / "models" / "rtn-human.onnx")
-    motion = next(m for m in read_motions(lafan1_zip) if m.name == "obstacles1_subject5").frames(0, 1501).resample(24)
-    parents = motion.skeleton.parents
-    _, truth = forward_kinematics(motion.rotations, motion.positions, parents)
-    calls = []
-    fill = model.fill
-    monkeypatch.setattr(model, "fill", lambda gap, **kw: calls.append(gap.batch) or fill(gap, **kw))
-
-    def error(block):
-        monkeypatch.setattr(inbetween, "LONG", block)
-        monkeypatch.setattr(inbetween, "BLOCK", block)
-        calls.clear()
-        out = superres(model, motion, 24)
-        return np.linalg.norm(forward_kinematics(out.rotations, out.positions, parents)[1] - truth, axis=-1).mean()
-
+    error, calls = decompressed(lafan1_zip, monkeypatch, 24)
     in_order = error(1000)
     assert len(calls) == 99 and max(calls) == 1
     in_blocks = error(25)
