@@ -46,6 +46,16 @@ def parse_bvh(data, source="<bvh>"):
     return _to_motion(skeleton, columns, values, frame_time, source)
 
 
+def hierarchy(data, source="<bvh>"):
+    """The :class:`~.motion.Skeleton` of a BVH file's bytes, from its HIERARCHY section alone: what a data
+    set's files are grouped by without reading their motion."""
+    if isinstance(data, bytes):
+        cut = data.find(b"MOTION")   # the motion, the bulk of the file, is neither decoded nor split
+        data = (data if cut < 0 else data[:cut]).decode("utf-8-sig", errors="replace")
+    head = data.split("MOTION")[0]
+    return _parse_hierarchy(_Tokens(head.splitlines() + ["MOTION"], source))[0]
+
+
 class _Tokens:
     """Whitespace-separated header tokens with the (1-based) line each came from."""
 

@@ -2,7 +2,8 @@
 
 Names are read through the schemes rigs come with: a namespace (``mixamorig:``, ``Armature|``), a
 prefix (Rigify's ``DEF-``, 3ds Max's ``Bip01``), a side marker (``Left``/``Right`` words, ``_L``,
-``.R``, ``l_``, as :mod:`.mirror` reads them) and a body part under one of its common
+``.R``, ``l_``, as :mod:`.mirror` reads them, or a letter glued onto a body part: Daz's ``lThigh``, CMU's
+ASF names ``rfemur``) and a body part under one of its common
 names (``UpLeg``/``UpperLeg``/``thigh``, ``ForeArm``/``LowerArm``, ``Toe``/``ToeBase``/``ball``, …);
 where a side has two shoulders, a collar above a shoulder (Biovision), the lower is the upper arm.
 Limbs map by part and side. The spine and neck map by structure: the chain from the hips to the bone
@@ -25,13 +26,14 @@ _INDEX = re.compile(r"^(.*?)(\d*)$")
 
 CENTRE = {"hips": "hips", "hip": "hips", "pelvis": "hips", "root": "root", "jointroot": "root",
           "spine": "spine", "chest": "spine", "upperchest": "spine", "lowerback": "spine", "torso": "spine",
-          "abdomen": "spine", "neck": "neck", "head": "head"}
+          "abdomen": "spine", "thorax": "spine", "upperback": "spine", "neck": "neck", "lowerneck": "neck",
+          "upperneck": "neck", "head": "head"}
 SIDED = {"shoulder": "shoulder", "clavicle": "shoulder", "collar": "shoulder", "collarbone": "shoulder",
-         "arm": "upperarm", "upperarm": "upperarm", "uparm": "upperarm", "humerus": "upperarm",
-         "forearm": "forearm", "lowerarm": "forearm", "elbow": "forearm",
+         "arm": "upperarm", "upperarm": "upperarm", "uparm": "upperarm", "humerus": "upperarm", "shldr": "upperarm",
+         "forearm": "forearm", "lowerarm": "forearm", "elbow": "forearm", "radius": "forearm",
          "hand": "hand", "wrist": "hand",
          "upleg": "thigh", "upperleg": "thigh", "thigh": "thigh", "hip": "thigh", "femur": "thigh",
-         "leg": "shin", "lowerleg": "shin", "shin": "shin", "calf": "shin", "knee": "shin",
+         "leg": "shin", "lowerleg": "shin", "shin": "shin", "calf": "shin", "knee": "shin", "tibia": "shin",
          "foot": "foot", "ankle": "foot",
          "toe": "toe", "toes": "toe", "toebase": "toe", "ball": "toe"}
 
@@ -44,6 +46,8 @@ def describe(name):
     side, rest = unsided(core)
     token = re.sub(r"[^a-z0-9]", "", rest.lower())
     base, digits = _INDEX.match(token).groups()
+    if not side and base[:1] in ("l", "r") and base[1:] in SIDED:   # a side letter glued on: lThigh, rfemur
+        side, base = base[0].upper(), base[1:]
     index = int(digits) if digits else -1
     role = (SIDED if side else CENTRE).get(base)
     return side, role, index, (side, base, index)

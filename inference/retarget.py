@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from . import quat
-from .anatomy import pelvis
+from .anatomy import legs, pelvis
 from .errors import DataError
 from .features import chain
 from .mapping import detect
@@ -240,10 +240,13 @@ class Retargeting:
         joints = joints[order]
         bones = np.array([source.index(b) for b in found.values()], dtype=np.int64)[order]
         hips = pelvis(target)
-        if hips not in joints or len(joints) < 2:
+        unmapped = [target.names[j] for j in (hips, *(j for leg in legs(target) for j in (leg.hip, leg.knee, leg.foot)))
+                    if j not in joints]
+        if unmapped or len(joints) < 2:
             raise DataError(f"{name}: its joints ({', '.join(source.names[:6])}, …) do not map onto "
-                            f"{target.names[hips]!r} and the limbs of the skeleton trained on; give it as "
-                            "the first --data (or --skeleton), or rename its joints as LaFAN1, Bandai or Mixamo do")
+                            f"{', '.join(repr(n) for n in unmapped) or 'the limbs'} of the skeleton trained on; "
+                            "give it as the first --data (or --skeleton), or rename its joints as LaFAN1, "
+                            "Bandai or Mixamo do")
         sgrot, sheads = forward_kinematics(source_pose, source.offsets, source.parents)
         rest_rot = quat.to_matrix(sgrot[bones])
         offsets = calibrate(target, joints, rest_rot, sheads[bones], [target_pose])[0]

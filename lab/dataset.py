@@ -5,7 +5,8 @@ A data set is given the way LaFAN1 is published, as a folder or an archive (``.z
 travels with the code, so the parsed clips are cached once in a compact file keyed by the source's
 content: rotations quantised to 16 bits (3e-5, a hundredth of a degree) and translations only for
 the joints a file actually animates. Several data sets train one model on one skeleton
-(:func:`load_sources`): each is retargeted onto it once (:mod:`inference.retarget`) and cached the same way.
+(:func:`load_sources`): each is retargeted onto it once (:mod:`inference.retarget`) and cached the same way,
+and so is each skeleton of an archive that holds several (CMU's, gathered from three converters).
 """
 
 import hashlib
@@ -20,13 +21,14 @@ from pathlib import Path
 import numpy as np
 
 from inference import quat
-from inference.bvh import parse_bvh, read_bvh
+from inference.bvh import hierarchy, parse_bvh, read_bvh
 from inference.errors import BetwixtError, DataError
 from inference.motion import AXES, Motion, Skeleton, forward_kinematics
 from inference.retarget import Retargeting, natural_pose
 
 CACHE_VERSION = 1
 RETARGET_VERSION = 1   # of inference/retarget.py's maths: a change there makes retargeted caches stale
+BIND_POSE = 2.0        # a first frame this many times the clip's 99th percentile step away is no performance
 _SUBJECT = re.compile(r"_subject(\d+)", re.IGNORECASE)
 
 
@@ -61,15 +63,52 @@ def bvh_members(path):
     return members
 
 
-def read_motions(path, progress=None):
-    """Every clip of a data set as a :class:`Motion`; ``progress(done, total, name)`` if given."""
-    members = bvh_members(path)
+def read_motions(path, progress=None, names=None):
+    """Every clip of a data set (or those called ``names``) as a :class:`Motion`; ``progress(done, total,
+    name)`` if given."""
+    members = [(n, read) for n, read in bvh_members(path) if names is None or n in names]
     motions = []
     for i, (name, read) in enumerate(members):
         motions.append(parse_bvh(read(), name))
         if progress:
             progress(i + 1, len(members), name)
     return motions
+
+
+def layouts(path):
+    """A data set's clips grouped by skeleton, ``[(skeleton, names)]``, the group of most clips first.
+
+    Most data sets hold one skeleton; an archive gathered from several converters holds several (CMU's:
+    a 31-joint layout under two namings and a 43-joint one without toes). Only the files' headers are read.
+    """
+    if str(path).endswith(".npz"):
+        data = load_motion_set(path)
+        return [(data.skeleton, data.names)]
+    groups = {}
+    for name, read in bvh_members(path):
+        skeleton = hierarchy(read(), name)
+        key = (skeleton.names, tuple(skeleton.parents.tolist()))
+        groups.setdefault(key, (skeleton, []))[1].append(name)
+    return sorted(((sk, tuple(names)) for sk, names in groups.values()), key=lambda group: -len(group[1]))
+
+
+def without_bind_pose(motion):
+    """``motion`` less a first frame that is no frame of the performance but a converter's bind pose (the
+    T-pose CMU's BVH conversions start with): the joints, relative to the root, jump from it to the next
+    frame by more than ``BIND_POSE`` times the clip's 99th percentile step. (CMU's first steps are 2.2-29
+    times that, but for the few whose bind pose lies near their first pose; LaFAN1's, Bandai's and the
+    dog's at most 1.2 times.)"""
+    if motion.n_frames < 3:
+        return motion
+    _, world = forward_kinematics(motion.rotations, motion.positions, motion.skeleton.parents)
+    step = np.linalg.norm(np.diff(world - world[:, :1], axis=0), axis=-1).mean(axis=-1)
+    return motion.frames(1) if step[0] > BIND_POSE * np.percentile(step[1:], 99) else motion
+
+
+def _performances(path, names=None, progress=None):
+    """The clips of a data set (those called ``names`` where given: one skeleton of several), each
+    without a bind pose before it."""
+    return [without_bind_pose(m) for m in read_motions(path, progress, names)]
 
 
 def clip_stem(name):
@@ -192,17 +231,20 @@ def default_cache_dir():
     return Path(os.environ.get("BETWIXT_CACHE", Path.home() / ".cache" / "betwixt"))
 
 
-def cache_path(path, cache_dir=None):
-    """Where the cache of the data set at ``path`` lives; its name carries the content key."""
+def cache_path(path, cache_dir=None, names=None):
+    """Where the cache of the data set at ``path`` (of its clips called ``names``, one skeleton of several)
+    lives; its name carries the content key."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such file or folder; --data takes a folder or a .zip/.tar.xz of BVH files")
     cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
-    return cache_dir / f"{path.stem}-{content_key(path)}-v{CACHE_VERSION}.npz"
+    part = f"-{hashlib.sha256(json.dumps(sorted(names)).encode()).hexdigest()[:8]}" if names else ""
+    return cache_dir / f"{path.stem}-{content_key(path)}{part}-v{CACHE_VERSION}.npz"
 
 
-def load_motion_set(path, cache_dir=None, progress=None):
-    """The data set at ``path`` as a :class:`MotionSet`, from the cache when its content is unchanged.
+def load_motion_set(path, cache_dir=None, progress=None, names=None):
+    """The data set at ``path`` (its clips called ``names``, where it holds several skeletons) as a
+    :class:`MotionSet`, from the cache when its content is unchanged.
 
     ``path`` may be a cache file itself (``.npz``), which is how a data set travels to a machine that
     lacks its source. A freshly parsed set is returned as its cache reads back, so that a run gets the
@@ -214,21 +256,22 @@ def load_motion_set(path, cache_dir=None, progress=None):
         except (OSError, KeyError, ValueError, zipfile.BadZipFile):
             raise DataError(f"{path}: not a data set cache of this Betwixt (version {CACHE_VERSION}); give the "
                             "data set itself, or a cache written by this version's --cache") from None
-    cache = cache_path(path, cache_dir)
+    cache = cache_path(path, cache_dir, names)
     if cache.exists():
         try:
             return _read_cache(cache)
         except (OSError, KeyError, ValueError, zipfile.BadZipFile):
             cache.unlink(missing_ok=True)   # a cache cut short by a crash: rebuild it
-    _write_cache(motion_set(read_motions(path, progress), source=str(path)), cache)
+    _write_cache(motion_set(_performances(path, names, progress), source=str(path)), cache)
     return _read_cache(cache)
 
 
 def load_sources(paths, cache_dir=None, skeleton=None, chosen=Selection()):
-    """Several data sets as one :class:`MotionSet` on one skeleton: the first's, or ``skeleton``'s (a BVH file).
+    """Several data sets as one :class:`MotionSet` on one skeleton: the first's (its most common, where it
+    holds several), or ``skeleton``'s (a BVH file).
 
-    A source of that hierarchy goes in as it is, its performers' bone lengths and all. Another is
-    retargeted onto it through the two skeletons' natural poses, each measured on its data set's clips
+    A source of that hierarchy goes in as it is, its performers' bone lengths and all. Another (or another
+    skeleton's clips of the same archive) is retargeted onto it through the two skeletons' natural poses, each measured on its data set's clips
     that the :class:`Selection` ``chosen`` keeps (LaFAN1's test subject and held-out clips are never
     read into one), resampled to the skeleton's frame rate, and cached: only the result is kept, as
     compact as any data set's cache. That cache is a data set of the skeleton's hierarchy, so it may
@@ -237,28 +280,23 @@ def load_sources(paths, cache_dir=None, skeleton=None, chosen=Selection()):
     """
     paths = [str(p) for p in paths]
     file = read_bvh(skeleton) if skeleton else None
-    target = file.skeleton if file else _hierarchy(paths[0])
-    own = [p for p in paths if _hierarchy(p).same_hierarchy(target)]
-    sets = [load_motion_set(p, cache_dir) for p in own]
-    order = [paths.index(p) for p in own] + [i for i, p in enumerate(paths) if p not in own]
+    # (path, skeleton, clip names where the path holds several skeletons, else None)
+    parts = [(p, sk, names if len(found) > 1 else None) for p in paths for found in [layouts(p)] for sk, names in found]
+    target = file.skeleton if file else parts[0][1]
+    own = [part for part in parts if part[1].same_hierarchy(target)]
+    others = [part for part in parts if not part[1].same_hierarchy(target)]
+    sets = [load_motion_set(p, cache_dir, names=names) for p, _, names in own]
+    order = [paths.index(p) for p, _, _ in own + others]
     kept = [m for data in sets for m in _clips_of(data, chosen)]
     if sets and not kept:
-        raise DataError(f"{' + '.join(own)}: no clip of subjects {chosen.subjects} outside --hold-out; "
-                        "check --subjects and --hold-out against the file names")
+        raise DataError(f"{' + '.join(p for p, _, _ in own)}: no clip of subjects {chosen.subjects} outside "
+                        "--hold-out; check --subjects and --hold-out against the file names")
     if file is None:
         target = sets[0].skeleton   # its first clip's bone lengths
     pose = natural_pose(kept or [file])
     fps = sets[0].fps if sets else file.fps
-    sets += [_retargeted(p, target, pose, fps, chosen, cache_dir) for p in paths if p not in own]
-    return _joined(sets, " + ".join(data.source for data in sets), order)
-
-
-def _hierarchy(path):
-    """The skeleton of a data set: its cache's, or its first BVH file's (a data set holds one hierarchy)."""
-    if str(path).endswith(".npz"):
-        return load_motion_set(path).skeleton
-    name, read = bvh_members(path)[0]
-    return parse_bvh(read(), name).skeleton
+    sets += [_retargeted(p, names, target, pose, fps, chosen, cache_dir) for p, _, names in others]
+    return _joined(sets, " + ".join(dict.fromkeys(data.source for data in sets)), order)
 
 
 def _clips_of(data, chosen):
@@ -266,25 +304,26 @@ def _clips_of(data, chosen):
     return [data.clip(i) for i, n in enumerate(data.names) if chosen.keeps(n)]
 
 
-def _retargeted(path, target, target_pose, fps, chosen, cache_dir):
-    """The data set at ``path`` retargeted onto ``target`` (natural pose ``target_pose``) at ``fps``, cached.
+def _retargeted(path, names, target, target_pose, fps, chosen, cache_dir):
+    """The data set at ``path`` (its clips called ``names``, where it holds several skeletons) retargeted
+    onto ``target`` (natural pose ``target_pose``) at ``fps``, cached.
 
     The cache's name carries the target and, when ``chosen`` leaves some of the source's clips out,
     their names: its own natural pose is measured without them, so a cache made from every clip is
     never served to a run that holds some out.
     """
-    left_out = [clip_stem(n) for n, _ in bvh_members(path) if not chosen.keeps(n)]
+    left_out = [clip_stem(n) for n, _ in bvh_members(path) if not chosen.keeps(n) and (names is None or n in names)]
     digest = hashlib.sha256(json.dumps([target.names, target.parents.tolist(), np.round(target.offsets, 6).tolist(),
                                         np.round(target_pose, 6).tolist(), fps, RETARGET_VERSION]
                                        + ([left_out] if left_out else [])).encode())
-    cache = cache_path(path, cache_dir)
+    cache = cache_path(path, cache_dir, names)
     cache = cache.with_name(cache.name.replace(f"-v{CACHE_VERSION}", f"-on-{digest.hexdigest()[:12]}-v{CACHE_VERSION}"))
     if cache.exists():
         try:
             return _read_cache(cache)
         except (OSError, KeyError, ValueError, zipfile.BadZipFile):
             cache.unlink(missing_ok=True)
-    motions = read_motions(path)
+    motions = _performances(path, names)
     raw = motion_set(motions)   # one hierarchy and frame rate, or a clear error
     kept = _clips_of(raw, chosen)
     if not kept:

@@ -35,7 +35,9 @@ from .options import listed
 
 LICENCES = {"lafan1": "CC BY-NC-ND 4.0 (Ubisoft La Forge LaFAN1): non-commercial use only",
             "bandai": "CC BY-NC 4.0 (Bandai Namco Research Motion dataset): non-commercial use only",
-            "dog": "research and education only, no redistribution (MANN dog data, Zhang, Starke et al. 2018)"}
+            "dog": "research and education only, no redistribution (MANN dog data, Zhang, Starke et al. 2018)",
+            "cmu": "free for research and commercial products, no resale of the data itself (CMU Graphics Lab Motion "
+                   "Capture Database, mocap.cs.cmu.edu; created with funding from NSF EIA-0196217)"}
 
 
 def add_arguments(parser, family):
@@ -78,7 +80,7 @@ def add_arguments(parser, family):
                         default=0.999,
                         help="decay of the moving average of the weights that validation measures and "
                              "export ships (0: the last step's weights)")
-    parser.add_argument("--licence", default=None, help="licence of the data (known for LaFAN1 and Bandai)")
+    parser.add_argument("--licence", default=None, help="licence of the data (known for LaFAN1, Bandai, CMU and the dog)")
     parser.add_argument("--cache", default=None, help="data set cache folder")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--threads", type=whole(1, 1024, "CPU threads"), default=None, help="CPU threads for torch")
