@@ -329,7 +329,8 @@ def _retargeted(path, names, target, target_pose, fps, chosen, cache_dir):
     if not kept:
         raise DataError(f"{path}: no clip of subjects {chosen.subjects} outside --hold-out; "
                         "check --subjects and --hold-out against the file names")
-    onto = Retargeting.build(raw.skeleton, target, natural_pose(kept), target_pose, motions[0].up, name=str(path))
+    what = str(path) if names is None else f"{path} ({', '.join(clip_stem(n) for n in names[:3])}, … of one skeleton)"
+    onto = Retargeting.build(raw.skeleton, target, natural_pose(kept), target_pose, motions[0].up, name=what)
     _write_cache(motion_set([onto(m if m.fps == fps else m.resample(fps)) for m in motions], source=str(path)), cache)
     return _read_cache(cache)
 
