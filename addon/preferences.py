@@ -10,7 +10,7 @@ from pathlib import Path
 
 import bpy
 
-from ..inference.modelfile import KINDS, ModelError, open_model, runtime_class, shipped
+from ..inference.modelfile import KINDS, ModelError, open_model, runtime_class, shipped, use_under
 from . import mapping
 
 ROOT = __package__.rpartition(".")[0]   # "betwixt", or "bl_ext.<repository>.betwixt" as an extension
@@ -52,18 +52,22 @@ def _items_of(kind):
         # asked on every redraw: listed again only when the Model Folder, or what is in it, changes
         key = (kind, _listing(model_folder(context)))
         if key not in _items:
-            _items[key] = [(p.stem, p.stem, _trained_on(p)) for p in offered_models(kind, context)]
+            _items[key] = [(p.stem, p.stem, _card_summary(p)) for p in offered_models(kind, context)]
         return _items[key]
     return items
 
 
-def _trained_on(path):
-    """The model card's line saying what the model was trained on, for the menu's tooltip."""
+def _card_summary(path):
+    """For the menu's tooltip: the model card's line saying what the model was trained on, and whether its
+    data's licence allows commercial use."""
     try:
         lines = path.with_suffix(".md").read_text(encoding="utf-8").splitlines()
     except OSError:
         return path.name
-    return next((line.lstrip("- ").replace("`", "") for line in lines if line.startswith("- Trained on")), path.name)
+    said = {key: next((line.lstrip("- ").replace("`", "") for line in lines if line.startswith(f"- {key}")), "")
+            for key in ("Trained on", "Licence of the weights")}
+    summary = said["Trained on"] or path.name
+    return f"{summary} ({use_under(said['Licence of the weights'])})" if said["Licence of the weights"] else summary
 
 
 class BetwixtPreferences(bpy.types.AddonPreferences):
@@ -238,6 +242,7 @@ def draw_model(layout, context, kind="rtn", obj=None):
     col.label(text=f"Model: {model.name}", icon="MOD_ARMATURE")
     col.label(text=f"Skeleton: {len(sk)} joints, root {sk.names[0]}")
     col.label(text=f"{model.file.fps:g} fps" + (f", gaps up to {model.max_gap} frames" if "fill" in model.SERVES else ""))
+    col.label(text=f"Licence: {model.file.use}", icon="CHECKMARK" if model.file.use == "commercial use allowed" else "INFO")
     return model
 
 

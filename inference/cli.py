@@ -540,7 +540,7 @@ def _models(args):
         serves = ", ".join(m["serves"]) or "nothing this version of Betwixt knows"
         print(f"{m['name']}: {m['kind']}, {m['skeleton']['joints']} joints (root {m['skeleton']['root']}), "
               f"{m['fps']:g} fps, {m['bytes'] / 2**20:.1f} MiB, serves {serves}; trained on {m['trained_on']}; "
-              f"licence: {m['licence']}")
+              f"{m['use']}; licence: {m['licence']}")
 
 
 def progress(verb, unit="file"):

@@ -76,6 +76,12 @@ class ModelFile:
     def name(self):
         return self.path.stem
 
+    @property
+    def use(self):
+        """Whether a studio may use the model in its products, as its data's licence says: "commercial use
+        allowed", "non-commercial use only" or, for a licence this version cannot read, "unknown"."""
+        return use_under(self.licence)
+
     def json(self, key):
         """The metadata ``key`` read as JSON, or an error that says the file is incomplete."""
         try:
@@ -241,6 +247,17 @@ def find_model(skeleton, kind=None, serves=None, folder=None, gap=None, **option
                      f"{skeleton.names[0]!r}); pass --model FILE with a model trained on it")
 
 
+def use_under(licence):
+    """What the licence text of a model's data allows (:attr:`ModelFile.use`): a model inherits the terms of
+    every data set it was trained on, so one that is non-commercial makes the model so."""
+    text = licence.lower()
+    if "unknown" in text:
+        return "unknown"
+    if any(words in text for words in ("non-commercial", "noncommercial", "research and education only")):
+        return "non-commercial use only"
+    return "commercial use allowed" if "commercial" in text else "unknown"
+
+
 def describe(path):
     """What ``python -m inference models`` lists of a model file: name, kind, skeleton, rate, size,
     licence and what it serves (nothing, for a kind this version does not know)."""
@@ -251,5 +268,5 @@ def describe(path):
         serves = []
     return {"name": file.name, "file": file.path.name, "kind": file.kind,
             "skeleton": {"joints": len(file.skeleton), "root": file.skeleton.names[0]},
-            "fps": file.fps, "bytes": file.path.stat().st_size, "licence": file.licence, "serves": serves,
+            "fps": file.fps, "bytes": file.path.stat().st_size, "licence": file.licence, "use": file.use, "serves": serves,
             "trained_on": file.data.get("source")}

@@ -159,9 +159,13 @@ def test_registers_operators_panels_menus_and_preferences(addon):
 
 
 def test_each_shipped_model_can_be_chosen_and_a_model_file_overrides_it(addon, model_path):
-    from betwixt.addon.preferences import load_model
+    from betwixt.addon.preferences import _items_of, load_model
     from betwixt.inference.modelfile import shipped
     prefs = bpy.context.preferences.addons["betwixt"].preferences
+    # the menu's tooltips say what each was trained on and that its data allows no commercial use
+    tips = {name: tip for name, _, tip in _items_of("rtn")(prefs, bpy.context)}
+    assert tips["rtn-human"].startswith("Trained on lafan1-27.zip + bandai1.zip")
+    assert all(tip.endswith("(non-commercial use only)") for tip in tips.values()) and len(tips) == 4
     assert load_model().path == model_path
     prefs.rtn_file = ""
     try:

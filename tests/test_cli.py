@@ -104,8 +104,14 @@ def test_models_lists_every_shipped_model_and_one_of_another_kind_beside_them(la
     mvae = listed["mvae-lafan1"]
     assert mvae["kind"] == "mvae" and mvae["serves"] == ["continue", "variants", "follow-path"]
     assert mvae["skeleton"] == lafan["skeleton"] and "non-commercial" in mvae["licence"]
+    # every shipped model's data forbids commercial use, and the listing says so; CMU's would not
+    assert {m["use"] for m in listed.values()} == {"non-commercial use only"}
+    from training.loop import LICENCES
+    assert modelfile.use_under(LICENCES["cmu"]) == "commercial use allowed"
+    assert modelfile.use_under("unknown: set --licence") == "unknown"
     assert main(["models"]) == 0
-    assert "mann-dog: mann, 21 joints (root Hips)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "mann-dog: mann, 21 joints (root Hips)" in out and out.count("; non-commercial use only; licence") == 6
 
     clip = next(m for m in read_motions(lafan1_zip) if m.name == "ground1_subject5").frames(0, 120)
     write_bvh(clip, tmp_path / "clip.bvh")
