@@ -17,6 +17,10 @@ ending is one of many, so besides the errors it reports PEAK, each window's fast
 the data's units per frame (99th percentile over windows, joints going into and out of the gap
 included): a model that drifts off the data makes limbs fly, which errors average away.
 
+A model of another skeleton (CMU's) is scored through retargeting (:func:`across`): each window brought
+onto its skeleton, filled there, the fill brought back and scored on LaFAN1's; the capture's own round
+trip (:func:`round_trip`) scores what retargeting alone costs.
+
 Beside the protocol, :func:`floor_gaps` measures whether the fills of FLOOR_GAP frames stand on the
 floor (:mod:`.floor_metrics`, issue 43), each beside the capture's on the same frames.
 """
@@ -29,8 +33,11 @@ from . import floor_metrics
 from inference.contacts import plant
 from inference.ends import ends
 from .dataset import centre_and_face, gather_windows, position_statistics, read_motions, subject_of
+from inference import quat
 from inference.errors import BetwixtError, DataError
+from inference.features import chain
 from inference.motion import Motion, Skeleton, forward_kinematics
+from inference.retarget import Retargeting, natural_pose
 from inference.transition import Gap
 
 LENGTHS = (5, 15, 30, 45)
@@ -54,6 +61,7 @@ class Benchmark:
     x_mean: np.ndarray      # (J * 3,)
     x_std: np.ndarray       # (J * 3,)
     fps: float = 30.0
+    pose: np.ndarray = None  # (J, 4) the training subjects' natural pose, where models of other skeletons meet it
 
     @property
     def windows(self):
@@ -102,7 +110,69 @@ def load_benchmark(path, progress=None, long=False):
     pos[:, :, 1:] = offsets
     sk = train[0].skeleton
     skeleton = Skeleton(sk.names, sk.parents, np.concatenate([sk.offsets[:1], offsets]), sk.channels, sk.end_sites)
-    return Benchmark(skeleton, rot, pos, x_mean, x_std, test[0].fps)
+    return Benchmark(skeleton, rot, pos, x_mean, x_std, test[0].fps, natural_pose(train))
+
+
+def _retargeted(onto, skeleton, fps, parts):
+    """``parts`` [(rotations (B, T, J, 4), positions (B, T, J, 3))], stretches of windows of ``skeleton``'s
+    frames, retargeted by ``onto`` window by window in time order (signs continuous), split as given."""
+    rot = np.concatenate([r for r, _ in parts], axis=1)
+    pos = np.concatenate([p for _, p in parts], axis=1)
+    b, t = rot.shape[:2]
+    out = onto(Motion(skeleton, rot.reshape(b * t, *rot.shape[2:]), pos.reshape(b * t, *pos.shape[2:]), fps))
+    cuts = np.cumsum([r.shape[1] for r, _ in parts])[:-1]
+    return list(zip(np.split(out.rotations.reshape(b, t, -1, 4), cuts, axis=1),
+                    np.split(out.positions.reshape(b, t, -1, 3), cuts, axis=1)))
+
+
+def _continuing(rotations, last):
+    """Local rotations (B, T, J, 4) signed to go on from ``last`` (B, J, 4), the frame before them, as L2Q,
+    which compares quaternions' components, needs (a retargeted rotation may come back negated)."""
+    return quat.unroll(np.concatenate([last[:, None], rotations], axis=1), axis=1)[:, 1:]
+
+
+def bridges(bench, model):
+    """``(onto, back)``: :class:`Retargeting` from the benchmark's skeleton onto ``model``'s and back,
+    matched where the training subjects' natural pose meets the model's reference pose (its training data's)."""
+    reference = np.asarray(model.file.json("betwixt.reference_pose"), dtype=np.float64)
+    # a model file keeps no channels: the joints from the root to the trajectory's (Bandai's joint_Root and
+    # Hips) are the ones that move through the world
+    carriers = chain(model.skeleton.parents, model.layout.trajectory)
+    rotation = tuple(f"{a}rotation" for a in "ZYX")
+    skeleton = replace(model.skeleton, channels=tuple((tuple(f"{a}position" for a in "XYZ") if j in carriers else ())
+                                                      + rotation for j in range(len(model.skeleton))))
+    onto = Retargeting.build(bench.skeleton, skeleton, bench.pose, reference, name="LaFAN1's skeleton")
+    back = Retargeting.build(skeleton, bench.skeleton, reference, bench.pose, name=f"{model.name}'s skeleton")
+    return onto, back
+
+
+def across(method, bench, model):
+    """``method``, which fills gaps of ``model``'s skeleton, as a method of the benchmark: each gap's frames
+    (the past, the target, the frames after it where given) retargeted onto that skeleton, filled, and the
+    fill brought back onto the benchmark's."""
+    onto, back = bridges(bench, model)
+
+    def method_across(gap):
+        parts = [(gap.past_rotations, gap.past_positions), (gap.target_rotations[:, None], gap.target_positions[:, None])]
+        if gap.after_rotations is not None:
+            parts.append((gap.after_rotations, gap.after_positions))
+        (past_r, past_p), (target_r, target_p), *after = _retargeted(onto, bench.skeleton, bench.fps, parts)
+        theirs = Gap(model.skeleton, past_r, past_p, target_r[:, 0], target_p[:, 0], gap.length, *(after[0] if after else ()))
+        [(rot, pos)] = _retargeted(back, model.skeleton, bench.fps, [tuple(map(np.asarray, method(theirs)))])
+        return _continuing(rot, gap.past_rotations[:, -1]), pos
+    return method_across
+
+
+def round_trip(bench, model):
+    """The capture's frames of each gap taken onto ``model``'s skeleton and back: the error retargeting alone
+    adds to a model of another skeleton (:func:`across`), as a method."""
+    onto, back = bridges(bench, model)
+
+    def there_and_back(gap):
+        [theirs] = _retargeted(onto, bench.skeleton, bench.fps, [bench.capture(gap)])
+        [(rot, pos)] = _retargeted(back, model.skeleton, bench.fps, [theirs])
+        return _continuing(rot, gap.past_rotations[:, -1]), pos
+    return there_and_back
 
 
 def npss(truth, pred):

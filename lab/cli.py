@@ -19,8 +19,8 @@ from inference.errors import BetwixtError
 from inference.modelfile import DEFAULTS, MODELS, find_model, open_model, shipped
 from inference.transition import BASELINES
 from . import decompress_floor, mann_bench, mvae_bench, plots, speed
-from .benchmark import (LENGTHS, LONG_LENGTHS, LONG_METRICS, METRICS, as_filled, evaluate, floor_gaps, format_floor,
-                        format_table, load_benchmark, strict)
+from .benchmark import (LENGTHS, LONG_LENGTHS, LONG_METRICS, METRICS, across, as_filled, evaluate, floor_gaps,
+                        format_floor, format_table, load_benchmark, round_trip, strict)
 from .dataset import bvh_members, cache_path, clip_stem, load_motion_set, subject_of
 
 FILMSTRIP_FIGURES = 12  # stick figures a filmstrip draws where --every is not given
@@ -144,11 +144,13 @@ def _bench(args):
     planted = {}   # the methods whose fills the floor measures also plant, as Fill Gaps does: the body's height
     for path in paths:
         model = open_model(path)
-        if not model.skeleton.same_hierarchy(bench.skeleton):
-            if args.model:
-                model.check_skeleton(bench.skeleton)
-            continue
         name = model.file.kind if len(paths) == 1 or path.stem == "rtn-lafan1" else path.stem
+        if not model.skeleton.same_hierarchy(bench.skeleton):
+            if args.model:   # asked for: scored through retargeting, beside what the round trip alone costs
+                methods.update({f"{name} round trip": round_trip(bench, model),
+                                name: strict(across(model, bench, model)),
+                                f"{name}+after": across(as_filled(model), bench, model)})
+            continue
         # as published methods are scored (the past and the target key), then as Fill Gaps fills: with the
         # frames after the target that an animator's next keys give, its ends eased
         methods.update({name: strict(model), f"{name}+after": as_filled(model)})
