@@ -48,16 +48,18 @@ def mapping_for(obj, skeleton, rig):
 
 
 def played(obj, skeletons):
-    """The index in ``skeletons`` of the skeleton the armature ``obj`` plays: the one its stored mapping
-    is for, else the one whose joints detection maps most of. Of equals, a four-legged one where the rig
-    stands on all fours (:func:`on_all_fours`), else the first (the in-betweening model's): the dog's
-    names are a human skeleton's and a tail, so a quadruped rig without a tail maps as many human joints
-    as dog joints, as a person's rig named alike (Rigify's) does; only its pose tells them apart."""
+    """The index in ``skeletons`` of the skeleton the armature ``obj`` plays: where it has a stored mapping,
+    the first of ``skeletons`` of that mapping's body (two legs or four: the in-betweening model chosen in
+    the preferences, though the rig was mapped to another model's skeleton of that body), else the one whose
+    joints detection maps most of. Of equals, a four-legged one where the rig stands on all fours
+    (:func:`on_all_fours`), else the first (the in-betweening model's): the dog's names are a human
+    skeleton's and a tail, so a quadruped rig without a tail maps as many human joints as dog joints, as a
+    person's rig named alike (Rigify's) does; only its pose tells them apart."""
     counts = []
-    for i, skeleton in enumerate(skeletons):
+    for skeleton in skeletons:
         unmapped, is_stored = status(obj, skeleton)
         if is_stored:
-            return i
+            return next(i for i, other in enumerate(skeletons) if is_quadruped(other) == is_quadruped(skeleton))
         counts.append(len(skeleton) - len(unmapped))
     best = [i for i, count in enumerate(counts) if count == max(counts)]
     if len(best) > 1 and on_all_fours(obj, skeletons[best[0]]):
