@@ -14,7 +14,7 @@ Which controls a limb uses follows the rig's IK/FK switch at the gap (Rigify's `
 parent control, 0 for IK; ``pole_vector`` for a pole target instead of the IK control's twist).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import bpy
 import numpy as np
@@ -124,6 +124,16 @@ def detect(obj):
     if layout is None:
         return []
     return [Entry(*e) for e in rigify.control_entries(layout, obj.pose.bones)]
+
+
+def on_skeleton(obj, entries, skeleton):
+    """``entries`` with their joints named as ``skeleton`` names them: a Rigify rig's are named as LaFAN1's
+    skeleton names them (:func:`.rigify.on_skeleton` finds them on another)."""
+    layout = rigify.layout_of(obj)
+    if layout is None:
+        return entries
+    names = rigify.on_skeleton(layout, skeleton)
+    return [replace(e, joint=names.get(e.joint, e.joint)) for e in entries]
 
 
 def entries_for(obj):

@@ -96,7 +96,7 @@ def detected(obj, skeleton):
     or the wolf metarig, its deform bones (:mod:`.rigify`), and none for a skeleton of the other kind."""
     layout = rigify.layout_of(obj)
     if layout is not None:
-        return rigify.deform_mapping(layout, skeleton.names) if layout.quadruped == is_quadruped(skeleton) else {}
+        return rigify.deform_mapping(layout, skeleton) if layout.quadruped == is_quadruped(skeleton) else {}
     bones = [b.name for b in obj.data.bones]
     parents = [bones.index(b.parent.name) if b.parent else -1 for b in obj.data.bones]
     return detect(skeleton.names, skeleton.parents, bones, parents)

@@ -146,7 +146,8 @@ def plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames,
         raw = {b: np.concatenate([p[3][b] for p in parts]) for b in parts[0][3]}
     else:
         real, bones = rig.source
-        entries = controls.active(obj, channels, controls.entries_for(obj), gaps[0][0])
+        entries = controls.active(obj, channels, controls.on_skeleton(obj, controls.entries_for(obj), model.skeleton),
+                                  gaps[0][0])
         index = {n: i for i, n in enumerate(real.names)}
         driving = [index[e.control] for e in entries if e.control in index]
         both = yield from evaluated.pose_around(obj, frames, np.concatenate([bones, driving]).astype(np.int64), gaps)

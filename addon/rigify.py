@@ -10,22 +10,39 @@ keys (torso, FK and IK limbs), as each limb's IK/FK switch says.
 
 from dataclasses import dataclass
 
+from ..inference.mapping import detect
+
 SIDES = {"Left": "L", "Right": "R"}
+ARM = ("Shoulder", "Arm", "ForeArm", "Hand")   # a sided chain of joint parts, from the body out
+LEG = ("UpLeg", "Leg", "Foot", "Toe")
 
 
 @dataclass(frozen=True)
 class Layout:
-    """One metarig's generated rig: ``deform`` {model joint: DEF bone}; ``torso`` (control, model joint,
-    channels keyed, when): "both" keys location and rotation, "rotation" and "location" one of them,
-    "when" the limb state the control drives in (see controls.Entry); ``limbs`` {limb: (switch bone,
-    [(control, joint part, channels, when)])} per side; ``shoulder``: the sided control of the joint part
-    "Shoulder"; ``quadruped``: whether it plays a four-legged skeleton."""
+    """One metarig's generated rig: ``deform`` {joint: DEF bone}, the joints named as LaFAN1's (and the dog's)
+    skeleton names them, the spine from the hips up, then each side's arm and leg from the body out
+    (:func:`on_skeleton` finds them on another skeleton); ``torso`` (control, joint, channels keyed, when):
+    "both" keys location and rotation, "rotation" and "location" one of them, "when" the limb state the
+    control drives in (see controls.Entry); ``limbs`` {limb: (switch bone, [(control, joint part,
+    channels, when)])} per side; ``shoulder``: the sided control of the joint part "Shoulder"; ``chest``:
+    the joint the arms hang from; ``quadruped``: whether it plays a four-legged skeleton."""
 
     deform: dict
     torso: list
     limbs: dict
     shoulder: str
+    chest: str
     quadruped: bool
+
+    @property
+    def parents(self):
+        """(J,) the parent of each of ``deform``'s joints, in its order (-1 for the hips)."""
+        names = list(self.deform)
+        above = {f"{side}{chain[0]}": self.chest if chain is ARM else "Hips" for side in SIDES for chain in (ARM, LEG)}
+        for side in SIDES:
+            for chain in (ARM, LEG):
+                above |= {f"{side}{b}": f"{side}{a}" for a, b in zip(chain, chain[1:])}
+        return [names.index(above.get(n, names[k - 1])) if k else -1 for k, n in enumerate(names)]
 
 
 def _sided(parts):
@@ -49,7 +66,7 @@ HUMAN = Layout(
                                      ("hand_ik", "Hand", "both", "IK"), ("upper_arm_ik", "Arm", "rotation", "IK"),
                                      ("upper_arm_ik_target", "ForeArm", "location", "POLE")]),
     },
-    shoulder="shoulder", quadruped=False)
+    shoulder="shoulder", chest="Spine2", quadruped=False)
 
 # The wolf metarig: the spine runs from the hips (spine.004) to the chest (spine.008, which carries the
 # shoulders, as the dog's Spine1 does), the neck (spine.009, .010) and the head (spine.011); its tail is a
@@ -75,7 +92,7 @@ WOLF = Layout(
                                          ("front_thigh_ik", "Arm", "rotation", "IK"),
                                          ("front_thigh_ik_target", "ForeArm", "location", "POLE")]),
     },
-    shoulder="shoulder", quadruped=True)
+    shoulder="shoulder", chest="Spine1", quadruped=True)
 
 LAYOUTS = (HUMAN, WOLF)
 
@@ -88,9 +105,15 @@ def layout_of(obj):
     return next((layout for layout in LAYOUTS if all(name in bones for name in layout.deform.values())), None)
 
 
-def deform_mapping(layout, joints):
-    """{model joint: DEF bone} for the model's joints (names) that the layout's metarig has."""
-    return {j: layout.deform[j] for j in joints if j in layout.deform}
+def on_skeleton(layout, skeleton):
+    """{layout joint: ``skeleton``'s joint that plays it}: the same names on LaFAN1's and the dog's skeletons,
+    found by body part and chain on another (CMU's LowerBack, Spine, Spine1 for Spine to Spine2; its LeftToeBase)."""
+    return detect(list(layout.deform), layout.parents, skeleton.names, skeleton.parents)
+
+
+def deform_mapping(layout, skeleton):
+    """{model joint: DEF bone} for the joints of the model's ``skeleton`` that the layout's metarig has."""
+    return {joint: layout.deform[j] for j, joint in on_skeleton(layout, skeleton).items()}
 
 
 def control_entries(layout, bones):

@@ -126,6 +126,23 @@ def test_detect_reads_the_deform_bones_and_finds_the_controls(betwixt, keyed_rig
     assert entries["thigh_fk.R"].joint == "RightUpLeg" and entries["thigh_fk.R"].when == "FK"
 
 
+def test_a_model_of_another_skeleton_reads_and_keys_the_same_bones(betwixt, keyed_rigs, mocap):
+    """A human model on CMU's skeleton (a spine of LowerBack, Spine, Spine1; LeftToeBase) finds on a Rigify rig
+    the deform bones and the controls LaFAN1's finds, joint for joint: the chest control drives its Spine1."""
+    from betwixt.addon import rigify
+    from betwixt.inference.bvh import read_bvh
+
+    rig = load(keyed_rigs[0.0])
+    cmu = read_bvh(mocap / "cmu-01_01.bvh").skeleton
+    found = betwixt["mapping"].detected(rig, cmu)
+    assert len(found) == 22 and found["LowerBack"] == "DEF-spine.001" and found["Spine1"] == "DEF-spine.003"
+    assert found["LeftToeBase"] == "DEF-toe.L" and "LHipJoint" not in found and "Neck1" not in found
+    assert sorted(found.values()) == sorted(rigify.HUMAN.deform.values())
+    entries = {e.control: e.joint for e in betwixt["controls"].on_skeleton(rig, betwixt["controls"].detect(rig), cmu)}
+    assert entries["chest"] == "Spine1" and entries["toe_fk.L"] == "LeftToeBase" and entries["torso"] == "Hips"
+    assert set(entries.values()) <= set(found)
+
+
 def test_the_capture_keyed_on_the_controls_puts_the_deform_bones_on_it(betwixt, keyed_rig):
     rig = load(keyed_rig)
     keyed = keyed_bones(betwixt, rig, 0, FRAMES + 1)

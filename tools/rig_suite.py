@@ -785,7 +785,10 @@ def view_angles(betwixt, obj, model, joints, capture):
             continue
         ours = (seen[:, b] - seen[:, a]) @ retarget.axes.T
         theirs = capture.truth[:, joints.index(names[b])] - capture.truth[:, joints.index(names[a])]
-        if np.linalg.norm(theirs, axis=-1).min() > 0.02 * capture.height:   # a bone of no length points nowhere
+        model_height = np.ptp(seen[0], axis=0).max()
+        if np.linalg.norm(theirs, axis=-1).min() > 0.02 * capture.height and \
+                np.linalg.norm(ours, axis=-1).min() > 0.02 * model_height:   # a bone of no length points nowhere
+                                                                            # (CMU's LowerBack sits on its Hips)
             cos = np.sum(ours * theirs, -1) / np.maximum(np.linalg.norm(ours, axis=-1) *
                                                        np.linalg.norm(theirs, axis=-1), 1e-9)
             angles.append((joint, float(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))).mean())))
