@@ -211,7 +211,7 @@ def rigify(ik_fk, meta=False, metarig="human"):
             for frame in (0, clip.n_frames + 1):
                 pb.keyframe_insert("location", frame=frame)
                 pb.keyframe_insert(betwixt.pose_io.channel_path(pb.rotation_mode), frame=frame)
-        betwixt.writing.key_motion(obj, betwixt.capture_model(), clip, 1)
+        betwixt.writing.key_motion(obj, betwixt.capture_model(clip), clip, 1)
         for fc in betwixt.pose_io.Channels(obj).curves().values():   # the rest keys on either side go
             for point in [p for p in fc.keyframe_points if p.co[0] in (0, clip.n_frames + 1)][::-1]:
                 fc.keyframe_points.remove(point, fast=True)
@@ -260,7 +260,7 @@ def gltf_character(clip_names=MIXAMO):
             for frame in (0, clip.n_frames + 1):
                 pb.keyframe_insert("location", frame=frame)
                 pb.keyframe_insert("rotation_quaternion", frame=frame)
-        betwixt.writing.key_motion(obj, betwixt.capture_model(), clip, 1)
+        betwixt.writing.key_motion(obj, betwixt.capture_model(clip), clip, 1)
         bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, clip.n_frames
         path = Path(tempfile.mkdtemp()) / "character.glb"
         bpy.ops.export_scene.gltf(filepath=str(path), export_format="GLB", export_animations=True,
@@ -402,11 +402,11 @@ class Betwixt:
             setattr(self, name, importlib.import_module(f"{self.module}.addon.{name}"))
         self.edit = importlib.import_module(f"{self.module}.inference.edit")
 
-    def capture_model(self):
-        """The shipped human model, whose skeleton (LaFAN1's) the cases' clips are on: it keys them onto the
-        rigs, whatever model is under test (``--model`` may be of another skeleton, CMU's)."""
+    def capture_model(self, clip):
+        """The shipped model of ``clip``'s skeleton (LaFAN1's, the dog's): it keys the case's clip onto its rig,
+        whatever model is under test (``--model`` may be of another skeleton, CMU's)."""
         modelfile = importlib.import_module(f"{self.module}.inference.modelfile")
-        return modelfile.open_model(modelfile.MODELS / "rtn-human.onnx")
+        return modelfile.find_model(clip.skeleton, kind="rtn")
 
 
 def build_zip(folder):
