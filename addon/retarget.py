@@ -78,17 +78,29 @@ def _natural(rig, posed, axes, rest_rot, heads, hips, up):
     return natural_stance(matrix_to_quat(axes.T @ rotation_part(posed)), hips, up, parents, rel)
 
 
-def rig_offsets(skeleton, rig, mapping, offsets, joints, rest_rot, heads):
+def rig_offsets(skeleton, rig, mapping, offsets, joints, rest_rot, heads, pose):
     """(J, 3) the offsets of the model's ``skeleton`` with the rig's bone lengths: each joint mapped, below a
-    mapped parent whose bone is an ancestor of its own, gets the offset that puts it where the rig's bone
-    head is, in the parent's model frame (``O_pᵀ (Cᵀ R_p^rest)ᵀ (h_j - h_p)``, with ``heads`` in model units:
-    a child's head turns with its parent's bone from rest); the others keep the model's."""
+    mapped ancestor whose bone is an ancestor of its own, gets the offset that puts it where the rig's bone
+    head is, in the ancestor's model frame (``O_pᵀ (Cᵀ R_p^rest)ᵀ (h_j - h_p)``, with ``heads`` in model units:
+    a child's head turns with its ancestor's bone from rest). The model's joints between the two, which the
+    rig lacks (CMU's ``LHipJoint`` between ``Hips`` and ``LeftUpLeg``), get no length, and their turns in
+    ``pose`` (the local rotations unmapped joints take) are taken back out of the child's offset: kept, they
+    hung the rig's legs from the model's hip joints, a hand below its own, and planted feet floated. The
+    others keep the model's."""
     k_of = {int(j): k for k, j in enumerate(joints)}
     out = skeleton.offsets.copy()
-    for j, p in enumerate(skeleton.parents):
-        if j not in mapping or p not in mapping or not _descends(rig.parents, mapping[j], mapping[p]):
+    for j in mapping:
+        between, p = [], int(skeleton.parents[j])
+        while p >= 0 and p not in mapping:
+            between.append(p)
+            p = int(skeleton.parents[p])
+        if p < 0 or not _descends(rig.parents, mapping[j], mapping[p]):
             continue
-        out[j] = offsets[k_of[p]].T @ rest_rot[mapping[p]].T @ (heads[mapping[j]] - heads[mapping[p]])
+        turn = np.eye(3)
+        for u in reversed(between):                 # from the ancestor's child down to the joint's parent
+            turn = turn @ quat.to_matrix(pose[u])
+        out[j] = turn.T @ offsets[k_of[p]].T @ rest_rot[mapping[p]].T @ (heads[mapping[j]] - heads[mapping[p]])
+        out[between] = 0.0
     return out
 
 
@@ -166,7 +178,7 @@ def rig_retargeting(skeleton, rig, mapping, world, up=1, trajectory=0, reference
     offsets = min(fits, key=lambda fit: fit[1])[0]
     positional = tuple(sorted({0, int(trajectory)} & set(mapping)))
     return Retargeting(skeleton, joints, bones, offsets, poses[-1], positional, scale, world, axes, rig,
-                       rig_offsets(skeleton, rig, mapping, offsets, joints, rest_rot, heads / scale))
+                       rig_offsets(skeleton, rig, mapping, offsets, joints, rest_rot, heads / scale, poses[-1]))
 
 
 def to_rig(retarget, rotations, positions, location, rotation, scale, heads=None):
