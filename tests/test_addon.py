@@ -162,10 +162,11 @@ def test_each_shipped_model_can_be_chosen_and_a_model_file_overrides_it(addon, m
     from betwixt.addon.preferences import _items_of, load_model
     from betwixt.inference.modelfile import shipped
     prefs = bpy.context.preferences.addons["betwixt"].preferences
-    # the menu's tooltips say what each was trained on and that its data allows no commercial use
+    # the menu's tooltips say what each was trained on and whether its data allows commercial use
     tips = {name: tip for name, _, tip in _items_of("rtn")(prefs, bpy.context)}
-    assert tips["rtn-human"].startswith("Trained on lafan1-27.zip + bandai1.zip")
-    assert all(tip.endswith("(non-commercial use only)") for tip in tips.values()) and len(tips) == 4
+    assert tips["rtn-human"].startswith("Trained on lafan1-27.zip + bandai1.zip") and len(tips) == 5
+    assert tips.pop("rtn-cmu").endswith("(commercial use allowed)")
+    assert all(tip.endswith("(non-commercial use only)") for tip in tips.values())
     assert load_model().path == model_path
     prefs.rtn_file = ""
     try:
@@ -977,12 +978,13 @@ def test_models_of_other_kinds_beside_the_in_betweening_ones_change_nothing(addo
     import betwixt.inference.modelfile as modelfile
     from betwixt.addon import preferences
 
-    assert {p.stem for p in modelfile.MODELS.glob("*.onnx")} - {"rtn-human", "rtn-lafan1", "rtn-bandai1", "rtn-dog"}
+    assert {p.stem for p in modelfile.MODELS.glob("*.onnx")} - {"rtn-human", "rtn-lafan1", "rtn-bandai1", "rtn-cmu",
+                                                                 "rtn-dog"}
     preferences.forget_models()
     try:
         prefs = bpy.context.preferences.addons["betwixt"].preferences
         prefs.rtn_file = ""
-        rtns = ["rtn-human", "rtn-bandai1", "rtn-dog", "rtn-lafan1"]   # the default first
+        rtns = ["rtn-human", "rtn-bandai1", "rtn-cmu", "rtn-dog", "rtn-lafan1"]   # the default first
         assert [p.stem for p in modelfile.shipped("rtn")] == rtns
         assert [item[0] for item in preferences._items_of("rtn")(prefs, bpy.context)] == rtns
         assert preferences.load_model().name == "rtn-human"

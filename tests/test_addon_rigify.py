@@ -143,6 +143,36 @@ def test_a_model_of_another_skeleton_reads_and_keys_the_same_bones(betwixt, keye
     assert set(entries.values()) <= set(found)
 
 
+def test_a_model_of_another_skeleton_stands_on_the_rig_s_own_legs(betwixt, keyed_rigs):
+    """``rtn-cmu``'s skeleton hangs its legs from ``LHipJoint`` and ``RHipJoint``, joints the rig lacks, some 10
+    cm below its hips: on the rig's bone lengths (where feet are planted, ``Retargeting.on_rig``), every mapped
+    joint stands where the rig's bone does, the thighs too (hung from the model's hip joints, the rig's feet
+    floated 7 cm above the floor in the rig suite)."""
+    from betwixt.addon import plan
+    from betwixt.addon.preferences import model_for
+    from betwixt.inference.motion import Motion, forward_kinematics
+
+    rig = load(keyed_rigs[0.0])
+    prefs = bpy.context.preferences.addons["betwixt"].preferences
+    prefs.rtn_file = str(ROOT / "inference" / "models" / "rtn-cmu.onnx")
+    try:
+        model = model_for(bpy.context, rig, "fill")
+        bones, retarget, _ = plan.read_retarget(rig, model)
+        pose = plan.in_motion(rig, bones, sorted(retarget.mapping.values()))
+    finally:
+        prefs.rtn_file = ""
+    assert model.name == "rtn-cmu" and "LHipJoint" not in [model.skeleton.names[j] for j in retarget.mapping]
+    rotations, positions = retarget.to_model(pose)
+    motion = retarget.on_rig(Motion(model.skeleton, rotations, positions, 30.0))
+    ours = forward_kinematics(motion.rotations, motion.positions, model.skeleton.parents)[1]
+    theirs = retarget.heads(pose)
+    hips = model.skeleton.index("Hips")
+    height = np.ptp(np.stack([head[0] for head in theirs.values()]), axis=0).max()   # the body's size, model units
+    for j, head in theirs.items():
+        off = np.linalg.norm((ours[:, j] - ours[:, hips]) - (head - theirs[hips]), axis=-1).max()
+        assert off < 0.015 * height, (model.skeleton.names[j], off / height)   # 0.9 % at most (4.3 % hung from its hip joints)
+
+
 def test_the_capture_keyed_on_the_controls_puts_the_deform_bones_on_it(betwixt, keyed_rig):
     rig = load(keyed_rig)
     keyed = keyed_bones(betwixt, rig, 0, FRAMES + 1)

@@ -95,7 +95,7 @@ def test_models_lists_every_shipped_model_and_one_of_another_kind_beside_them(la
 
     assert main(["models", "--json"]) == 0
     listed = {m["name"]: m for m in json.loads(capsys.readouterr().out)}
-    assert set(listed) == {"mann-dog", "mvae-lafan1", "rtn-bandai1", "rtn-dog", "rtn-human", "rtn-lafan1"}
+    assert set(listed) == {"mann-dog", "mvae-lafan1", "rtn-bandai1", "rtn-cmu", "rtn-dog", "rtn-human", "rtn-lafan1"}
     lafan = listed["rtn-lafan1"]
     assert lafan["kind"] == "rtn" and lafan["skeleton"] == {"joints": 22, "root": "Hips"} and lafan["fps"] == 30
     assert lafan["serves"] == ["fill", "decompress", "variants"] and "non-commercial" in lafan["licence"]
@@ -104,14 +104,14 @@ def test_models_lists_every_shipped_model_and_one_of_another_kind_beside_them(la
     mvae = listed["mvae-lafan1"]
     assert mvae["kind"] == "mvae" and mvae["serves"] == ["continue", "variants", "follow-path"]
     assert mvae["skeleton"] == lafan["skeleton"] and "non-commercial" in mvae["licence"]
-    # every shipped model's data forbids commercial use, and the listing says so; CMU's would not
-    assert {m["use"] for m in listed.values()} == {"non-commercial use only"}
-    from training.loop import LICENCES
-    assert modelfile.use_under(LICENCES["cmu"]) == "commercial use allowed"
+    # the data of every shipped model but CMU's forbids commercial use, and the listing says which
+    assert listed["rtn-cmu"]["use"] == "commercial use allowed" and "CMU" in listed["rtn-cmu"]["licence"]
+    assert {m["use"] for name, m in listed.items() if name != "rtn-cmu"} == {"non-commercial use only"}
     assert modelfile.use_under("unknown: set --licence") == "unknown"
     assert main(["models"]) == 0
     out = capsys.readouterr().out
     assert "mann-dog: mann, 21 joints (root Hips)" in out and out.count("; non-commercial use only; licence") == 6
+    assert "rtn-cmu: rtn, 31 joints (root Hips)" in out and out.count("; commercial use allowed; licence") == 1
 
     clip = next(m for m in read_motions(lafan1_zip) if m.name == "ground1_subject5").frames(0, 120)
     write_bvh(clip, tmp_path / "clip.bvh")

@@ -10,7 +10,7 @@ from inference.motion import forward_kinematics
 from inference.modelfile import open_model, shipped as shipped_files
 from inference.transition import Gap, interpolation
 from lab.benchmark import peak_speed
-from lab.dataset import gather_windows, read_motions, subject_of
+from lab.dataset import gather_windows, read_motions, subject_of, without_bind_pose
 from training.clips import HOLD_OUT   # the last tenth of every training clip is never trained on
 
 SHIPPED = shipped_files("rtn")
@@ -31,10 +31,13 @@ def forget_clips():
 
 def opened(path, mocap):
     """A shipped model, its metadata's data, and the clips of the data set whose skeleton it learned on
-    (the first of several: the others were retargeted onto it) by name."""
+    (the first of several: the others were retargeted onto it; of an archive of several skeletons, those of
+    the model's) by name, as training read them (a converter's bind pose dropped)."""
     model = open_model(path)
     data = json.loads(model.metadata["betwixt.data"])
-    return model, data, clips_of(mocap / data["source"].split(" + ")[0])
+    clips = clips_of(mocap / data["source"].split(" + ")[0])
+    return model, data, {name: without_bind_pose(m) for name, m in clips.items()
+                         if m.skeleton.same_hierarchy(model.skeleton)}
 
 
 @pytest.fixture(scope="module", params=SHIPPED, ids=lambda p: p.stem)
@@ -62,7 +65,9 @@ def test_a_shipped_model_is_small_documented_and_trained_on_what_it_says(any_shi
     assert model.metadata["betwixt.weights"] in ("mixed", "int8")     # weights in blocks of integers
     card = model.path.with_suffix(".md").read_text()
     assert all(part in card for part in model.metadata["betwixt.licence"].split("; "))
-    assert any(terms in model.metadata["betwixt.licence"] for terms in ("non-commercial", "research and education only"))
+    # a model inherits its data's terms: CMU's alone allow a studio's products, every other data set's do not
+    commercial = data["source"] == "cmu-30fps.zip"
+    assert model.file.use == ("commercial use allowed" if commercial else "non-commercial use only")
     every = {name for source in data["source"].split(" + ") for name in clips_of(mocap / source)}
     assert set(data["files"]) <= every and all(name in card for name in data["files"])
     held = set(data.get("held_out", []))
@@ -70,6 +75,7 @@ def test_a_shipped_model_is_small_documented_and_trained_on_what_it_says(any_shi
     lafan1 = [f for f in data["files"] if subject_of(f) is not None]
     if "lafan1" in data["source"]:   # never the benchmark's test subject
         assert data["subjects"] == [1, 2, 3, 4] and {subject_of(f) for f in lafan1} == {1, 2, 3, 4}
+    assert set(data["files"]) & set(motions)
     for name in set(data["files"]) & set(motions):
         model.check_skeleton(motions[name].skeleton)
 
