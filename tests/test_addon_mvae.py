@@ -102,8 +102,8 @@ def test_the_model_folder_offers_its_models_beside_the_shipped_ones(scene, folde
     shutil.copy(folder / "mvae-tiny.onnx", mine / "mvae-tiny.onnx")
     shutil.copy(RTN, mine / "rtn-mine.onnx")
     prefs.model_folder = str(mine)
-    assert [p.stem for p in preferences.offered_models("rtn")] == ["rtn-human", "rtn-bandai1", "rtn-dog", "rtn-lafan1",
-                                                                  "rtn-mine"]
+    assert [p.stem for p in preferences.offered_models("rtn")] == ["rtn-human", "rtn-bandai1", "rtn-cmu", "rtn-dog",
+                                                                  "rtn-lafan1", "rtn-mine"]
     assert [i[0] for i in preferences._items_of("rtn")(prefs, bpy.context)][-1] == "rtn-mine"
     prefs.rtn_model = "rtn-mine"
     try:
