@@ -79,7 +79,7 @@ def layouts(path):
     """A data set's clips grouped by skeleton, ``[(skeleton, names)]``, the group of most clips first.
 
     Most data sets hold one skeleton; an archive gathered from several converters holds several (CMU's:
-    a 31-joint layout under two namings and a 43-joint one without toes). Only the files' headers are read.
+    a 31-joint layout under three namings and a 43-joint one without toes). Only the files' headers are read.
     """
     if str(path).endswith(".npz"):
         data = load_motion_set(path)
