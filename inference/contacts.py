@@ -71,7 +71,7 @@ HOP = LOW                         # of the body's height: the most a swing clear
 PAW_LOW, PAW_LOW_RELEASE = 0.05, 0.07
 PAW_SLOW, PAW_SLOW_RELEASE = 1.5, 2.0
 PAW_FADE = 0.1                    # seconds: a trot's contacts are short (six frames at the dog's 60 fps)
-PAW_TOUCH = 0.1                   # of a leg's length: a stride's lowest frame this near its ground touches it
+PAW_TOUCH = 0.15                  # of a leg's length: a stride's lowest frame this near its ground touches it
 PAW_TOUCH_SLOW = 3.0              # leg lengths a second: a paw brought down slower than this stands there
 PAW_STANCE = 3                    # frames it stands
 PAW_SWING = 0.5                   # seconds: a paw's longest swing (the capture's 90th percentile)
@@ -214,7 +214,9 @@ def touchdowns(path, contact, generated, up, height, fps, longest, swing, floor,
     frames. The network's paws skim the floor through a canter's stances a few centimetres up: lifted
     stride by stride, they stayed off it for 0.85 s at a time, where a dog's never stay off longer than
     0.45 s; held where they moved faster, the leg jerked to a stop (the rig suite's dog fills' largest
-    acceleration went from 0.9 to 1.2 times the capture's)."""
+    acceleration went from 0.9 to 1.2 times the capture's). A run off contact longer than ``longest`` frames
+    is taken in strides too where the paw travels faster than ``PAW_SLOW`` over it (a canter's skimming strides
+    for two seconds in a slalom), and left as it is where it does not (a paw held up while the dog stands)."""
     path, contact = path.copy(), contact.copy()
     free = ~contact & generated[:, None]
     window = 0.5 * (1 + np.cos(np.pi * np.arange(-fade, fade + 1) / (fade + 1)))
@@ -222,7 +224,7 @@ def touchdowns(path, contact, generated, up, height, fps, longest, swing, floor,
     for k in range(path.shape[1]):
         edges = np.flatnonzero(np.diff(np.concatenate([[0], free[:, k].astype(np.int8), [0]])))
         for s, e in zip(edges[::2], edges[1::2]):
-            if e - s > longest:
+            if e - s > longest and speeds(path[s:e, k:k + 1], up, fps).mean() < PAW_SLOW * height:
                 continue
             parts = strides(s, e, path[:, k, up], swing)
             for (_, a), (b, _) in zip(parts[:-1], parts[1:]):

@@ -145,3 +145,20 @@ def test_a_paw_skimming_the_floor_is_brought_down_at_its_strides_lowest_frames_a
         assert np.allclose(down[:20, 0, 1], path[:20, 0, 1]) and np.allclose(down[..., [0, 2]], path[..., [0, 2]])
         assert held[29:32, 0].all() == stands and held[59:62, 0].all() == stands
         assert held.sum() == 2 + (2 * PAW_STANCE if stands else 0)
+
+
+def test_a_long_run_off_contact_is_brought_down_where_the_paw_travels_and_left_where_it_is_held_up():
+    """Three seconds off contact (longer than a swing can be): a paw skimming 2 cm above the floor at 3 m/s
+    is brought down at its strides' lowest frames; one held up 2 cm over the same heights while the dog
+    stands (moving 3 cm a second) is left where it is."""
+    fps, frames = 60, 181
+    t = np.arange(frames) / fps
+    contact = np.zeros((frames, 1), bool)
+    contact[[0, -1]] = True
+    for speed, touched in ((300.0, True), (3.0, False)):
+        path = np.zeros((frames, 1, 3))
+        path[:, 0, 0] = speed * t
+        path[:, 0, 1] = 2.0 + 8.0 * np.abs(np.sin(np.pi * t / 0.5))
+        down, _ = touchdowns(path, contact, np.ones(frames, bool), 1, 44.8, fps, 120, 30, np.zeros(1), 6)
+        assert np.allclose(down[[30, 60, 90, 120, 150], 0, 1], 0.0) == touched
+        assert np.allclose(down, path) != touched
