@@ -211,12 +211,12 @@ def touchdowns(path, contact, generated, up, height, fps, longest, swing, floor,
     """``(path, contact)`` with each paw that comes within ``PAW_TOUCH`` of the leg's ``height`` of its ground
     ``floor`` (K,) at the lowest frame of a stride (:func:`strides`) brought down onto it there, over ``fade``
     frames each side, and, where it moves slower than ``PAW_TOUCH_SLOW`` there, standing for ``PAW_STANCE``
-    frames. The network's paws skim the floor through a canter's stances a few centimetres up: lifted
-    stride by stride, they stayed off it for 0.85 s at a time, where a dog's never stay off longer than
-    0.45 s; held where they moved faster, the leg jerked to a stop (the rig suite's dog fills' largest
-    acceleration went from 0.9 to 1.2 times the capture's). A run off contact longer than ``longest`` frames
-    is taken in strides too where the paw travels faster than ``PAW_SLOW`` over it (a canter's skimming strides
-    for two seconds in a slalom), and left as it is where it does not (a paw held up while the dog stands)."""
+    frames. The network's paws skim the floor through a canter's stances a few centimetres up, and lifted
+    stride by stride they stayed off it twice as long as a dog's ever do; held where they moved fast, the leg
+    jerked to a stop (experiments.md, "A canter's paws brought down onto the floor"). A run off contact
+    longer than ``longest`` frames is taken in strides too where the paw travels faster than ``PAW_SLOW``
+    over it (a canter's skimming strides), and left as it is where it does not (a paw held up while the dog
+    stands)."""
     path, contact = path.copy(), contact.copy()
     free = ~contact & generated[:, None]
     window = 0.5 * (1 + np.cos(np.pi * np.arange(-fade, fade + 1) / (fade + 1)))
