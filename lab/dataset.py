@@ -16,6 +16,7 @@ import re
 import tarfile
 import zipfile
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,7 @@ from inference.retarget import Retargeting, natural_pose
 
 CACHE_VERSION = 1
 RETARGET_VERSION = 1   # of inference/retarget.py's maths: a change there makes retargeted caches stale
+HEADER = 1 << 16        # bytes: a BVH file's hierarchy, read alone to group a data set's files by skeleton
 BIND_POSE = 2.0        # a first frame this many times the clip's 99th percentile step away is no performance
 _SUBJECT = re.compile(r"_subject(\d+)", re.IGNORECASE)
 
@@ -35,21 +37,22 @@ _SUBJECT = re.compile(r"_subject(\d+)", re.IGNORECASE)
 def bvh_members(path):
     """``(name, read)`` for every BVH file in a folder or archive, sorted by name.
 
-    ``read()`` returns the file's bytes; names are ``archive:member`` so errors point into archives.
+    ``read()`` returns the file's bytes, ``read(n)`` its first ``n`` bytes at most (a header, without
+    decompressing the motion after it); names are ``archive:member`` so errors point into archives.
     """
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such file or folder; --data takes a folder or a .zip/.tar.xz of BVH files")
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.suffix.lower() == ".bvh" and p.is_file())
-        members = [(str(p), p.read_bytes) for p in files]
+        members = [(str(p), partial(_head, p)) for p in files]
     elif zipfile.is_zipfile(path):
         archive = zipfile.ZipFile(path)
         names = sorted(n for n in archive.namelist()
                        if n.lower().endswith(".bvh") and not n.startswith("__MACOSX/"))
-        members = [(f"{path}:{n}", (lambda n=n: archive.read(n))) for n in names]
+        members = [(f"{path}:{n}", (lambda size=-1, n=n: archive.open(n).read(size))) for n in names]
     elif path.suffix.lower() == ".bvh":
-        members = [(str(path), path.read_bytes)]
+        members = [(str(path), partial(_head, path))]
     else:
         try:
             archive = tarfile.open(path)
@@ -57,7 +60,7 @@ def bvh_members(path):
             raise DataError(f"{path}: not a folder, a BVH file, or a .zip/.tar archive of BVH files") from None
         infos = sorted((m for m in archive.getmembers() if m.isfile() and m.name.lower().endswith(".bvh")),
                        key=lambda m: m.name)
-        members = [(f"{path}:{m.name}", (lambda m=m: archive.extractfile(m).read())) for m in infos]
+        members = [(f"{path}:{m.name}", (lambda size=-1, m=m: archive.extractfile(m).read(size))) for m in infos]
     if not members:
         raise DataError(f"{path}: contains no .bvh files")
     return members
@@ -75,6 +78,12 @@ def read_motions(path, progress=None, names=None):
     return motions
 
 
+def _head(path, size=-1):
+    """The bytes of the file at ``path``, the first ``size`` of them where given."""
+    with open(path, "rb") as file:
+        return file.read(size)
+
+
 def layouts(path):
     """A data set's clips grouped by skeleton, ``[(skeleton, names)]``, the group of most clips first.
 
@@ -86,7 +95,8 @@ def layouts(path):
         return [(data.skeleton, data.names)]
     groups = {}
     for name, read in bvh_members(path):
-        skeleton = hierarchy(read(), name)
+        head = read(HEADER)
+        skeleton = hierarchy(head if b"MOTION" in head else read(), name)
         key = (skeleton.names, tuple(skeleton.parents.tolist()))
         groups.setdefault(key, (skeleton, []))[1].append(name)
     return sorted(((sk, tuple(names)) for sk, names in groups.values()), key=lambda group: -len(group[1]))

@@ -9,8 +9,8 @@ import pytest
 from inference import quat
 from inference.errors import DataError
 from inference.motion import forward_kinematics
-from lab.dataset import (bvh_members, cache_path, centre_and_face, gather_windows, load_motion_set,
-                               motion_set, read_motions, sliding_windows, subject_of)
+from lab.dataset import (bvh_members, cache_path, centre_and_face, gather_windows, layouts, load_motion_set,
+                         motion_set, read_motions, sliding_windows, subject_of)
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +39,17 @@ def test_folder_zip_and_tar_give_the_same_clips(bandai_files):
     for a, b in zip(sorted(sets[0], key=lambda m: m.name), sorted(sets[2], key=lambda m: m.name)):
         np.testing.assert_array_equal(a.rotations, b.rotations)
     assert all(":" in name for name, _ in bvh_members(bandai_files / "set.zip"))
+
+
+def test_a_member_s_header_is_read_alone_and_groups_alike_from_folder_zip_and_tar(bandai_files):
+    """Grouping a data set's files by skeleton reads each file's first bytes only, the hierarchy, not its
+    motion: from a folder, a zip and a tar alike."""
+    for name in ("folder", "set.zip", "set.tar.xz"):
+        members = bvh_members(bandai_files / name)
+        whole = members[0][1]()
+        assert members[0][1](100) == whole[:100] and len(whole) > 100_000
+        (skeleton, clips), = layouts(bandai_files / name)
+        assert len(skeleton.names) == 22 and len(clips) == 5
 
 
 def test_bad_sources_are_refused(tmp_path):
