@@ -27,11 +27,12 @@ class _Generate(JobOperator):
         plan = yield from read_plan_steps(context, keys_from, self.serves, kind)
         plan.options = {"variation": self.variation, "seed": self.seed, "blend": self.blend or None}
         plan.plant = self.plant_feet
+        plan.parting = {}   # filled by compute (edit.fill) on the worker thread, read by finish
         return plan
 
     def compute(self, plan, progress, cancelled):
         return planted(plan, edit.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps, progress,
-                                              cancelled, plan.momentum, **plan.options))
+                                       cancelled, plan.momentum, parting=plan.parting, **plan.options))
 
     def finish(self, context, plan, result):
         obj, channels = resolve(plan)
@@ -42,6 +43,9 @@ class _Generate(JobOperator):
                                AXES[place.up])
         if findings:
             self.report({"WARNING"}, "Betwixt: " + guard.summary(findings, height, lambda f: f + plan.first))
+        doubtful = guard.unsure(plan.parting, plan.gaps)
+        if doubtful:
+            self.report({"WARNING"}, "Betwixt: " + guard.unsure_summary(doubtful))
         limbs = unfollowed_limbs(plan)
         if limbs:
             self.report({"WARNING"}, f"Betwixt: no control of the control map moves {', '.join(limbs)}, which keep "

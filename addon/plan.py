@@ -49,6 +49,7 @@ class Plan:
     momentum: list = None      # per gap: the velocity at both its keys is keyed (edit.keyed_momentum)
     drive: object = None       # a control rig's controls that the keys go onto (controls.Drive)
     turns: tuple = ()          # what the reading turned, in order: chords, twists (inference/chords.py, twist.py)
+    parting: dict = None       # per gap index: how far the model's views of it parted (edit.fill; guard.unsure)
 
 
 STANCE_FRAMES = 60   # frames of an action read for the rig's natural stance (read_retarget)

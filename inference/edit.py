@@ -101,14 +101,16 @@ def sample(motion, at):
     return replace(motion, rotations=quat.unroll(rotations), positions=positions)
 
 
-def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, momentum=None, passes=2, **kwargs):
+def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, momentum=None, passes=2, parting=None,
+         **kwargs):
     """``motion`` (model space, one frame per scene frame from ``first``) with each gap generated, in the rounds
     of :func:`.inbetween.fill_rounds` (``passes`` as :func:`.inbetween.fill_gaps` takes it).
 
     ``gaps`` are (a, b) scene frames; each gap's context comes from the frames generated before it.
     ``momentum``: per gap, whether the velocity at its keys is keyed (:func:`keyed_momentum`).
     ``kwargs`` go to the model (variation, seed, blend). ``progress(done, total)`` after each batch of gaps;
-    ``cancelled()`` is asked before each and raises :class:`Cancelled` when true.
+    ``cancelled()`` is asked before each and raises :class:`Cancelled` when true. ``parting``, a dict where
+    given, gets each gap's parting by its index (see :func:`.inbetween.fill_gaps`).
     """
     ratio = scene_fps / model.layout.fps
 
@@ -121,7 +123,7 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, m
     step(0, len(gaps))
     if abs(ratio - 1.0) < SAME_RATE:   # one pass over the motion, not a copy of it per gap
         return fill_gaps(model, motion, [(a - first, b - first) for a, b in gaps], progress=step,
-                         momentum=momentum, passes=passes, **kwargs)
+                         momentum=momentum, passes=passes, parting=parting, **kwargs)
     # as fill_gaps does, in the same rounds, each reading the motion as its round began: a gap cut out alone at
     # the model's rate, a round's cuts filled together
     margin = margins(model, ratio)[1]
@@ -149,6 +151,8 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, m
             step(done, total)
         for i, (filling, n, _), fitted in made:
             filling.write([fitted])
+            if parting is not None and filling.parting:
+                parting[i] = filling.parting[0]
             _put_back(rotations, positions, first, *gaps[i], filling.result(), n, model.past)
     return replace(motion, rotations=quat.unroll(rotations), positions=positions)
 

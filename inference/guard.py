@@ -1,13 +1,17 @@
-"""Where generated motion may be poor: joints faster than the animator's own motion, feet through the floor.
+"""Where generated motion may be poor: joints faster than the animator's own motion, feet through the floor,
+gaps the model was unsure of.
 
-After a fill the animator should know where to look. Two checks, on world joint positions of the
-filled motion:
+After a fill the animator should know where to look. Two checks on world joint positions of the
+filled motion, and one on how the model filled it:
 - speed: a generated frame where a joint moves faster than ``SPEED`` times the fastest joint of the
   frames the animator gave, or of human motion (``FASTEST`` body heights a second) where theirs is
   slower: a still context (or none, as in Decompress) says nothing of how fast the gap may move;
 - floor: a generated frame where a foot (:func:`.anatomy.feet`) is lower than the lowest any foot
   reaches in those frames (the floor found from the rig's feet, not assumed at zero height), by more
-  than ``DEPTH`` of the body's height.
+  than ``DEPTH`` of the body's height;
+- unsure: a gap whose fills seen as it is, mirrored and backwards part by more than ``UNSURE`` degrees on
+  some joint (``RTNModel.fill_parted``): the model's fill errs about twice as much in such gaps
+  (docs/experiments.md, "Mixamo's dance at 0.5 s").
 """
 
 from dataclasses import dataclass
@@ -20,6 +24,7 @@ from .motion import AXES, forward_kinematics
 SPEED = 1.5     # times the animator's fastest joint
 FASTEST = 7.5   # body heights a second: the fastest joint of LaFAN1's test subject moves 7.3
 DEPTH = 0.01    # of the body's height
+UNSURE = 60.0   # degrees: where the runtime's views part further, it stops averaging them (rtn AGREEMENT)
 
 
 @dataclass(frozen=True)
@@ -90,3 +95,17 @@ def summary(findings, height, frame=lambda f: f, most=4):
 
     more = len(findings) - len(worst)
     return "look at " + "; ".join(map(where, worst)) + (f" (and {more} more)" if more > 0 else "")
+
+
+def unsure(parting, gaps):
+    """``[(start, end, degrees)]``: the key pairs of ``gaps`` whose fills parted (``parting``: gap index ->
+    degrees, as :func:`.edit.fill` gives it) by more than UNSURE, in order."""
+    return [(*gaps[i], parting[i]) for i in sorted(parting) if parting[i] > UNSURE]
+
+
+def unsure_summary(found, most=4):
+    """One line for the animator on :func:`unsure`'s gaps (scene frames)."""
+    shown = ", ".join(f"{a + 1}-{b - 1}" for a, b, _ in found[:most]) + (f" (and {len(found) - most} more)"
+                                                                          if len(found) > most else "")
+    return (f"the model was unsure of frames {shown}: seen as they are, mirrored and backwards it fills them "
+            f"differently (by up to {max(d for _, _, d in found):.0f} degrees); look at them, or key a pose inside")

@@ -129,7 +129,8 @@ def between_keys(gaps, i):
     return None
 
 
-def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, rates=None, beyond=None, **kwargs):
+def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, rates=None, beyond=None, parting=None,
+              **kwargs):
     """``motion`` with the frames strictly inside each ``(start, end)`` key pair generated, in the rounds of
     :func:`fill_rounds`: a gap's past context is taken from the frames generated before it (Harvey & Pal
     2018, §7.4), and where gaps follow one another (Decompress), a gap first filled blind to how the motion
@@ -163,6 +164,9 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, rates
     (experiments.md, "In-betweening's ends"), and keyed (``momentum``). ``beyond``: per gap, whether the frames
     beyond its two keys are the user's, given where they lie outside ``motion`` (a gap cut out alone, as
     ``rates``); by default, those no gap generates.
+
+    ``parting``, a dict where given, gets each gap's (by its index in ``gaps``) parting as its last fill had it
+    (``RTNModel.fill_parted``; a model without views has none).
     """
     filling = Filling(model, motion, gaps, momentum, rates, beyond)
     rounds = fill_rounds(gaps, model.past, passes)
@@ -176,6 +180,8 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, rates
             if progress is not None:
                 progress(done, total)
         filling.write(made)
+    if parting is not None:
+        parting.update(filling.parting)
     return filling.result()
 
 
@@ -187,6 +193,7 @@ class Filling:
     def __init__(self, model, motion, gaps, momentum=None, rates=None, beyond=None):
         self.model, self.motion, self.gaps = model, motion, gaps
         self.momentum, self.rates, self.beyond = momentum, rates, beyond
+        self.parting = {}   # gap index -> its last fill's parting (RTNModel.fill_parted)
         out, self.level = on_model_floor(model, motion, gaps)
         self.shift = treadmill(motion, gaps, model.layout.height)
         if self.shift is not None:
@@ -233,16 +240,21 @@ class Filling:
 def filled_together(model, gaps, options):
     """:meth:`Filling.fitted`'s fills of ``gaps``, ``[(filling, gap index, readable frames), ...]`` (gaps of
     one motion or of several), in one network call for every group of one shape (length, frames before and
-    after: gaps of one shape stack into one batch)."""
+    after: gaps of one shape stack into one batch); each filling keeps its gaps' partings where the model
+    gives them (``fill_parted``)."""
     cuts = [filling.cut(i, known) for filling, i, known in gaps]
+    parted = getattr(model, "fill_parted", None)
     shape = lambda gap: (gap.length, gap.past_rotations.shape[1],                      # noqa: E731
                          0 if gap.after_rotations is None else gap.after_rotations.shape[1])
     out = [None] * len(cuts)
     for key in dict.fromkeys(map(shape, cuts)):
         group = [k for k, gap in enumerate(cuts) if shape(gap) == key]
-        rotations, positions = model.fill(stacked([cuts[k] for k in group]), **options)
+        batch = stacked([cuts[k] for k in group])
+        rotations, positions, parting = parted(batch, **options) if parted else (*model.fill(batch, **options), None)
         for row, k in enumerate(group):
             filling, i, _ = gaps[k]
+            if parting is not None:
+                filling.parting[i] = float(parting[row])
             out[k] = filling.fitted(i, cuts[k], rotations[row:row + 1], positions[row:row + 1],
                                     options.get("variation"))
     return out

@@ -373,8 +373,8 @@ def decompressed(lafan1_zip, monkeypatch, fps):
     parents = motion.skeleton.parents
     _, truth = forward_kinematics(motion.rotations, motion.positions, parents)
     calls = []
-    fill = model.fill
-    monkeypatch.setattr(model, "fill", lambda gap, **kw: calls.append(gap.batch) or fill(gap, **kw))
+    fill = model.fill_parted   # what the edit pipeline calls: the fill and each gap's parting
+    monkeypatch.setattr(model, "fill_parted", lambda gap, **kw: calls.append(gap.batch) or fill(gap, **kw))
 
     def error(block):
         monkeypatch.setattr(inbetween, "LONG", block)
@@ -510,6 +510,52 @@ def test_the_guard_names_where_a_fill_moves_too_fast_or_goes_through_the_floor(c
     assert [(f.first, f.last) for f in fast] == [(214, 215)] and fast[0].value > 1.5
     line = summary(found, height, frame=lambda f: f + 1)
     assert "LeftHand" in line and "at frames 215-216" in line and "below the floor at frames 111-113" in line
+
+
+@pytest.fixture(scope="module")
+def obstacles(lafan1_zip):
+    """LaFAN1's obstacles1 of the test subject, whole: 6,000 frames the shipped models never trained on."""
+    return next(m for m in read_motions(lafan1_zip) if m.name == "obstacles1_subject5")
+
+
+def test_the_gaps_whose_views_part_are_the_ones_to_look_at(obstacles):
+    """The shipped model fills a gap as it is, mirrored and backwards; where those fills part by more than
+    guard.UNSURE degrees (on some joint, some frame) the fill errs more: over obstacles1's 29-frame gaps every
+    40 frames, 7 of 134 part so (measured), and 5 of them are among the fifth of the gaps that err most
+    (docs/experiments.md, "Mixamo's dance at 0.5 s"). fill_parted gives fill's frames and the partings; a
+    model of one view has none."""
+    from inference.guard import UNSURE, unsure, unsure_summary
+    from inference.modelfile import MODELS
+    from inference.transition import stacked
+
+    model = open_model(MODELS / "rtn-human.onnx")
+    starts = list(range(10, obstacles.n_frames - 41, 40))
+    gaps = stacked([gap_in(obstacles, s, s + 30, model.past, model.past) for s in starts])
+    rotations, positions, parting = model.fill_parted(gaps)
+    np.testing.assert_array_equal(rotations, model.fill(gaps)[0])
+    parents = obstacles.skeleton.parents
+    _, world = forward_kinematics(rotations, positions, parents)
+    truth = np.stack([forward_kinematics(obstacles.rotations[s + 1:s + 30], obstacles.positions[s + 1:s + 30],
+                                         parents)[1] for s in starts])
+    error = np.linalg.norm(world - truth, axis=-1).mean(axis=(1, 2))
+    flagged = parting > UNSURE
+    assert 3 <= flagged.sum() <= 0.1 * len(starts), flagged.sum()
+    assert np.mean(error[flagged] > np.percentile(error, 80)) >= 0.5, (error[flagged], np.percentile(error, 80))
+    one_view = open_model(MODELS / "rtn-human.onnx", symmetric=False, both_ways=False)
+    assert not one_view.fill_parted(gaps)[2].any()
+    found = unsure({i: float(p) for i, p in enumerate(parting)}, [(s, s + 30) for s in starts])
+    assert [a for a, _, _ in found] == [starts[i] for i in np.flatnonzero(flagged)]
+    assert f"unsure of frames {found[0][0] + 1}-{found[0][0] + 29}," in unsure_summary(found)
+
+
+def test_the_command_line_names_a_gap_the_model_was_unsure_of(obstacles, tmp_path):
+    """``fill`` with the shipped model on one of those gaps warns where to look, and not on a plain one."""
+    path = tmp_path / "obstacles1.bvh"
+    write_bvh(obstacles, path)
+    for gap, unsure in (("1290:1320", True), ("1170:1200", False)):
+        result = run("fill", str(path), "--gap", gap, "-o", str(tmp_path / "filled.bvh"))
+        assert result.returncode == 0, result.stderr
+        assert ("warning: the model was unsure of frames 1291-1319" in result.stderr) == unsure, result.stderr
 
 
 def test_the_command_line_warns_where_to_look(model, clip, tmp_path):

@@ -89,16 +89,24 @@ class RTNModel(Model):
         gap has a past context's worth of frames after its target, it is filled from that side
         too, and the two directions are averaged, each trusted more near the keys it set out from.
         """
+        return self._fill(gap, 1, variation, seed, blend, noise)[:2]
+
+    def fill_parted(self, gap, variation=0.0, seed=None, blend=None, noise=None):
+        """:meth:`fill`'s frames and (B,) each gap's parting: the most its views' fills (as it is, mirrored,
+        backwards) turn any joint apart on any frame, in degrees (0 where one view fills it). Where they part
+        by more than AGREEMENT[0] the model is unsure of the gap: its fill errs about twice as much there
+        (docs/experiments.md, "Mixamo's dance at 0.5 s"), a place for the animator to look."""
         return self._fill(gap, 1, variation, seed, blend, noise)
 
     def variants(self, gap, k, variation=1.0, seed=None, blend=None, noise=None):
         """``k`` different transitions for each gap in one batched call: arrays (k, B, n, J, …);
         ``noise``, when given, (k * B, noise_dim)."""
-        rot, pos = self._fill(gap, k, variation, seed, blend, noise)
+        rot, pos, _ = self._fill(gap, k, variation, seed, blend, noise)
         return rot.reshape((k, gap.batch) + rot.shape[1:]), pos.reshape((k, gap.batch) + pos.shape[1:])
 
     def _fill(self, gap, copies, variation, seed, blend, noise):
-        """``copies`` fills of every gap, copy after copy: arrays (copies * B, n, J, …)."""
+        """``copies`` fills of every gap, copy after copy: arrays (copies * B, n, J, …), and each gap's
+        parting (B,) (:meth:`fill_parted`)."""
         self.check_skeleton(gap.skeleton)
         n = int(gap.length)
         if not 1 <= n <= self.max_gap:
@@ -114,15 +122,18 @@ class RTNModel(Model):
             noise = np.random.default_rng(seed).standard_normal(rows) if variation else np.zeros(rows)
         noise = variation * np.asarray(noise)
         views = self._views(gap)
-        rotations, positions = (self._generate(stacked([views[0][0]] * copies), noise, blend) if len(views) == 1
-                                else self._averaged(gap, views, copies, noise, blend))
+        if len(views) == 1:
+            (rotations, positions), parting = self._generate(stacked([views[0][0]] * copies), noise, blend), \
+                np.zeros(gap.batch)
+        else:
+            rotations, positions, parting = self._averaged(gap, views, copies, noise, blend)
         last = np.concatenate([gap.past_rotations[:, -1:]] * copies)
         if not variation:   # a plain fill of a hold holds (variants of it still vary)
             hold = np.tile(held(gap, self.layout.height), copies)
             rotations[hold] = last[hold]
             positions[hold] = np.concatenate([gap.past_positions[:, -1:]] * copies)[hold]
         # signs continuous with the caller's own last key (the network saw them oriented its way)
-        return quat.unroll(np.concatenate([last, rotations], axis=1), axis=1)[:, 1:], positions
+        return quat.unroll(np.concatenate([last, rotations], axis=1), axis=1)[:, 1:], positions, parting
 
     def _views(self, gap):
         """The ways of looking at ``gap`` that this fill averages, as ``(gap seen so, mirrored,
@@ -146,7 +157,7 @@ class RTNModel(Model):
 
     def _averaged(self, gap, views, copies, noise, blend):
         """The plain fills (no noise) of every view, taken back to the gap as it is and averaged (see
-        _average), in one call of the network, ``copies`` times over. A variant (``noise`` not zero)
+        _average), in one call of the network, ``copies`` times over, and each gap's parting (B,). A variant (``noise`` not zero)
         keeps its own departure from the plain fill, put onto the average: the mean of noisy draws
         would make variants alike. The
         plain fills run once however many copies: K variants of B gaps are a batch of (K + V) B for
@@ -156,19 +167,23 @@ class RTNModel(Model):
                                   np.concatenate([np.zeros((len(views) * b, self.noise_dim))] + [noise] * varied),
                                   blend)
         trajectory = self.layout.trajectory
-        ways = {}   # direction -> its fill, averaged with its mirror image's (which follows it in views)
+        ways, parting = {}, np.zeros(b)   # direction -> its fill, averaged with its mirror image's (after it)
         for i, (_, mirrored, backwards) in enumerate(views):
             fill = rot[i * b:(i + 1) * b], pos[i * b:(i + 1) * b]
             fill = reflect(*fill, self.mirror) if mirrored else fill
             fill = (fill[0][:, ::-1], fill[1][:, ::-1]) if backwards else fill
+            if backwards in ways:
+                parting = np.maximum(parting, _parting(ways[backwards][0], fill[0]))
             ways[backwards] = _average(*ways[backwards], *fill, trajectory) if backwards in ways else fill
+        if True in ways:
+            parting = np.maximum(parting, _parting(ways[False][0], ways[True][0]))
         mean_rot, mean_pos = (_average(*ways[False], *ways[True], trajectory, _backward_share(gap.length))
                               if True in ways else ways[False])
         tile = lambda a: np.concatenate([a] * copies)  # noqa: E731
         if not varied:
-            return tile(mean_rot), tile(mean_pos)
+            return tile(mean_rot), tile(mean_pos), parting
         departure = quat.mul(rot[len(views) * b:], quat.inv(tile(rot[:b])))
-        return quat.mul(departure, tile(mean_rot)), tile(mean_pos) + pos[len(views) * b:] - tile(pos[:b])
+        return quat.mul(departure, tile(mean_rot)), tile(mean_pos) + pos[len(views) * b:] - tile(pos[:b]), parting
 
     def _mirror_image(self, gap):
         """``gap`` mirrored left/right."""
@@ -253,9 +268,15 @@ def _average(rotations, positions, other_rotations, other_positions, trajectory,
     """
     dot = np.sum(rotations * other_rotations, axis=-1)
     other_rotations = np.where((dot < 0)[..., None], -other_rotations, other_rotations)
-    worst = 2 * np.degrees(np.arccos(np.minimum(np.abs(dot), 1.0))).max(axis=(1, 2))
+    worst = _parting(rotations, other_rotations)
     full, none = AGREEMENT
     weight = np.clip((none - worst) / (none - full), 0.0, 1.0)[:, None, None] * np.reshape(share, (1, -1, 1))
     positions = positions.copy()
     positions[..., trajectory, :] += weight * (other_positions[..., trajectory, :] - positions[..., trajectory, :])
     return quat.normalize(rotations + weight[..., None] * (other_rotations - rotations)), positions
+
+
+def _parting(rotations, other_rotations):
+    """(B,) degrees: the most two fills (B, n, J, 4) of the same gaps turn any joint apart on any frame."""
+    dot = np.abs(np.sum(rotations * other_rotations, axis=-1))
+    return 2 * np.degrees(np.arccos(np.minimum(dot, 1.0))).max(axis=(1, 2))
