@@ -36,8 +36,8 @@ A quadruped's leg without a toe joint stands on its *paw*, the End Site below it
 found in contact and locked: three segments above it (upper arm, forearm and pastern in front;
 thigh, shin and the metatarsus below the hock behind), of which the IK bends the upper two and keeps
 the lowest's world rotation, so the ankle's target is the paw's less that segment (see :func:`plant`).
-A paw that skims the floor at the lowest frame of a stride, too high or too fast to be found standing,
-is brought down onto it there (:func:`touchdowns`).
+In a motion generated to its end (Follow Path), a paw that skims the floor at the lowest frame of a
+stride, too high or too fast to be found standing, is brought down onto it there (:func:`touchdowns`).
 
 Legs and paws are found by name (:func:`.anatomy.legs`); a skeleton without them is left alone.
 """
@@ -72,7 +72,6 @@ PAW_LOW, PAW_LOW_RELEASE = 0.05, 0.07
 PAW_SLOW, PAW_SLOW_RELEASE = 1.5, 2.0
 PAW_FADE = 0.1                    # seconds: a trot's contacts are short (six frames at the dog's 60 fps)
 PAW_TOUCH = 0.15                  # of a leg's length: a stride's lowest frame this near its ground touches it
-PAW_TOUCH_SLOW = 3.0              # leg lengths a second: a paw brought down slower than this stands there
 PAW_STANCE = 3                    # frames it stands
 PAW_SWING = 0.5                   # seconds: a paw's longest swing (the capture's 90th percentile)
 
@@ -123,7 +122,7 @@ def plant(motion, gaps, height, floored=False):
         others = np.zeros((motion.n_frames, len(found)), dtype=bool)
         others[:, toed] = on_toes
     held, stood = _held(stands, floor, generated, u, height, motion.fps, paws,
-                        sharpest=np.inf if paws.any() else ARC, standing=others)
+                        sharpest=np.inf if paws.any() else ARC, standing=others, touchdown=bool(generated[-1]))
     # a toe moves with its foot's target where it has no contact of its own, and is lifted no higher off
     # its ground than its ankle is off the ankle's (a foot in the air is not stood on its tip)
     # where the toe stands on its own in a standing body (a heel lifted off it), it stays where it stands
@@ -183,7 +182,7 @@ def standing(skeleton, found, grot, gpos, height):
 
 
 def _held(path, lowest, generated, up, height, fps, paws=False, high=LIFT_HIGH, ceiling=np.inf, sharpest=ARC,
-          standing=None):
+          standing=None, touchdown=False):
     """(F, K, 3) the points ``path`` (F, K, 3) held where they are in contact (:func:`contacts` with their
     grounds ``lowest`` (K,), :func:`offsets`), in steps (:func:`steps`), never below their grounds and clear
     of them on the way between steps (:func:`lifts`, at most ``high`` of the body's height and ``ceiling``
@@ -191,11 +190,14 @@ def _held(path, lowest, generated, up, height, fps, paws=False, high=LIFT_HIGH, 
     bounded by its ankle's clearance already); and (F, K) bool, the frames held (:func:`held_contacts`).
     ``standing`` (F, K) bool, where given (a person's legs, one point each): the frames each leg stands on
     another of its joints (its toe, or its ankle); a swing clears its ground by at most ``HOP`` of the body's
-    height but where another leg stands (:func:`hops`)."""
+    height but where another leg stands (:func:`hops`). ``touchdown``: paws that skim the floor are brought down
+    onto it (:func:`touchdowns`), in a motion generated to its end (Follow Path) whose paws no key shows
+    standing; in a fill between keys, stopped there, the legs of the rig suite's 2 s dog fills jerked and erred
+    more (experiments.md, "A canter's paws brought down onto the floor")."""
     fade = fade_frames(fps, PAW_FADE if np.any(paws) else FADE)
     contact = held_contacts(path, lowest, generated, up, height, fps, paws)
     swing = round(PAW_SWING * fps) if np.any(paws) else None
-    if swing is not None:
+    if swing is not None and touchdown:
         path, contact = touchdowns(path, contact, generated, up, height, fps, round(MAX_SWING * fps), swing, lowest,
                                    fade)
     held = path + offsets(path, contact, generated, fade)
@@ -210,13 +212,12 @@ def _held(path, lowest, generated, up, height, fps, paws=False, high=LIFT_HIGH, 
 def touchdowns(path, contact, generated, up, height, fps, longest, swing, floor, fade):
     """``(path, contact)`` with each paw that comes within ``PAW_TOUCH`` of the leg's ``height`` of its ground
     ``floor`` (K,) at the lowest frame of a stride (:func:`strides`) brought down onto it there, over ``fade``
-    frames each side, and, where it moves slower than ``PAW_TOUCH_SLOW`` there, standing for ``PAW_STANCE``
-    frames. The network's paws skim the floor through a canter's stances a few centimetres up, and lifted
-    stride by stride they stayed off it twice as long as a dog's ever do; held where they moved fast, the leg
-    jerked to a stop (experiments.md, "A canter's paws brought down onto the floor"). A run off contact
-    longer than ``longest`` frames is taken in strides too where the paw travels faster than ``PAW_SLOW``
-    over it (a canter's skimming strides), and left as it is where it does not (a paw held up while the dog
-    stands)."""
+    frames each side, and standing there for ``PAW_STANCE`` frames: the network's paws skim the floor through
+    a canter's stances a few centimetres up and lifted stride by stride stayed off it twice as long as a dog's
+    ever do; brought down without standing, they slid along it (experiments.md, "A canter's paws brought down
+    onto the floor"). A run off contact longer than ``longest`` frames is taken in strides too where the paw
+    travels faster than ``PAW_SLOW`` over it (a canter's skimming strides), and left as it is where it does not
+    (a paw held up while the dog stands)."""
     path, contact = path.copy(), contact.copy()
     free = ~contact & generated[:, None]
     window = 0.5 * (1 + np.cos(np.pi * np.arange(-fade, fade + 1) / (fade + 1)))
@@ -233,9 +234,7 @@ def touchdowns(path, contact, generated, up, height, fps, longest, swing, floor,
                     continue
                 lo, hi = max(a - fade, s), min(a + fade + 1, e)
                 path[lo:hi, k, up] -= above * window[lo - a + fade:hi - a + fade]
-                speed = 0.5 * fps * np.linalg.norm(np.delete(path[a + 1, k] - path[a - 1, k], up))
-                if speed < PAW_TOUCH_SLOW * height:
-                    contact[max(a - half, s):min(a + half + 1, e), k] = True
+                contact[max(a - half, s):min(a + half + 1, e), k] = True
     return path, contact
 
 
