@@ -10,8 +10,8 @@ filled motion, and one on how the model filled it:
   reaches in those frames (the floor found from the rig's feet, not assumed at zero height), by more
   than ``DEPTH`` of the body's height;
 - unsure: a gap whose fills seen as it is, mirrored and backwards part by more than ``UNSURE`` degrees on
-  some joint (``RTNModel.fill_parted``): the model's fill errs about twice as much in such gaps
-  (docs/experiments.md, "Mixamo's dance at 0.5 s").
+  some joint (``RTNModel.fill_parted``): the model's fill errs more in such gaps, most of them among the
+  worst it fills (docs/experiments.md, "Mixamo's dance at 0.5 s").
 """
 
 from dataclasses import dataclass

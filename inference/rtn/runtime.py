@@ -94,8 +94,8 @@ class RTNModel(Model):
     def fill_parted(self, gap, variation=0.0, seed=None, blend=None, noise=None):
         """:meth:`fill`'s frames and (B,) each gap's parting: the most its views' fills (as it is, mirrored,
         backwards) turn any joint apart on any frame, in degrees (0 where one view fills it). Where they part
-        by more than AGREEMENT[0] the model is unsure of the gap: its fill errs about twice as much there
-        (docs/experiments.md, "Mixamo's dance at 0.5 s"), a place for the animator to look."""
+        by more than AGREEMENT[0] the model is unsure of the gap: its fill errs more there, most such gaps among
+        the worst it fills (docs/experiments.md, "Mixamo's dance at 0.5 s"), a place for the animator to look."""
         return self._fill(gap, 1, variation, seed, blend, noise)
 
     def variants(self, gap, k, variation=1.0, seed=None, blend=None, noise=None):
