@@ -157,9 +157,9 @@ class RTNModel(Model):
 
     def _averaged(self, gap, views, copies, noise, blend):
         """The plain fills (no noise) of every view, taken back to the gap as it is and averaged (see
-        _average), in one call of the network, ``copies`` times over, and each gap's parting (B,). A variant (``noise`` not zero)
-        keeps its own departure from the plain fill, put onto the average: the mean of noisy draws
-        would make variants alike. The
+        _average), in one call of the network, ``copies`` times over, and each gap's parting (B,). A
+        variant (``noise`` not zero) keeps its own departure from the plain fill, put onto the average:
+        the mean of noisy draws would make variants alike. The
         plain fills run once however many copies: K variants of B gaps are a batch of (K + V) B for
         V views."""
         b, varied = gap.batch, bool(np.any(noise))
