@@ -20,11 +20,12 @@ import numpy as np
 
 from .anatomy import feet
 from .motion import AXES, forward_kinematics
+from .rtn.runtime import AGREEMENT
 
 SPEED = 1.5     # times the animator's fastest joint
 FASTEST = 7.5   # body heights a second: the fastest joint of LaFAN1's test subject moves 7.3
 DEPTH = 0.01    # of the body's height
-UNSURE = 60.0   # degrees: where the runtime's views part further, it stops averaging them (rtn AGREEMENT)
+UNSURE = AGREEMENT[0]   # degrees: where the runtime's views part further, it stops averaging them fully
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ def bvh_members(path):
         archive = zipfile.ZipFile(path)
         names = sorted(n for n in archive.namelist()
                        if n.lower().endswith(".bvh") and not n.startswith("__MACOSX/"))
-        members = [(f"{path}:{n}", (lambda size=-1, n=n: archive.open(n).read(size))) for n in names]
+        members = [(f"{path}:{n}", partial(_member, archive, n)) for n in names]
     elif path.suffix.lower() == ".bvh":
         members = [(str(path), partial(_head, path))]
     else:
@@ -81,6 +81,12 @@ def read_motions(path, progress=None, names=None):
 def _head(path, size=-1):
     """The bytes of the file at ``path``, the first ``size`` of them where given."""
     with open(path, "rb") as file:
+        return file.read(size)
+
+
+def _member(archive, name, size=-1):
+    """The bytes of the zip ``archive``'s member ``name``, the first ``size`` of them where given."""
+    with archive.open(name) as file:
         return file.read(size)
 
 
