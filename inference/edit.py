@@ -16,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 
 from . import quat
-from .ends import ends
+from .ends import JOIN, ends, joined
 from .errors import BetwixtError
 from .inbetween import (BATCH, Filling, between_keys, context, fill_gaps, fill_rounds, filled_together, gap_in,
                         on_model_floor, readable, sparse_keys)
@@ -154,7 +154,8 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, m
             if parting is not None and filling.parting:
                 parting[i] = filling.parting[0]
             _put_back(rotations, positions, first, *gaps[i], filling.result(), n, model.past)
-    return replace(motion, rotations=quat.unroll(rotations), positions=positions)
+    return joined(replace(motion, rotations=quat.unroll(rotations), positions=positions),
+                  sorted((a - first, b - first) for a, b in gaps), max(1, round(JOIN * ratio)))
 
 
 def superres(model, motion, every, **kwargs):

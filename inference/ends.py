@@ -7,10 +7,17 @@ hips' and legs' offsets, fading each on its own, carry a standing foot along the
 and skating rises. So the contacts are found on the fill before the ease, and each leg whose foot (ankle,
 paw or toe) stands there is put back on that foot after it by the leg IK (:func:`.leg_ik.solve_leg`), fading
 in and out with the contact as a planted foot's lock does (:func:`.contacts.nearness`).
+
+Where one fill's end key starts the next fill (Decompress's keys), both sides are the model's and neither
+velocity is the user's to ease toward; there the frames next to the key are made the smoothest that leave the
+key and the frames further out where they are (:func:`joined`).
 """
+
+from dataclasses import replace
 
 import numpy as np
 
+from . import quat
 from .anatomy import legs
 from .contacts import FADE, GROUND, contacts, fade_frames, nearness, standing
 from .guard import ground
@@ -20,6 +27,7 @@ from .motion import AXES, forward_kinematics
 from .transition import held
 
 EASE = 10   # model frames: the shortest ease within 1.5x of the capture's acceleration at the keys (experiments.md)
+JOIN = 5      # model frames either side of a key between two fills made smooth (experiments.md, "Decompress's keys")
 
 
 def ends(gap, rotations, positions, layout, first=True, last=True, ease=EASE):
@@ -87,3 +95,41 @@ def _on_their_feet(gap, rotations, positions, rot, pos, found, layout):
             toe = None if leg.toe < 0 else p[:, leg.toe] + w * (gpos[b][fill][rows, leg.toe] - p[:, leg.toe])
             out[b, rows] = solve_leg(out[b, rows], g, p, parents, leg, ankle, toe, up)
     return out
+
+
+def joined(motion, gaps, reach=JOIN):
+    """``motion`` with each key that ends one of ``gaps`` (sorted ``(start, end)`` key pairs) and starts the
+    next met without a kink: the generated frames within ``reach`` frames of it on either side (at most half
+    of each gap, so two keys' frames never meet) replaced by those of least squared acceleration, per channel
+    (every joint's quaternion, its signs made continuous in time, and position), with the key and the two
+    frames beyond them held. A fill starts where the frames before its key carry it and its network's own
+    velocity takes over a frame later, and it ends onto the key's velocity as the next fill guessed it: a
+    jolt through the whole body on the frames either side of the key, twice the capture's acceleration
+    there on Decompress, which this takes below the capture's while moving the frames less than it brings
+    them nearer the capture (experiments.md, "Decompress's keys"). Keys beside the user's frames are
+    :func:`ends`'s. The kink is the model's, a frame of its own either side of the key, so ``reach`` counts
+    the model's frames (a scene at another rate converts it); at a person's 30 fps and a dog's 60 alike, five
+    of them took the keys' acceleration below the capture's and the fill nearer it."""
+    frames = motion.n_frames
+    rotations = quat.unroll(motion.rotations)
+    x = np.concatenate([rotations.reshape(frames, -1), motion.positions.reshape(frames, -1)], axis=1)
+    changed = np.zeros(frames, dtype=bool)
+    for (start, key), (same, end) in zip(gaps[:-1], gaps[1:]):
+        if key != same:
+            continue
+        before, after = min(reach, (key - start - 1) // 2), min(reach, (end - key - 1) // 2)
+        rows = np.arange(max(key - before - 2, 0), min(key + after + 3, frames))
+        free = np.flatnonzero((rows >= key - before) & (rows <= key + after) & (rows != key))
+        if not len(free) or len(rows) < 3:
+            continue
+        second = np.diff(np.eye(len(rows)), 2, axis=0)                     # (rows - 2, rows): accelerations
+        x[rows[free]] -= np.linalg.lstsq(second[:, free], second @ x[rows], rcond=None)[0]
+        changed[rows[free]] = True
+    if not changed.any():
+        return motion
+    joints = rotations.shape[1]
+    rotations = motion.rotations.copy()
+    rotations[changed] = quat.normalize(x[changed, :4 * joints].reshape(-1, joints, 4))
+    positions = motion.positions.copy()
+    positions[changed] = x[changed, 4 * joints:].reshape(-1, *positions.shape[1:])
+    return replace(motion, rotations=rotations, positions=positions)

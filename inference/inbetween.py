@@ -11,7 +11,7 @@ import numpy as np
 
 from . import quat
 from .anatomy import feet
-from .ends import ends
+from .ends import ends, joined
 from .guard import ground
 from .inplace import treadmill
 from .modelfile import ModelError
@@ -163,7 +163,8 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, rates
     the model's guess at the key's velocity, and easing toward it took the fill further from the capture
     (experiments.md, "In-betweening's ends"), and keyed (``momentum``). ``beyond``: per gap, whether the frames
     beyond its two keys are the user's, given where they lie outside ``motion`` (a gap cut out alone, as
-    ``rates``); by default, those no gap generates.
+    ``rates``); by default, those no gap generates. A key between two gaps (Decompress's) is met without a
+    kink (:func:`.ends.joined`).
 
     ``parting``, a dict where given, gets each gap's (by its index in ``gaps``) parting as its last fill had it
     (``RTNModel.fill_parted``; a model without views has none).
@@ -182,7 +183,7 @@ def fill_gaps(model, motion, gaps, progress=None, passes=2, momentum=None, rates
         filling.write(made)
     if parting is not None:
         parting.update(filling.parting)
-    return filling.result()
+    return joined(filling.result(), sorted(gaps))
 
 
 class Filling:

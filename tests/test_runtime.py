@@ -560,11 +560,11 @@ def test_the_command_line_names_a_gap_the_model_was_unsure_of(obstacles, tmp_pat
 
 def test_the_command_line_warns_where_to_look(model, clip, tmp_path):
     path, motion = clip
-    result = run("superres", str(path), "--every", "30", "-o", str(tmp_path / "dense.bvh"), "--model", str(model.path),
+    result = run("superres", str(path), "--every", "10", "-o", str(tmp_path / "dense.bvh"), "--model", str(model.path),
                  "--no-contacts")
     assert result.returncode == 0, result.stderr
-    # the test model is four steps old: its motion is poor (feet through the floor, which planting
-    # feet would hold up), and the warning says where
+    # the test model is four steps old: its motion is poor (toes through the floor inside the gaps, which
+    # planting feet would hold up), and the warning says where
     assert "warning: look at" in result.stderr
 
 
