@@ -114,6 +114,7 @@ def joined(motion, gaps, reach=JOIN):
     rotations = quat.unroll(motion.rotations)
     x = np.concatenate([rotations.reshape(frames, -1), motion.positions.reshape(frames, -1)], axis=1)
     changed = np.zeros(frames, dtype=bool)
+    moves = {}   # a window's shape -> the matrix that takes its frames to the free ones' moves
     for (start, key), (same, end) in zip(gaps[:-1], gaps[1:]):
         if key != same:
             continue
@@ -122,8 +123,11 @@ def joined(motion, gaps, reach=JOIN):
         free = np.flatnonzero((rows >= key - before) & (rows <= key + after) & (rows != key))
         if not len(free) or len(rows) < 3:
             continue
-        second = np.diff(np.eye(len(rows)), 2, axis=0)                     # (rows - 2, rows): accelerations
-        x[rows[free]] -= np.linalg.lstsq(second[:, free], second @ x[rows], rcond=None)[0]
+        shape = (len(rows), *free)
+        if shape not in moves:
+            second = np.diff(np.eye(len(rows)), 2, axis=0)                 # (rows - 2, rows): accelerations
+            moves[shape] = np.linalg.pinv(second[:, free]) @ second
+        x[rows[free]] -= moves[shape] @ x[rows]
         changed[rows[free]] = True
     if not changed.any():
         return motion
