@@ -14,7 +14,8 @@ the generated frames only (keys and the frames outside gaps are never changed):
 3. steps: where a contact's path strays further than ``REACH`` from where it began (a network's foot
    creeps while it stands), the contact ends, and a new one begins after a swing as long as a fade;
 4. each contact is locked where it touches the user's frames (on both sides of a gap: moving
-   straight from one to the other), else at its mean position; the offset from the joint's own path
+   straight from one to the other), else at its mean position (a paw in a motion generated to its end, at
+   its lowest height); the offset from the joint's own path
    to its lock fades out (a cubic, which the held foot leaves and enters at the lock's velocity) over
    ``FADE`` seconds on either side (never past a user frame, where it is zero; between two contacts
    closer than that, it moves from one lock to the next), no joint goes below its ground, and a foot
@@ -200,7 +201,8 @@ def _held(path, lowest, generated, up, height, fps, paws=False, high=LIFT_HIGH, 
     if swing is not None and touchdown:
         path, contact = touchdowns(path, contact, generated, up, height, fps, round(MAX_SWING * fps), swing, lowest,
                                    fade)
-    held = path + offsets(path, contact, generated, fade)
+    # a paw standing in a path's motion stands on its lowest height there: at its mean, a canter's paws stood 2 cm up
+    held = path + offsets(path, contact, generated, fade, up if swing is not None and touchdown else None)
     clear = lifts(held, contact, generated, up, height, fps, round(MAX_SWING * fps), high, sharpest, swing, lowest)
     clear = np.minimum(clear, ceiling)
     if standing is not None:
@@ -400,9 +402,9 @@ def fade_frames(fps, seconds=FADE):
     return max(1, round(seconds * fps))
 
 
-def offsets(feet, contact, generated, fade):
+def offsets(feet, contact, generated, fade, down=None):
     """(F, K, 3) what to add to each joint's path ``feet`` (F, K, 3): on a contact's generated frames,
-    the way to its lock (see :func:`locks`); elsewhere fading to zero over ``fade`` frames (directly from
+    the way to its lock (see :func:`locks`, which ``down`` is handed to); elsewhere fading to zero over ``fade`` frames (directly from
     one lock to the next where two contacts are closer than ``fade`` each side: a fade-out reaching into the
     next one's fade-in would move the joint onto that lock in one frame) and zero on every frame that is not
     ``generated``; each fade a cubic that begins and ends with the velocity of what it joins (the way to the
@@ -411,7 +413,7 @@ def offsets(feet, contact, generated, fade):
     last frames, which it then lost (or gained) in one frame."""
     frames = len(feet)
     out = np.zeros_like(feet)
-    lock = locks(feet, contact, generated)
+    lock = locks(feet, contact, generated, down)
     index = np.arange(frames)
     for k in range(feet.shape[1]):
         on = contact[:, k] & generated
@@ -437,10 +439,12 @@ def offsets(feet, contact, generated, fade):
     return out
 
 
-def locks(feet, contact, generated):
+def locks(feet, contact, generated, down=None):
     """(F, K, 3) where each joint is held on the frames of its contacts: the user's positions where a
     contact holds user frames (between two of them, moving straight from one to the next), else the
-    contact's mean position."""
+    contact's mean position; or, along the axis ``down`` where given (the up axis), its lowest height there:
+    a network's paw standing 1-2 cm over the floor, held at its mean, stood off it (experiments.md, "A
+    paw stood at its lowest")."""
     frames, joints = contact.shape
     index = np.arange(frames)[:, None]
     start = contact & ~np.vstack([np.zeros((1, joints), bool), contact[:-1]])
@@ -463,4 +467,8 @@ def locks(feet, contact, generated):
     for c in range(3):
         total = np.bincount(key[free], weights=feet[..., c][free], minlength=len(count))
         out[..., c] = np.where(free, (total / np.maximum(count, 1))[key], out[..., c])
+    if down is not None and free.any():
+        least = np.full(len(count), np.inf)
+        np.minimum.at(least, key[free], feet[..., down][free])
+        out[..., down] = np.where(free, least[key], out[..., down])
     return out
