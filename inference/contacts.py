@@ -404,10 +404,10 @@ def fade_frames(fps, seconds=FADE):
 
 def offsets(feet, contact, generated, fade, down=None):
     """(F, K, 3) what to add to each joint's path ``feet`` (F, K, 3): on a contact's generated frames,
-    the way to its lock (see :func:`locks`, which ``down`` is handed to); elsewhere fading to zero over ``fade`` frames (directly from
-    one lock to the next where two contacts are closer than ``fade`` each side: a fade-out reaching into the
-    next one's fade-in would move the joint onto that lock in one frame) and zero on every frame that is not
-    ``generated``; each fade a cubic that begins and ends with the velocity of what it joins (the way to the
+    the way to its lock (see :func:`locks`, which ``down`` is handed to); elsewhere fading to zero over
+    ``fade`` frames (directly from one lock to the next where two contacts are closer than ``fade`` each
+    side: a fade-out reaching into the next one's fade-in would move the joint onto that lock in one frame)
+    and zero on every frame that is not ``generated``; each fade a cubic that begins and ends with the velocity of what it joins (the way to the
     lock changing as the joint's own path moves on, or none), so that the held foot's velocity does not step
     where a fade begins and ends: a smoothstep left the foot its own path's velocity on a contact's first and
     last frames, which it then lost (or gained) in one frame."""

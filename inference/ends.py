@@ -27,7 +27,7 @@ from .motion import AXES, forward_kinematics
 from .transition import held
 
 EASE = 10   # model frames: the shortest ease within 1.5x of the capture's acceleration at the keys (experiments.md)
-JOIN = 5      # model frames either side of a key between two fills made smooth (experiments.md, "Decompress's keys")
+JOIN = 5    # model frames either side of a key between two fills made smooth (experiments.md, "Decompress's keys")
 
 
 def ends(gap, rotations, positions, layout, first=True, last=True, ease=EASE):
