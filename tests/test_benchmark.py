@@ -122,6 +122,11 @@ def test_long_gaps_are_scored_beside_the_capture(lafan1_zip, tmp_path, capsys):
     assert main(["bench", "--data", str(lafan1_zip), "--long", "--model", str(MODELS / "rtn-lafan1.onnx"), "--json",
                  str(tmp_path / "long.json")]) == 0
     results = json.loads((tmp_path / "long.json").read_text())["methods"]
+    # a model file given: it alone beside the baselines, scored without the frames after the target and with them
+    assert set(results) == {"capture", "zero_velocity", "interpolation", "rtn", "rtn+after"}
+    assert results["rtn"]["L2P"] != results["rtn+after"]["L2P"]
+    assert all(np.isfinite(v) for name in ("rtn", "rtn+after") for table in results[name].values()
+               for v in table.values())
     assert set(results["capture"]) == {"L2Q", "L2P", "NPSS", "PEAK"}
     assert set(results["capture"]["L2P"]) == {"60", "90", "120"}
     assert all(v == 0.0 for v in results["capture"]["L2P"].values())
