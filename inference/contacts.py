@@ -198,11 +198,12 @@ def _held(path, lowest, generated, up, height, fps, paws=False, high=LIFT_HIGH, 
     fade = fade_frames(fps, PAW_FADE if np.any(paws) else FADE)
     contact = held_contacts(path, lowest, generated, up, height, fps, paws)
     swing = round(PAW_SWING * fps) if np.any(paws) else None
-    if swing is not None and touchdown:
+    on_path = swing is not None and touchdown   # paws in a motion generated to its end
+    if on_path:
         path, contact = touchdowns(path, contact, generated, up, height, fps, round(MAX_SWING * fps), swing, lowest,
                                    fade)
     # a paw standing in a path's motion stands on its lowest height there: at its mean, a canter's paws stood 2 cm up
-    held = path + offsets(path, contact, generated, fade, up if swing is not None and touchdown else None)
+    held = path + offsets(path, contact, generated, fade, up if on_path else None)
     clear = lifts(held, contact, generated, up, height, fps, round(MAX_SWING * fps), high, sharpest, swing, lowest)
     clear = np.minimum(clear, ceiling)
     if standing is not None:
@@ -407,10 +408,10 @@ def offsets(feet, contact, generated, fade, down=None):
     the way to its lock (see :func:`locks`, which ``down`` is handed to); elsewhere fading to zero over
     ``fade`` frames (directly from one lock to the next where two contacts are closer than ``fade`` each
     side: a fade-out reaching into the next one's fade-in would move the joint onto that lock in one frame)
-    and zero on every frame that is not ``generated``; each fade a cubic that begins and ends with the velocity of what it joins (the way to the
-    lock changing as the joint's own path moves on, or none), so that the held foot's velocity does not step
-    where a fade begins and ends: a smoothstep left the foot its own path's velocity on a contact's first and
-    last frames, which it then lost (or gained) in one frame."""
+    and zero on every frame that is not ``generated``; each fade a cubic that begins and ends with the
+    velocity of what it joins (the way to the lock changing as the joint's own path moves on, or none), so
+    that the held foot's velocity does not step where a fade begins and ends: a smoothstep left the foot its
+    own path's velocity on a contact's first and last frames, which it then lost (or gained) in one frame."""
     frames = len(feet)
     out = np.zeros_like(feet)
     lock = locks(feet, contact, generated, down)

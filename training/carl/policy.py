@@ -17,6 +17,9 @@ from torch import nn
 
 CLIP = 5.0        # normalised observations are clipped to +- this many standard deviations
 LOG_STD = (-5.0, 1.0)
+# the product's least precision: no wider than a primitive may be. Where the gate shut every primitive (a falling
+# body's states) its spread grew without bound (to 80 in a roll-out whose median was 0.07) and its actions were noise
+LEAST_PRECISION = float(np.exp(-2.0 * LOG_STD[1]))
 
 
 def mlp(sizes):
@@ -73,9 +76,7 @@ class Policy(nn.Module):
         mu, log_std = heads[:, :, 0], heads[:, :, 1].clamp(*LOG_STD)
         w = self.gate(x)[..., None]                          # (N, K, 1)
         precision = w / torch.exp(2.0 * log_std)              # (N, K, act)
-        # no wider than a primitive may be: where the gate shuts every primitive (a falling body's states), the
-        # product's spread grew without bound (to 80 in a roll-out whose median was 0.07) and its actions were noise
-        total = precision.sum(1).clamp_min(float(np.exp(-2.0 * LOG_STD[1])))
+        total = precision.sum(1).clamp_min(LEAST_PRECISION)
         return (precision * mu).sum(1) / total, total.rsqrt()
 
     def distribution(self, obs):
