@@ -247,7 +247,7 @@ def generate(model, clips, chosen, length, k, variation=1.0, seed=0, planted=Tru
                for b, (j, t) in enumerate(zip(chosen, placed)) for v in range(k)]
     gap, levels = _batch(model, clips, [j for j, _ in rows], targets, length, floors)
     noise = rng.standard_normal((len(rows), model.noise_dim))
-    made = [model.fill(_rows(gap, part), variation=variation, noise=noise[part])
+    made = [model.fill(gap.rows(part), variation=variation, noise=noise[part])
             for part in np.array_split(np.arange(len(rows)), -(-len(rows) // BATCH))]
     rot, pos = np.concatenate([r for r, _ in made]), np.concatenate([p for _, p in made])
     pos[..., 0, lay.up] += levels[:, None]                                                   # (B K, n, J, ·)
@@ -271,13 +271,6 @@ def generate(model, clips, chosen, length, k, variation=1.0, seed=0, planted=Tru
         if progress is not None:
             progress(len(takes), len(rows))
     return takes
-
-
-def _rows(gap, rows):
-    """The ``rows`` (indices) of the batch ``gap``, a :class:`..transition.Gap` of their own."""
-    names = ("past_rotations", "past_positions", "target_rotations", "target_positions", "after_rotations",
-             "after_positions")
-    return replace(gap, **{n: getattr(gap, n)[rows] for n in names})
 
 
 def _moved(motion, offset):

@@ -44,15 +44,24 @@ class Gap:
         """The frame after the target key as a ``(rotations, positions)`` pair, or None."""
         return None if self.after_rotations is None else (self.after_rotations[:, 0], self.after_positions[:, 0])
 
+    def rows(self, index):
+        """The gaps at ``index`` (indices into the batch, repeats allowed) as a batch of their own."""
+        return replace(self, **{name: None if getattr(self, name) is None else getattr(self, name)[index]
+                                for name in _arrays()})
+
 
 def stacked(gaps):
     """Gaps of one length, context and frames after as one batch, in order (a single gap as it is: no copy
     on a fill's path)."""
     if len(gaps) == 1:
         return gaps[0]
-    arrays = [f.name for f in fields(Gap) if f.name not in ("skeleton", "length")]
     return replace(gaps[0], **{name: None if getattr(gaps[0], name) is None else
-                               np.concatenate([getattr(g, name) for g in gaps]) for name in arrays})
+                               np.concatenate([getattr(g, name) for g in gaps]) for name in _arrays()})
+
+
+def _arrays():
+    """The names of a :class:`Gap`'s per-gap arrays."""
+    return [f.name for f in fields(Gap) if f.name not in ("skeleton", "length")]
 
 
 def held(gap, height, degrees=0.5, share=1e-3):

@@ -22,6 +22,7 @@ import numpy as np
 from .. import quat
 from ..anatomy import legs
 from ..contacts import GROUND, plant
+from ..ends import ends
 from ..inbetween import floor
 from ..mann.path import Path, check, desired, paced
 from ..modelfile import Model, ModelError, Placement, session
@@ -41,6 +42,7 @@ MAX_PATH = 300.0        # s: the longest path followed in one request (its sampl
                         # second of path on two cores: 5 minutes of path, 7 or 8 minutes)
 PAST = 1.0              # s: the frames up to a start (and around a key) whose feet find the floor
 SETTLE = 1.0            # s: without a start pose, the data's mean pose stands still this long first
+START_EASE = 0.5        # s: a variant's first step eased over this long, or half its gap (experiments.md)
 STANDING = 1.6          # m: a standing adult's height, for paths given in metres
 RANGE_MARGIN = 0.25     # of each pose value's training range, how far past it a generated value may go
 FASTEST = 6.0           # m/s: paths are slowed to this; LaFAN1's fastest frame moves the hips 5.8 m/s, and
@@ -126,7 +128,10 @@ class MVAEModel(Model):
         ``candidates(k)`` roll-outs of a gap run from its last two frames to the key's frame, z ``variation``
         times N(0, I) drawn from ``seed`` (or ``noise`` (B * C, n + 1, latent) when given), the floor step
         on the floor of the frames around the gap; the k that end nearest the key and differ most are
-        put onto it by the target blend over ``blend`` frames (default: the whole gap, the model's own)."""
+        put onto it by the target blend over ``blend`` frames (default: the whole gap, the model's own), and
+        eased out of the key before it over START_EASE (:func:`..ends.ends`): the floor step stands the first
+        pose on the model's floor whatever the key stood on, a step of the hips and feet two to three times
+        the capture's there."""
         n, c = self._check_gap(gap, k)
         starts = [self._gap_start(gap, b) for b in range(gap.batch)]
         if noise is None:
@@ -155,6 +160,10 @@ class MVAEModel(Model):
             last = np.repeat(gap.past_rotations[None, b, -1:], k, axis=0)
             rotations[:, b] = quat.unroll(np.concatenate([last, rot[:, :n]], axis=1), axis=1)[:, 1:]
             positions[:, b, :, 0] = hips[:, :n]
+            # the roll-out's first step (onto the model's floor) eased against the key's motion, the legs that
+            # stand kept on their feet
+            rotations[:, b], positions[:, b] = ends(gap.rows([b] * k), rotations[:, b], positions[:, b], self.layout,
+                                                    last=False, ease=min(round(START_EASE * self.fps), n // 2))
         return rotations, positions
 
     def timed(self, path):

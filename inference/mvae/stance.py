@@ -46,7 +46,9 @@ def held(motion, standing, first, height, boxes=None):
     """``motion`` (Y up) with its frames from ``first`` on changed in the legs' rotations alone: each foot
     joint of ``standing`` (F, K) bool (K: :class:`.floor.Legs`' feet, every leg's foot, then every toe) held
     at its mean position over each stretch it stands (cut into steps no longer than the contacts' REACH of
-    ``height``), and down on its ground (the GROUND percentile of its height), fading to its own path over
+    ``height``), or where a frame before ``first`` has it, as it is there (a variant's first frame, next to
+    its key: locked at its mean, a foot standing there stepped 3-8 cm onto the lock in one frame), and down
+    on its ground (the GROUND percentile of its height), fading to its own path over
     the contacts' fade; where a toe is held and its ankle is not,
     the ankle's target on the foot's length about the toe's (:func:`..leg_ik.pivoted`); the legs put
     there by :func:`..leg_ik.solve_leg`, the foot aimed at its toe's target. ``boxes`` (K,): a foot joint's
@@ -61,7 +63,7 @@ def held(motion, standing, first, height, boxes=None):
     generated = np.arange(motion.n_frames) >= first
     fade = fade_frames(motion.fps)
     path = gpos[:, feet]
-    stood = steps(path, standing & generated[:, None], generated, 1, REACH * height, fade)
+    stood = steps(path, standing, generated, 1, REACH * height, fade)
     target = path + offsets(path, stood, generated, fade)
     # down onto its ground while it stands (faded in and out, a swing near the floor was pulled down and slid)
     grounds = np.percentile(path[generated, :, 1], GROUND, axis=0)
