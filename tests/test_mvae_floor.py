@@ -4,6 +4,7 @@ planted. The bars are the issue's against LaFAN1's walking at 0.5-1.5 m/s (conta
 slide 1.02 cm a frame, jitter 0.42; docs/experiments.md, "The Motion VAE on the floor"), each foot joint's
 ground the motion's own (a continuation stands on the box its start stands on)."""
 
+import functools
 from dataclasses import replace
 
 import numpy as np
@@ -85,14 +86,25 @@ def test_continuations_stand_on_the_floor_and_planting_holds_their_feet(clip):  
     assert m["slide"] < 0.8 * raw["slide"]   # measured 0.61 against 0.95 cm a frame
 
 
-def box_variants(clip):  # noqa: F811
-    """The model, subject 5's obstacles1 and eight variants (8, 1, 30, J, ·) of the 30 frames after its frame 770,
-    where the capture stands on a 21 cm box and steps down (its key, frame 801, has a toe on the floor, the other
-    foot on the box); and a function giving the floor measures of motions (K, 30, J, ·) against the clip's own
-    grounds."""
+@pytest.fixture(scope="module")
+def obstacles(clip):  # noqa: F811
+    """The shipped model, subject 5's obstacles1 and ``after(key)``: eight variants (8, 1, 30, J, ·) of the 30
+    frames after the clip's frame ``key`` (seed 2), each made once for this module's tests."""
     model = find_model(None, kind="mvae")
     motion = read_bvh(clip)
-    rotations, positions = model.variants(gap_in(motion, 770, 801, model.past), 8, seed=2)
+
+    @functools.cache
+    def after(key):
+        return model.variants(gap_in(motion, key, key + 31, model.past), 8, seed=2)
+    return model, motion, after
+
+
+def box_variants(obstacles):
+    """The model, the clip and the variants after its frame 770, where the capture stands on a 21 cm box and steps
+    down (its key, frame 801, has a toe on the floor, the other foot on the box); and a function giving the floor
+    measures of motions (K, 30, J, ·) against the clip's own grounds."""
+    model, motion, after = obstacles
+    rotations, positions = after(770)
     feet = floor_metrics.feet_of(motion.skeleton)
     world = motion.global_transforms()
     ground = floor_metrics.ground_of(floor_metrics.foot_points(feet, *world))
@@ -106,29 +118,27 @@ def box_variants(clip):  # noqa: F811
     return model, motion, rotations, positions, measure
 
 
-def test_variants_leave_their_key_as_its_motion_goes(clip):  # noqa: F811
+def test_variants_leave_their_key_as_its_motion_goes(obstacles):
     """The hips across the key before the gap (the frame before it, the key, the first variant frame): the floor
     step stood each roll-out's first pose on the model's floor whatever the key stood on, a jump of 4-20 cm
     (accelerations of 5-16 cm a frame per frame, the capture's 0.1-2); eased against the key's motion, the
     first frame goes on as the key was going (measured 0.00)."""
-    model = find_model(None, kind="mvae")
-    motion = read_bvh(clip)
+    _, motion, after = obstacles
     world = motion.global_transforms()[1][:, 0]
     for key in (770, 1540):   # onto the floor from a box; walking on the floor
-        rotations, positions = model.variants(gap_in(motion, key, key + 31, model.past), 8, seed=2)
+        rotations, positions = after(key)
         first = forward_kinematics(rotations[:, 0, 0], positions[:, 0, 0], motion.skeleton.parents)[1][:, 0]
         jolt = np.linalg.norm(first - 2 * world[key] + world[key - 1], axis=-1)
         capture = np.linalg.norm(world[key + 1] - 2 * world[key] + world[key - 1])
         assert jolt.max() < max(1.5 * capture, 0.5), (key, jolt, capture)
 
 
-def test_a_variant_s_foot_standing_on_its_first_frame_stays_there(clip):  # noqa: F811
+def test_a_variant_s_foot_standing_on_its_first_frame_stays_there(obstacles):
     """The feet near the floor on a variant's first two frames (each foot joint's ground from the capture around
     the gap), over four gaps of obstacles1: how far they move from the first frame to the second. Held at the
     mean of their stance, they stepped onto it in that one frame: 2.3 cm on average (the capture's slide while
     touching 1.2); held where the first frame stands them, measured 1.1."""
-    model = find_model(None, kind="mvae")
-    motion = read_bvh(clip)
+    _, motion, after = obstacles
     feet = floor_metrics.feet_of(motion.skeleton)
     grot, gpos = motion.global_transforms()
     size = floor_metrics.body_size(motion.skeleton, gpos)
@@ -136,7 +146,7 @@ def test_a_variant_s_foot_standing_on_its_first_frame_stays_there(clip):  # noqa
     for key in (770, 1540, 2310, 3080):
         around = slice(key - 30, key + 60)
         ground = floor_metrics.ground_of(floor_metrics.foot_points(feet, grot[around], gpos[around]))
-        rotations, positions = model.variants(gap_in(motion, key, key + 31, model.past), 8, seed=2)
+        rotations, positions = after(key)
         for r, p in zip(rotations[:, 0, :2], positions[:, 0, :2]):
             points = floor_metrics.foot_points(feet, *forward_kinematics(r, p, motion.skeleton.parents))
             near = points[..., 1].mean(axis=0) - ground < floor_metrics.NEAR * size
@@ -144,23 +154,23 @@ def test_a_variant_s_foot_standing_on_its_first_frame_stays_there(clip):  # noqa
     assert len(steps) > 40 and np.mean(steps) < 1.5, (len(steps), np.mean(steps))
 
 
-def test_variants_step_down_from_a_box_to_a_key_on_the_floor(clip):  # noqa: F811
+def test_variants_step_down_from_a_box_to_a_key_on_the_floor(obstacles):
     """The box gap's variants as the model gives them (before planting). Before, the stepping foot could not go
     lower than the foot on the box (the roll-outs have one floor) and was held 5-14 cm up until the key: every
     frame floated."""
-    _, _, rotations, positions, measure = box_variants(clip)
+    _, _, rotations, positions, measure = box_variants(obstacles)
     m = measure(rotations[:, 0], positions[:, 0])
     assert m["floating"] < 0.6     # measured 0.45 (the capture 0.33); before, 1.0
     assert m["contact"] > 0.15     # measured 0.24 (the capture 0.33); before, 0.00
     assert m["hips_min"] < 95      # measured 87 (the capture 88); before, 99: the body stayed up on the box
 
 
-def test_variants_planted_come_down_from_the_box_as_the_model_has_them(clip):  # noqa: F811
+def test_variants_planted_come_down_from_the_box_as_the_model_has_them(obstacles):
     """The box gap's variants planted as Variants plants them, the model's past either side. The user's frames
     around the gap stand on the box, the variants' on the floor: planting's grounds found in the user's frames
     alone held the stepping foot up at the box's height (every frame floating again); the Motion VAE keeps a
     floor of its own, so the lower of those and the variants' own grounds lets the foot down."""
-    model, motion, rotations, positions, measure = box_variants(clip)
+    model, motion, rotations, positions, measure = box_variants(obstacles)
     window = motion.frames(771 - model.past, 802 + model.past)
     key, made = model.past - 1, slice(model.past, model.past + 30)
     planted = []
