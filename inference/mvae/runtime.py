@@ -130,8 +130,7 @@ class MVAEModel(Model):
         on the floor of the frames around the gap; the k that end nearest the key and differ most are
         put onto it by the target blend over ``blend`` frames (default: the whole gap, the model's own), and
         eased out of the key before it over START_EASE (:func:`..ends.ends`): the floor step stands the first
-        pose on the model's floor whatever the key stood on, a step of the hips and feet two to three times
-        the capture's there."""
+        pose on the model's floor whatever the key stood on, a step off the key that the capture does not take."""
         n, c = self._check_gap(gap, k)
         starts = [self._gap_start(gap, b) for b in range(gap.batch)]
         if noise is None:

@@ -47,12 +47,11 @@ def held(motion, standing, first, height, boxes=None):
     joint of ``standing`` (F, K) bool (K: :class:`.floor.Legs`' feet, every leg's foot, then every toe) held
     at its mean position over each stretch it stands (cut into steps no longer than the contacts' REACH of
     ``height``), or where a frame before ``first`` has it, as it is there (a variant's first frame, next to
-    its key: locked at its mean, a foot standing there stepped 3-8 cm onto the lock in one frame), and down
-    on its ground (the GROUND percentile of its height), fading to its own path over
-    the contacts' fade; where a toe is held and its ankle is not,
-    the ankle's target on the foot's length about the toe's (:func:`..leg_ik.pivoted`); the legs put
-    there by :func:`..leg_ik.solve_leg`, the foot aimed at its toe's target. ``boxes`` (K,): a foot joint's
-    ground on a box beside which the body has come down (-inf where none), which it is put back up onto
+    its key: held at the stance's mean, such a foot stepped onto it in one frame), and down on its ground (the
+    GROUND percentile of its height), fading to its own path over the contacts' fade; where a toe is held and
+    its ankle is not, the ankle's target on the foot's length about the toe's (:func:`..leg_ik.pivoted`); the
+    legs put there by :func:`..leg_ik.solve_leg`, the foot aimed at its toe's target. ``boxes`` (K,): a foot
+    joint's ground on a box beside which the body has come down (-inf where none), which it is put back up onto
     while it stands, its leg bent."""
     found = legs(motion.skeleton)
     if not found or first >= motion.n_frames:
