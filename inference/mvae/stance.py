@@ -23,6 +23,7 @@ from .floor import standing_share
 
 SMOOTH = 0.07   # s: the spread (sigma) of the Gaussian that smooths the hips' track (2 frames at 30 fps)
 STOP = 0.5      # s: after a path's end, the hips come to a stop over this long
+LYING = (0.1, 0.2)   # of the body's height: hips this low over the floor lie on it, this high stand on their feet
 
 
 def smoothed(track, fps, first=0):
@@ -106,7 +107,7 @@ def stood(motion, grounds, height, floors=None):
     capture floats in 5 %. ``floors`` (K,): each foot joint's ground on the floor, where that is lower than
     ``grounds`` (a foot on a box all around the gap, the key's other foot on the floor): the body comes
     down toward it over the gap (smoothstep), so that the stepping foot can reach the floor, and the foot
-    on the box is held on it, its leg bent."""
+    on the box is held on it, its leg bent. A body whose hips are as low as LYING is not moved down."""
     found = legs(motion.skeleton)
     if not found:
         return motion
@@ -119,7 +120,11 @@ def stood(motion, grounds, height, floors=None):
     ramp = np.linspace(0.0, 1.0, motion.n_frames)[:, None]
     down = ramp * ramp * (3.0 - 2.0 * ramp) * raised                          # (F, K)
     positions = motion.positions.copy()
-    positions[:, 0, 1] -= (heights(motion) + down).min(axis=1)
+    shift = (heights(motion) + down).min(axis=1)
+    # a body lying on the floor rests on its back, not its feet: it is lifted off a sunk foot but not put down
+    # onto one (its hips sank 4 cm under the key's, which lies with its feet up)
+    lying = np.clip(((positions[:, 0, 1] - grounds.min()) / height - LYING[0]) / (LYING[1] - LYING[0]), 0.0, 1.0)
+    positions[:, 0, 1] -= np.where(shift < 0, shift, shift * lying * lying * (3.0 - 2.0 * lying))
     positions[:, 0] = smoothed(positions[:, 0], motion.fps)
     moved = replace(motion, positions=positions)
     up = heights(moved)
