@@ -20,11 +20,6 @@ LOG_STD = (-5.0, 1.0)
 # the product's least precision: no wider than a primitive may be. Where the gate shut every primitive (a falling
 # body's states) its spread grew without bound (to 80 in a roll-out whose median was 0.07) and its actions were noise
 LEAST_PRECISION = float(np.exp(-2.0 * LOG_STD[1]))
-# and its most: no narrower than LEAST_SPREAD of an action unit. Unbounded, the product narrowed where the gate
-# leans on a narrow primitive until an update at the least learning rate met PPO's clip on a sixth of the samples,
-# and the rate adapting to the KL divergence could not rise (experiments.md)
-LEAST_SPREAD = 0.15
-MOST_PRECISION = LEAST_SPREAD ** -2.0
 
 
 def mlp(sizes):
@@ -82,7 +77,7 @@ class Policy(nn.Module):
         w = self.gate(x)[..., None]                          # (N, K, 1)
         precision = w / torch.exp(2.0 * log_std)              # (N, K, act)
         total = precision.sum(1).clamp_min(LEAST_PRECISION)
-        return (precision * mu).sum(1) / total, total.clamp_max(MOST_PRECISION).rsqrt()
+        return (precision * mu).sum(1) / total, total.rsqrt()
 
     def distribution(self, obs):
         return torch.distributions.Normal(*self(obs))
