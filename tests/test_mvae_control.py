@@ -350,6 +350,31 @@ def test_a_roll_out_whose_feet_float_scores_worse():
     assert score[1] == pytest.approx(control.FLOATING * 12.0 * 10 / frames)
 
 
+def test_a_roll_out_whose_standing_feet_skid_scores_worse(model):  # noqa: F811
+    """The standing feet's speed over the ground (:meth:`~inference.mvae.floor.Legs.skid`): a foot joint counts
+    as much as it stands, its horizontal velocity alone; two roll-outs level with a path's timing, one whose
+    standing feet skid at 30 cm a second for a third of its frames, score SKID times that apart. At a star's
+    corners the chosen roll-outs turned on their standing feet (bench-mvae's star walk: 1.36 cm a frame of
+    slide where the feet touch; scored, 0.86)."""
+    legs = model.legs
+    pose = np.zeros((3, size(len(model.skeleton))), np.float32)
+    heights, velocities = legs.heights, legs.velocities.start + 3 * legs.feet   # the feet on the floor (0)
+    pose[1, velocities] = 30.0                                  # every foot, standing, sliding along x
+    pose[2, velocities + 1] = 30.0                              # moving up only: no skid
+    pose[2, heights.start + 3 * legs.feet] = model.floor + 50.0  # and off the floor
+    skid = legs.skid(pose, model.floor)
+    assert skid[0] == 0.0 and skid[1] == pytest.approx(30.0) and skid[2] == 0.0
+    fps, frames, height = 30, control.HORIZON, 170.0
+    line = np.stack([np.zeros(frames + 1), np.arange(frames + 1) * 100.0 / fps], axis=-1)
+    roots = np.zeros((2, frames, 3))
+    roots[..., 1] = 100.0
+    skids = np.zeros((2, frames))
+    skids[1, :10] = 30.0
+    score = control.along(standing(roots, height), (np.zeros(3), 0.0), line, np.arange(1, frames + 1),
+                          np.zeros(frames), fps, height, skid=skids)
+    assert score[1] - score[0] == pytest.approx(control.SKID * 30.0 * 10 / frames)
+
+
 def test_follow_path_command_takes_a_motion_vae(run, clip, tmp_path, capsys):  # noqa: F811
     path = tmp_path / "path.csv"
     path.write_text("time,x,y\n0,0,0\n2,0.6,0\n")

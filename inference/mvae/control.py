@@ -41,6 +41,7 @@ REFINED = 64            # of the roll-outs, those that refine the plan chosen be
 OVER = 0.5              # s: how much a roll-out's root going faster than its path counts (as a distance)
 NUDGE = 1.0             # how far (in the prior's spreads) a refinement's latents stray from the plan's
 FLOATING = 2.0          # how much a roll-out's lowest foot above the floor counts (as that much distance, twice)
+SKID = 1.0              # s: how much a roll-out's standing feet's speed over the ground counts (as a distance)
 
 
 def candidates(k):
@@ -124,7 +125,7 @@ def drawn(rng, plan, shape):
     return z
 
 
-def along(rolled, start, line, timed, facing, fps, height, speed=None, lowest=None):
+def along(rolled, start, line, timed, facing, fps, height, speed=None, lowest=None, skid=None):
     """(C,) how far C roll-outs ``rolled`` (C, T, D) from the root ``start`` ``(origin (3,), facing angle)``
     stray from a path: their root's mean distance to where the path's timing has got to, ``line[timed]``
     (``line`` (N, 2) the path's positions as (x, z), ``timed`` (T,) indices into it), plus its mean
@@ -141,7 +142,9 @@ def along(rolled, start, line, timed, facing, fps, height, speed=None, lowest=No
     ``lowest`` (C, T): each roll-out's lowest foot above the floor, of which FLOATING times the mean counts:
     the floor step stands that foot on the floor unless the pose's orientations put a foot far below it
     (:data:`.floor.SUNK`), and on such poses (a hop, a kick at a sharp corner) the body the user sees
-    floats."""
+    floats. ``skid`` (C, T): how fast each roll-out's standing feet move over the ground (:meth:`.floor.Legs.skid`),
+    of which SKID seconds of the mean count: at a star's corners the roll-outs nearest the path turned on feet
+    they stood on, which slid where a person steps round."""
     origins, turned = root_path(rolled, start[0], start[1], fps)
     ground = origins[..., [0, 2]]
     off = np.abs(np.angle(np.exp(1j * (turned[:, 1:] - facing))))
@@ -156,4 +159,6 @@ def along(rolled, start, line, timed, facing, fps, height, speed=None, lowest=No
         score += OVER * np.maximum(pace - speed, 0.0).mean(axis=-1)
     if lowest is not None:
         score += FLOATING * np.maximum(lowest, 0.0).mean(axis=-1)
+    if skid is not None:
+        score += SKID * skid.mean(axis=-1)
     return score

@@ -104,6 +104,13 @@ class Legs:
         own ground, (F,)), 0 to 1 (:func:`standing_share`)."""
         return standing_share(pose[..., self.heights][..., self.feet] - floor)
 
+    def skid(self, pose, floor):
+        """(B,) how fast the feet of raw poses ``pose`` (B, D) move over the ground where they stand on ``floor``
+        (units a second): each foot joint's horizontal speed as much as it stands (:meth:`stands`), their mean."""
+        start = self.velocities.start + 3 * self.feet
+        speed = np.hypot(pose[:, start], pose[:, start + 2])
+        return (self.stands(pose, floor) * speed).mean(axis=1)
+
     def anchor(self, previous, pose, floor, fps):
         """``pose`` (B, D), which follows raw poses ``previous`` (B, D), with the root's step, in place, what
         keeps its feet on ``floor`` where they stood in ``previous``: each foot joint counts as much as it

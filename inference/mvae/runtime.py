@@ -255,15 +255,18 @@ class MVAEModel(Model):
             rolled = self._rollout(np.repeat(pose, FOLLOWERS, axis=0), HORIZON,
                                    lambda k: z[:, :, k].reshape(b * FOLLOWERS, -1)).reshape(b, FOLLOWERS, HORIZON, -1)
             plan = np.empty((b, HORIZON, self.latent), dtype=np.float32)
-            lowest = None if self.legs is None else (   # each roll-out's lowest foot above the floor
-                self.legs.lowest_each(rolled.reshape(-1, rolled.shape[-1]))[1].reshape(rolled.shape[:3]) - self.floor)
+            lowest = skid = None
+            if self.legs is not None:   # each roll-out's lowest foot above the floor, and its standing feet's speed
+                flat = rolled.reshape(-1, rolled.shape[-1])
+                lowest = self.legs.lowest_each(flat)[1].reshape(rolled.shape[:3]) - self.floor
+                skid = self.legs.skid(flat, self.floor).reshape(rolled.shape[:3])
             for i, w in enumerate(wants):   # (a path that ended is held at its last point)
                 ahead = np.minimum(np.arange(t + 1, t + 1 + HORIZON), len(w.positions) - 1)
                 first = max(0, min(t + 1 - behind, ahead[-1] - 1))   # two points at least, past its end
                 facing = np.arctan2(*w.directions[ahead].T)
                 chosen = np.argmin(along(rolled[i], roots[i], w.positions[first:ahead[-1] + 1], ahead - first, facing,
                                          self.fps, self.layout.height, np.linalg.norm(w.velocities[ahead], axis=-1),
-                                         None if lowest is None else lowest[i]))
+                                         None if lowest is None else lowest[i], None if skid is None else skid[i]))
                 best, plan[i] = rolled[i, chosen], z[i, chosen]
                 out[i, t:t + COMMIT] = best[:COMMIT]
                 origins, turned = root_path(best[:COMMIT], *roots[i], self.fps)
