@@ -118,13 +118,13 @@ def stood(motion, grounds, height, floors=None):
 
     raised = np.zeros(len(feet)) if floors is None else grounds - floors   # (K,) a box's height, or 0
     ramp = np.linspace(0.0, 1.0, motion.n_frames)[:, None]
-    down = ramp * ramp * (3.0 - 2.0 * ramp) * raised                          # (F, K)
+    down = _smoothstep(ramp) * raised                                          # (F, K)
     positions = motion.positions.copy()
     shift = (heights(motion) + down).min(axis=1)
     # a body lying on the floor rests on its back, not its feet: it is lifted off a sunk foot but not put down
     # onto one (its hips sank 4 cm under the key's, which lies with its feet up)
     lying = np.clip(((positions[:, 0, 1] - grounds.min()) / height - LYING[0]) / (LYING[1] - LYING[0]), 0.0, 1.0)
-    positions[:, 0, 1] -= np.where(shift < 0, shift, shift * lying * lying * (3.0 - 2.0 * lying))
+    positions[:, 0, 1] -= np.where(shift < 0, shift, shift * _smoothstep(lying))
     positions[:, 0] = smoothed(positions[:, 0], motion.fps)
     moved = replace(motion, positions=positions)
     up = heights(moved)
@@ -143,7 +143,12 @@ def stopped(motion, end):
         return motion
     stop = min(end + max(int(round(STOP * motion.fps)), 1), frames - 1)
     ramp = np.clip((np.arange(frames) - end) / max(stop - end, 1), 0.0, 1.0)
-    ease = (ramp * ramp * (3.0 - 2.0 * ramp))[:, None]
+    ease = _smoothstep(ramp)[:, None]
     positions = motion.positions.copy()
     positions[:, 0, [0, 2]] += ease * (positions[stop, 0, [0, 2]] - positions[:, 0, [0, 2]])
     return replace(motion, positions=positions)
+
+
+def _smoothstep(t):
+    """3t² - 2t³ of ``t`` in [0, 1]: a ramp that starts and ends at rest."""
+    return t * t * (3.0 - 2.0 * t)
