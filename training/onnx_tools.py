@@ -93,8 +93,9 @@ LARGE = 512 * 512  # entries from which a matrix counts as large
 OPSET = 17
 
 
-def traced(module, args, inputs, outputs):
-    """The ModelProto of ``module(*args)``, its batch axis dynamic, with every constant and weight an
+def traced(module, args, inputs, outputs, axes=None):
+    """The ModelProto of ``module(*args)``, its batch axis dynamic (and the axes ``axes`` names, by input or
+    output name, instead where it names them), with every constant and weight an
     initializer read directly by its nodes (the quantiser recognises no other weight). Traced with
     torch's TorchScript exporter (``dynamo=False``: the dynamo exporter needs onnxscript, which this
     project does not install)."""
@@ -102,7 +103,7 @@ def traced(module, args, inputs, outputs):
     with warnings.catch_warnings():  # the TorchScript exporter is deprecated, and chosen above
         warnings.simplefilter("ignore", DeprecationWarning)
         torch.onnx.export(module, tuple(args), f, input_names=inputs, output_names=outputs, opset_version=OPSET,
-                          dynamo=False, dynamic_axes={name: {0: "batch"} for name in inputs + outputs})
+                          dynamo=False, dynamic_axes={name: {0: "batch"} for name in inputs + outputs} | (axes or {}))
     proto = onnx.load_from_string(f.getvalue())
     constants = [n for n in proto.graph.node if n.op_type == "Constant" and n.attribute[0].name == "value"]
     for node in constants:

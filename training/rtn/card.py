@@ -24,7 +24,12 @@ def sections(state, metadata, path, bench_data=None, errors=None):
            + (" Its last stretch of training also played windows backwards (`--reverse`), so where a gap has "
               f"{past - 1} frames or more after its target key, the runtime also fills it "
               "backwards, from those frames, and averages the two directions."
-              if metadata.get("betwixt.backward") == "true" else ""), ""]
+              if metadata.get("betwixt.backward") == "true" else "")]
+    if state["config"].get("network") == "transformer":
+        cf = state["config"]
+        use.append(f"- The network is a transformer over the whole window (`--network transformer`), {cf['layers']} "
+                   f"layers of width {cf['width']}: a gap's frames in one pass, where the RTN steps once a frame.")
+    use.append("")
     measured = []
     if bench_data:
         measured += [""] + benchmark_section(path, bench_data)

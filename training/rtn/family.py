@@ -37,6 +37,7 @@ from ..onnx_tools import agreement
 from .card import sections
 from .network import RTN, RTNConfig, graph
 from .sampler import Transitions
+from .transformer import TransformerConfig, TransitionTransformer, rollout
 
 VALIDATION_LENGTHS = (5, 15, 30, 45)
 MOST_GAP = 1000   # frames of a training transition (the shipped models learned up to 120)
@@ -52,6 +53,13 @@ class RTNFamily(Family):
     def add_arguments(self, parser):
         gap = whole(1, MOST_GAP, "frames a training transition fills; each is a step of the network held for the "
                                  "backward pass")
+        parser.add_argument("--network", choices=("recurrent", "transformer"), default="recurrent",
+                            help="recurrent: the RTN, an LSTM step a frame; transformer: one pass over the whole "
+                                 "window (see training/rtn/transformer.py)")
+        parser.add_argument("--width", type=whole(16, 4096, "a token's size"), default=TransformerConfig.width,
+                            help="the transformer's token size (a multiple of twice its 8 heads)")
+        parser.add_argument("--layers", type=whole(1, 64, "encoder layers"), default=TransformerConfig.layers,
+                            help="the transformer's encoder layers")
         parser.add_argument("--min-gap", type=gap, default=5)
         parser.add_argument("--max-gap", type=gap, default=60)
         parser.add_argument("--loss", choices=("mse", "l2"), default="mse",
@@ -105,11 +113,15 @@ class RTNFamily(Family):
 
     def config(self, train, args):
         lay = train.layout
-        return asdict(RTNConfig(pose_dim=lay.frame_dim, target_dim=lay.target_dim, offset_dim=lay.frame_dim,
-                                rotations=lay.joints))
+        shape = dict(pose_dim=lay.frame_dim, target_dim=lay.target_dim, offset_dim=lay.frame_dim, rotations=lay.joints)
+        if args.network == "transformer":
+            if args.width % (2 * TransformerConfig.heads):
+                raise DataError(f"--width {args.width}: give a multiple of {2 * TransformerConfig.heads}")
+            return asdict(TransformerConfig(**shape, width=args.width, feedforward=4 * args.width, layers=args.layers))
+        return asdict(RTNConfig(**shape))
 
     def network(self, config, stats):
-        return RTN(RTNConfig(**config), stats["frame_mean"], stats["frame_std"])
+        return network_of(config, stats["frame_mean"], stats["frame_std"])
 
     def check_init(self, source, train, path):
         config, lay = source["config"], train.layout
@@ -124,6 +136,9 @@ class RTNFamily(Family):
         """Export stores R's matrix as two: the columns that read F(target), multiplied once a
         transition, and those that read [E(x), O(offset), h], multiplied every step (RTN._fixed); the
         other layers under their own names."""
+        if isinstance(model, TransitionTransformer):
+            raise DataError("--init from a model file works for recurrent RTN models; for a transformer give the "
+                            "checkpoint.pt of the run that made it")
         cf, gates = model.config, 4 * model.config.lstm
         unnamed = {w.shape: w for name, w in stored.items() if not name.startswith("model.")}
         try:
@@ -161,7 +176,7 @@ class RTNFamily(Family):
         return named(scores)
 
     def graph(self, model):
-        return graph(model, "rollout")
+        return rollout(model) if isinstance(model, TransitionTransformer) else graph(model, "rollout")
 
     def metadata(self, state, model):
         meta, args = state["meta"], state["meta"]["args"]
@@ -180,7 +195,7 @@ class RTNFamily(Family):
         inputs = {"past": rng.standard_normal((2, cf.past, cf.pose_dim)).astype(np.float32),
                   "target": rng.standard_normal((2, cf.target_dim)).astype(np.float32),
                   "gap": np.array(12, dtype=np.int64),
-                  "noise": rng.standard_normal((2, cf.future_dim)).astype(np.float32)}
+                  "noise": rng.standard_normal((2, cf.noise_dim)).astype(np.float32)}
         return agreement(lambda past, target, gap, noise: model(past, target, int(gap), z=noise, variation=1.0),
                          path, inputs)
 
@@ -200,6 +215,14 @@ class RTNFamily(Family):
         state["history"].update(train=[[s, {"loss": t, "rotations": r, "positions": p}] for s, t, r, p in history["train"]],
                                 validation=[[v[0], named(v[1:])] for v in history["validation"]])
         return state
+
+
+def network_of(config, frame_mean, frame_std):
+    """The network of a checkpoint's or model file's ``config`` (a dict): the RTN, or the transformer where
+    the config says so (configs from before the transformer hold no ``network``)."""
+    if config.get("network") == "transformer":
+        return TransitionTransformer(TransformerConfig(**config), frame_mean, frame_std)
+    return RTN(RTNConfig(**config), frame_mean, frame_std)
 
 
 def shares_of(args):

@@ -58,6 +58,7 @@ class RTNConfig:
     noise_far: int = 30  # ... and at full strength from this many frames away
     teacher_forcing: float = 0.2  # training only: chance per step of reading the true frame
     slope: float = 0.01  # LeakyReLU negative slope
+    network: str = "recurrent"  # (the family's choice: see transformer.py for the other)
 
     def __post_init__(self):
         self.decoder_hidden = tuple(self.decoder_hidden)
@@ -75,6 +76,10 @@ class RTNConfig:
         """Size of [F(target), O(offset)], of the time-to-target embedding and of the noise."""
         return 2 * self.future_hidden
 
+    @property
+    def noise_dim(self):
+        return self.future_dim
+
 
 def sinusoid(t, dim):
     """Transformer-style positional encoding (len(t), dim) of the positions t."""
@@ -91,6 +96,34 @@ def mlp(sizes, slope, last_activation=True):
     return nn.Sequential(*layers)
 
 
+def pose_units(module, config, frame_mean, frame_std):
+    """Give ``module`` what :func:`nearer` reads: the pose's units, and which of its features make one
+    quaternion (a 0/1 matrix that sums each quaternion's four products and hands the sum back to all four)."""
+    if frame_mean is None or frame_std is None:
+        raise ValueError("a pose with rotations needs the frame features' mean and spread")
+    d, q = config.offset_dim, np.arange(3, 3 + 4 * config.rotations)
+    joint = np.full(d, -1)
+    joint[q] = (q - 3) // 4
+    pairs = (joint[:, None] == joint[None, :]) & (joint[:, None] >= 0)
+    for name, value in (("pose_mean", frame_mean[:d]), ("pose_std", frame_std[:d]), ("pairs", pairs)):
+        module.register_buffer(name, torch.as_tensor(np.asarray(value), dtype=torch.float32), persistent=False)
+
+
+def nearer(module, goal, pose):
+    """``goal`` with each quaternion in the sign nearer the pose's (``module``'s units, see
+    :func:`pose_units`): q and -q are one rotation, and a straight line between opposite signs would cut
+    through the zero quaternion (a joint that turned the long way round would spin on its last steps).
+
+    The dot products of the raw quaternions are an affine function of the normalised pose whose
+    factors depend on the goal alone, so the exported loop computes them once per transition and
+    a step adds one product with ``pairs`` and a choice between the goal's two signs."""
+    if not module.config.rotations:
+        return goal
+    raw = goal * module.pose_std + module.pose_mean
+    opposite = (pose * (raw * module.pose_std)) @ module.pairs < -(raw * module.pose_mean) @ module.pairs
+    return torch.where(opposite, (-raw - module.pose_mean) / module.pose_std, goal)
+
+
 class RTN(nn.Module):
 
     def __init__(self, config: RTNConfig, frame_mean=None, frame_std=None):
@@ -99,16 +132,7 @@ class RTN(nn.Module):
         super().__init__()
         cf = self.config = config
         if cf.rotations:
-            if frame_mean is None or frame_std is None:
-                raise ValueError("a pose with rotations needs the frame features' mean and spread")
-            # the pose's units, and which of its features make one quaternion (a 0/1 matrix that
-            # sums each quaternion's four products and hands the sum back to all four)
-            d, q = cf.offset_dim, np.arange(3, 3 + 4 * cf.rotations)
-            joint = np.full(d, -1)
-            joint[q] = (q - 3) // 4
-            pairs = (joint[:, None] == joint[None, :]) & (joint[:, None] >= 0)
-            for name, value in (("pose_mean", frame_mean[:d]), ("pose_std", frame_std[:d]), ("pairs", pairs)):
-                self.register_buffer(name, torch.as_tensor(np.asarray(value), dtype=torch.float32), persistent=False)
+            pose_units(self, cf, frame_mean, frame_std)
         self.E = mlp([cf.pose_dim, cf.frame_hidden, cf.frame_hidden], cf.slope)
         self.F = mlp([cf.target_dim, cf.future_hidden, cf.future_hidden], cf.slope)
         self.O = mlp([cf.offset_dim, cf.future_hidden, cf.future_hidden], cf.slope)
@@ -201,24 +225,10 @@ class RTN(nn.Module):
         cf = self.config
         h, c = self._recur(self._reads(x, goal), self._shares(tta, fixed), h, c, fixed[-1])
         pose = self._pose(x)
-        line = (self._nearer(goal, pose) - pose) / tta.to(x.dtype)[:, None]   # tta >= 1 in a transition
+        line = (nearer(self, goal, pose) - pose) / tta.to(x.dtype)[:, None]   # tta >= 1 in a transition
         if cf.offset_dim < cf.pose_dim:
             line = nn.functional.pad(line, (0, cf.pose_dim - cf.offset_dim))
         return x + line + self.D(h), h, c
-
-    def _nearer(self, goal, pose):
-        """``goal`` with each quaternion in the sign nearer the pose's: q and -q are one rotation, and
-        a straight line between opposite signs would cut through the zero quaternion (a joint that
-        turned the long way round would spin on its last steps).
-
-        The dot products of the raw quaternions are an affine function of the normalised pose whose
-        factors depend on the goal alone, so the exported loop computes them once per transition and
-        a step adds one product with ``pairs`` and a choice between the goal's two signs."""
-        if not self.config.rotations:
-            return goal
-        raw = goal * self.pose_std + self.pose_mean
-        opposite = (pose * (raw * self.pose_std)) @ self.pairs < -(raw * self.pose_mean) @ self.pairs
-        return torch.where(opposite, (-raw - self.pose_mean) / self.pose_std, goal)
 
     def _warm_up(self, past, goal, gap, fixed):
         """LSTM state after reading the past frames but the last, from H's guess on the first."""

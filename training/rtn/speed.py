@@ -13,15 +13,15 @@ import torch
 
 from inference.cli import whole
 from ..onnx_tools import metadata_of
-from .network import RTN, RTNConfig
+from .family import network_of
 
 
 def eager_ms(model_path, repeats=20, n=30):
     meta = metadata_of(model_path)
     torch.set_num_threads(1)
     units = json.loads(meta["betwixt.normalisation"])
-    model = RTN(RTNConfig(**json.loads(meta["betwixt.config"])), np.array(units["frame_mean"]),
-                np.array(units["frame_std"])).eval()
+    model = network_of(json.loads(meta["betwixt.config"]), np.array(units["frame_mean"]),
+                       np.array(units["frame_std"])).eval()
     cf = model.config
     past, target = torch.randn(1, cf.past, cf.pose_dim), torch.randn(1, cf.target_dim)
     times = []
