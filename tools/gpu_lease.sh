@@ -8,7 +8,8 @@
 #   environment: PYTHON (python3), OUT (where results go: the run's $OUT), RTN_OPTIONS (the stretch's
 #   training options, as its card's command gives them, less --data, --init, --out, --minutes and --batch)
 #
-# INIT.onnx: the CPU stretch exported in float32 (`python -m training export CHECKPOINT -o INIT.onnx`; a
+# INIT.onnx: "none" trains a new network (say which in RTN_OPTIONS: `--network transformer --width 256`, the
+# candidate of issue 47 whose step has no loop over frames); otherwise the CPU stretch exported in float32 (`python -m training export CHECKPOINT -o INIT.onnx`; a
 # checkpoint with its optimiser's state is too large to carry); DATA: the cache files its data sets became
 # (cache/NAME-*-v1.npz: what `--cache` wrote, every skeleton's part of an archive). The card of the model
 # made from what comes back names this stretch and the GPU it ran on.
@@ -26,7 +27,9 @@ echo "throughput: $(( $(date +%s) - start )) s" | tee -a "$OUT/throughput.txt"
 data=()
 for file in "$@"; do data+=(--data "$file"); done
 # shellcheck disable=SC2086  # RTN_OPTIONS is a list of options
-"$PYTHON" -m training rtn "${data[@]}" --init "$INIT" --out "$OUT/run" --batch 512 --bf16 --workers 4 \
+init=(--init "$INIT")
+[ "$INIT" = none ] && init=()
+"$PYTHON" -m training rtn "${data[@]}" "${init[@]}" --out "$OUT/run" --batch 512 --bf16 --workers 4 \
     --minutes "$MINUTES" --checkpoint-minutes 2 ${RTN_OPTIONS:-} > "$OUT/train.log" 2>&1
 tail -3 "$OUT/train.log"
 "$PYTHON" -m training export "$OUT/run/checkpoint.pt" -o "$OUT/continued.onnx" 2>&1 | tail -1

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Training throughput on this machine's GPU (issue 47): the RTN at batch 32 and 512 (bf16), each with its
-# batches made on the main thread (--workers 0) and ahead in worker processes, and the Motion VAE, one
+# batches made on the main thread (--workers 0) and ahead in worker processes, the transformer
+# (`--network transformer`) at 512, and the Motion VAE, one
 # --minutes each, with nvidia-smi's utilisation sampled every second while the steps run. Prints one
 # line a run: steps/s, windows/s (a window is one training example: a transition, or a roll-out) and the
 # mean GPU utilisation (absent without nvidia-smi, as on a CPU machine).
@@ -59,4 +60,5 @@ for batch in 32 512; do
         one "rtn-b$batch-w$workers" $batch rtn --bf16 --workers $workers
     done
 done
+one tt-b512-w4 512 rtn --network transformer --bf16 --workers 4
 one mvae-b256 256 mvae --bf16
