@@ -5,14 +5,17 @@ Real torch and onnxruntime; small networks.
 """
 
 import json
-import subprocess
-import sys
+import zipfile
 
 import numpy as np
 import onnxruntime as ort
 import pytest
 import torch
 
+from inference.bvh import parse_bvh
+from inference.modelfile import open_model
+from inference.transition import Gap
+from training.__main__ import main
 from training.rtn.transformer import TransformerConfig, TransitionTransformer, rollout
 
 SMALL = dict(pose_dim=11, target_dim=14, offset_dim=11, rotations=2, past=4, width=32, layers=2, heads=4,
@@ -109,18 +112,11 @@ def test_onnx_graph_matches_torch_for_any_gap_and_batch():
 
 
 def test_trained_by_the_training_command_it_fills_gaps_in_the_runtime(trained_rtn, lafan1_zip, tmp_path):
-    from inference.bvh import parse_bvh
-    from inference.modelfile import open_model
-    from inference.transition import Gap
-    import zipfile
-
     run = tmp_path / "run"
-    subprocess.run([sys.executable, "-m", "training", "rtn", "--data", str(lafan1_zip), "--subjects", "1,2,3,4",
-                    "--network", "transformer", "--width", "32", "--layers", "1", "--out", str(run), "--steps", "3",
-                    "--batch", "8", "--max-gap", "20", "--validate-every", "3", "--cache", str(trained_rtn["cache"]),
-                    "--threads", "1"], check=True, capture_output=True, text=True)
-    subprocess.run([sys.executable, "-m", "training", "export", str(run / "checkpoint.pt"), "-o",
-                    str(tmp_path / "tt.onnx"), "--weights", "int8"], check=True, capture_output=True, text=True)
+    main(["rtn", "--data", str(lafan1_zip), "--subjects", "1,2,3,4", "--network", "transformer", "--width", "32",
+          "--layers", "1", "--out", str(run), "--steps", "3", "--batch", "8", "--max-gap", "20", "--validate-every", "3",
+          "--cache", str(trained_rtn["cache"]), "--threads", "1"])
+    main(["export", str(run / "checkpoint.pt"), "-o", str(tmp_path / "tt.onnx"), "--weights", "int8"])
     model = open_model(tmp_path / "tt.onnx", kind="rtn")
     assert json.loads(model.file.metadata["betwixt.config"])["network"] == "transformer"
     assert "transformer" in (tmp_path / "tt.md").read_text()
