@@ -82,6 +82,16 @@ def once(tmp_path_factory, name, build):
     return folder
 
 
+@pytest.fixture
+def one_torch_thread():
+    """Small networks run fastest on one thread, and a busy machine does not stall them."""
+    import torch
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def mocap():
     """The ``shared/mocap`` folder."""

@@ -17,13 +17,7 @@ SMALL = dict(pose_dim=12, target_dim=18, offset_dim=9, past=4, frame_hidden=64, 
              lstm=64, decoder_hidden=(32, 16), init_hidden=16)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Small networks run fastest on one thread, and a busy machine does not stall them."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def small(**kw):

@@ -23,12 +23,7 @@ SMALL = dict(pose_dim=11, target_dim=14, offset_dim=11, rotations=2, past=4, wid
 MEAN, STD = np.linspace(-0.3, 0.4, 11), np.linspace(0.5, 1.5, 11)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def small(trained_out=True):
