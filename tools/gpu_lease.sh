@@ -8,9 +8,10 @@
 #   environment: PYTHON (python3), OUT (where results go: the run's $OUT), RTN_OPTIONS (the stretch's
 #   training options, as its card's command gives them, less --data, --init, --out, --minutes and --batch)
 #
-# INIT.onnx: "none" trains a new network (say which in RTN_OPTIONS: `--network transformer --width 256`, the
-# candidate of issue 47 whose step has no loop over frames); otherwise the CPU stretch exported in float32 (`python -m training export CHECKPOINT -o INIT.onnx`; a
-# checkpoint with its optimiser's state is too large to carry); DATA: the cache files its data sets became
+# INIT.onnx: "none" trains a new network (say which in RTN_OPTIONS: `--network transformer --width 128
+# --layers 4`, issue 47's candidate, whose step has no loop over frames); otherwise the CPU stretch exported in
+# float32 (`python -m training export CHECKPOINT -o INIT.onnx`; a checkpoint with its optimiser's state is too
+# large to carry); DATA: the cache files its data sets became
 # (cache/NAME-*-v1.npz: what `--cache` wrote, every skeleton's part of an archive). The card of the model
 # made from what comes back names this stretch and the GPU it ran on.
 
