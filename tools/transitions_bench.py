@@ -1,6 +1,6 @@
 """A transition library on clips no shipped model trained on, against issue 44's goal:
 
-    .venv/bin/python tools/transitions_bench.py --mocap ../shared/mocap --out out/transitions
+    .venv/bin/python tools/transitions_bench.py --mocap ../shared/mocap --out out/transitions [--model FILE]
 
 Eight clips: four of LaFAN1's test subject 5 on flat ground (3 s of standing and shifting its weight, 4 s of a
 slow, a plain and a brisk walk; its other frames climb, crawl, step onto obstacles or hold the T-pose each
@@ -124,11 +124,13 @@ def main(argv=None):
     parser.add_argument("--mocap", type=Path, default=ROOT.parent / "shared" / "mocap")
     parser.add_argument("--out", type=Path, default=ROOT / "out" / "transitions")
     parser.add_argument("--json", type=Path, help="write the goal's numbers and the report here")
+    parser.add_argument("--model", type=Path, help="an RTN model file to hold against the goal (default: the shipped one)")
     args = parser.parse_args(argv)
     paths = clips(args.mocap, args.out / "clips")
-    print(f"python -m inference transitions {' '.join(p.name for p in paths)} --length {LENGTH} -k {K}")
+    model = ("--model", str(args.model.resolve())) if args.model else ()
+    print(f"python -m inference transitions {' '.join(p.name for p in paths)} --length {LENGTH} -k {K} {' '.join(model)}")
     results = {}
-    for name, options in (("planted", ()), ("no-contacts", ("--no-contacts", "--no-sheet"))):
+    for name, options in (("planted", model), ("no-contacts", (*model, "--no-contacts", "--no-sheet"))):
         report, seconds, cpu = library(paths, args.out / name, *options)
         print(f"{name}:\n{goal_table(report, seconds, cpu)}")
         results[name] = {"seconds": seconds, "cpu_seconds": cpu, **report}
