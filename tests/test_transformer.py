@@ -114,7 +114,8 @@ def test_trained_by_the_training_command_it_fills_gaps_in_the_runtime(trained_rt
     main(["export", str(run / "checkpoint.pt"), "-o", str(tmp_path / "tt.onnx"), "--weights", "int8"])
     model = open_model(tmp_path / "tt.onnx", kind="rtn")
     assert json.loads(model.file.metadata["betwixt.config"])["network"] == "transformer"
-    assert "transformer" in (tmp_path / "tt.md").read_text()
+    card = (tmp_path / "tt.md").read_text().splitlines()
+    assert card[2].startswith("A transformer in-betweener") and "`--network transformer`" in "\n".join(card)
     with zipfile.ZipFile(lafan1_zip) as z:
         clip = parse_bvh(z.read("obstacles1_subject5.bvh"), "obstacles1_subject5.bvh")
     r, p = clip.rotations, clip.positions

@@ -44,7 +44,7 @@ def write(path, family, state, weights, precision, sections, options=""):
     speeds = args.get("speeds", "1")
     held = meta.get("held_out")   # none before --hold-out
     lines = [
-        f"# {path.stem}", "", family.title, "",
+        f"# {path.stem}", "", family.card_title(state["config"]), "",
         "## Data and licence",
         f"- Trained on {' + '.join(f'`{os.path.basename(d)}`' for d in sources(meta))}"
         + (f", subjects {meta['subjects']}" if meta["subjects"] else "")

@@ -23,6 +23,10 @@ class Family:
     clip = 1.0             # the gradient norm each step is clipped to (None: not clipped)
     ahead = False          # batches made on the CPU by sample(), so that --workers may make them ahead
 
+    def card_title(self, config):
+        """The model card's first paragraph for a network of ``config``: what the model is."""
+        return self.title
+
     def add_arguments(self, parser):
         """The family's own command-line options (the loop adds the common ones)."""
 

@@ -50,6 +50,13 @@ class RTNFamily(Family):
     normalisation = ("frame_mean", "frame_std", "target_mean", "target_std")
     ahead = True
 
+    def card_title(self, config):
+        if config.get("network") == "transformer":
+            return ("A transformer in-betweener (the RTN family's windows, loss and runtime, with a transformer "
+                    "encoder over the whole window in the manner of SILK and the Two-stage Transformer; noise for "
+                    "variants) that fills the frames between two keys.")
+        return self.title
+
     def add_arguments(self, parser):
         gap = whole(1, MOST_GAP, "frames a training transition fills; each is a step of the network held for the "
                                  "backward pass")
