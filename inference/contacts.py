@@ -27,10 +27,11 @@ the generated frames only (keys and the frames outside gaps are never changed):
    a toe standing on its own under a standing body is not taken up with its foot (a heel lifted off it)
    where the body travels over it (a push-off) or it stands still (a pivot on the ball of the foot);
 5. two-bone IK (hip, knee, ankle: :mod:`.leg_ik`) puts the ankle on its target, the knee turning in the
-   plane of the leg; the foot keeps its world rotation but turns so that its toe reaches the toe's
-   target. Where a toe is held and its ankle is not, the ankle's target is first moved onto the foot's
-   length about the toe's (:func:`.leg_ik.pivoted`), so the foot pivots on the held toe rather than
-   dragging it.
+   plane of the leg (a person's knee's bend blurred over a few frames where the leg is nearly straight and
+   the ankle is not held, :func:`.leg_ik.smoothed`); the foot keeps its world rotation but turns so that its
+   toe reaches the toe's target. Where a toe is held and its ankle is not, the ankle's target is first
+   moved onto the foot's length about the toe's (:func:`.leg_ik.pivoted`), so the foot pivots on the held
+   toe rather than dragging it.
 
 A quadruped's leg without a toe joint stands on its *paw*, the End Site below its foot (the dog's: under
 ``LeftHand``, ``RightHand`` in front, ``LeftFoot``, ``RightFoot`` behind), and the paw is the point
@@ -51,7 +52,7 @@ import numpy as np
 from . import quat
 from .anatomy import is_quadruped, legs
 from .guard import ground
-from .leg_ik import pivoted, reachable, solve_leg
+from .leg_ik import pivoted, reachable, smoothed, solve_leg
 from .motion import AXES, forward_kinematics
 
 LOW, LOW_RELEASE = 0.025, 0.035   # of the body's height above a joint's ground
@@ -154,6 +155,8 @@ def plant(motion, gaps, height, floored=False):
     rotations = motion.rotations.copy()
     for k, leg in enumerate(found):
         ankle = reachable(gpos[:, leg.hip], gpos[:, leg.foot], held[:, k] - below[:, k], motion.skeleton.offsets, leg)
+        if not leg.paw:
+            ankle = smoothed(gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.foot], ankle, motion.fps, ~stood[:, k])
         toe = toe_targets[k][rows] if k in toe_targets else None
         rotations[rows] = solve_leg(rotations[rows], grot[rows], gpos[rows], parents, leg, ankle[rows], toe, u)
     return replace(motion, rotations=rotations)

@@ -9,8 +9,12 @@ ways within a stride, so its legs bend in their own plane, as the model bent the
 reaches only straight is drawn in first (:func:`reachable`): a knee's bend changes ever faster as the
 leg nears straight. Where a toe is held and its ankle is not, the ankle's target is moved onto the
 foot's length about the toe's (:func:`pivoted`), so the foot pivots on the held toe rather than
-dragging it. Which joints make a leg is :func:`.anatomy.legs`'s to say.
+dragging it. Near straight a knee moves ever further for each centimetre its ankle comes nearer the hip, so the
+bend a person's planted leg is asked for is blurred in time there (:func:`smoothed`). Which joints make a leg is
+:func:`.anatomy.legs`'s to say.
 """
+
+import math
 
 import numpy as np
 
@@ -18,7 +22,11 @@ from . import quat
 
 STRAIGHT, TOP = 0.97, 0.99        # of a leg's length: how far from its hip a target pulls an ankle unhindered, and
 #                                   at most, eased in between
-HINGE = 0.1                       # a knee bent less than this (a sine: 6 degrees) bends in its hinge's plane
+BENT = 0.9                        # of a leg's length: a leg whose ankle is nearer its hip is bent, not nearly straight
+BLUR = 0.05                       # seconds: the spread of the blur of a nearly straight knee's bend (see smoothed)
+HINGE = 0.2                       # a knee bent less than this (a sine: 12 degrees) bends in its hinge's plane: at
+#                                   0.1, a nearly straight leg's own plane, turning from frame to frame, swung the knee
+#                                   of a bend that a swing's arc asked for 30-40 cm within a frame
 SWING = 4.0                       # the most the hip's swing moves the knee, in lengths of the ankle's move by it
 
 
@@ -36,6 +44,38 @@ def reachable(hip, ankle, target, offsets, leg):
     way = target - hip
     far = np.linalg.norm(way, axis=-1)
     eased = np.where(far > bound, bound + soft * np.tanh((far - bound) / soft), far)
+    return hip + way * (eased / np.maximum(far, 1e-12))[:, None]
+
+
+def smoothed(hip, knee, ankle, target, fps, free):
+    """(F, 3) ``target`` (F, 3) for the ankle with the knee's bend that it asks for (beside the bend of the leg's
+    own ``hip``, ``knee`` and ``ankle`` (F, 3)) blurred in time over about :data:`BLUR` seconds on the ``free``
+    (F,) bool frames (not those of a foot held on the floor, which stands exactly still) where the leg is
+    nearly straight (from :data:`BENT` to :data:`STRAIGHT` of its length, eased) and kept between the two bends
+    (a change asked for on a frame or two is lessened, one held for longer kept), the target moved along its
+    line from the hip by as much as that changes the leg's reach. Near straight, the knee moves ever further
+    for each centimetre its ankle comes nearer the hip, and the reach changes ever less for each degree of the
+    knee: a heel strike faded onto its lock, or lifted by a swing's arc, a centimetre nearer the hip of a leg
+    the network held straight swung the knee 6 cm forward and back within two frames, where a bend blurred over
+    a few frames moves the ankle by millimetres."""
+    thigh, shin = np.linalg.norm(knee - hip, axis=-1), np.linalg.norm(ankle - knee, axis=-1)
+    way = target - hip
+    far = np.linalg.norm(way, axis=-1)
+    reach = np.clip(np.stack([np.linalg.norm(ankle - hip, axis=-1), far]), np.abs(thigh - shin), thigh + shin)
+    bend = np.arccos(np.clip((thigh ** 2 + shin ** 2 - reach ** 2) / np.maximum(2 * thigh * shin, 1e-12), -1.0, 1.0))
+    change = bend[1] - bend[0]                                                      # what the target asks, (F,)
+    x = np.clip((reach.max(axis=0) / (thigh + shin) - BENT) / (STRAIGHT - BENT), 0.0, 1.0)
+    sigma = BLUR * fps
+    taps = np.arange(-math.ceil(3 * sigma), math.ceil(3 * sigma) + 1)
+    kernel = np.exp(-0.5 * (taps / sigma) ** 2)
+    padded = np.concatenate([np.repeat(change[:1], len(taps) // 2), change, np.repeat(change[-1:], len(taps) // 2)])
+    blurred = np.convolve(padded, kernel / kernel.sum(), mode="valid")
+    # the blur only eases the change a target asks for: never past the bend of the leg's own or of the target
+    bent = np.clip(bend[1] + free * x * x * (3 - 2 * x) * (blurred - change), bend.min(axis=0), bend.max(axis=0))
+    def reach_of(angle):
+        return np.sqrt(np.maximum(thigh ** 2 + shin ** 2 - 2 * thigh * shin * np.cos(angle), 0.0))
+
+    eased = far + reach_of(bent) - reach_of(bend[1])
     return hip + way * (eased / np.maximum(far, 1e-12))[:, None]
 
 
