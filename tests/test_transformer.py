@@ -129,3 +129,18 @@ def test_trained_by_the_training_command_it_fills_gaps_in_the_runtime(trained_rt
     variants, _ = model.variants(gap, 3, variation=1.0, seed=1)
     assert variants.shape == (3, 1, 30, len(clip.skeleton), 4)
     assert np.abs(variants[0] - variants[1]).max() > 0     # the noise reaches the frames (three steps: barely)
+    # each variant leaves the last key as the plain fill does and departs from it over half a second (the
+    # transformer's attention carries every frame's noise to the first): on the first frame a small share of the
+    # network's own departure, all of it from half a second on (in degrees of any joint; three steps of training
+    # leave the noise weak, so it is drawn ten times as strong)
+    def apart(variants):
+        dot = np.abs(np.sum(variants[:, 0] * rotations[0], axis=-1)).clip(max=1.0)
+        return 2 * np.degrees(np.arccos(dot))                                       # (3, 30, J)
+
+    assert model.departure == 0.5
+    eased = apart(model.variants(gap, 3, variation=10.0, seed=1)[0])
+    model.departure = 0.0
+    whole = apart(model.variants(gap, 3, variation=10.0, seed=1)[0])
+    assert whole[:, 0].max() > 1e-4
+    assert np.all(eased[:, 0] <= 0.05 * whole[:, 0] + 1e-5), (eased[:, 0].max(), whole[:, 0].max())
+    np.testing.assert_allclose(eased[:, 15:], whole[:, 15:], atol=1e-4)

@@ -37,6 +37,8 @@ SPLINE = 0.75
 # spline's tangents come from the keys either side: on motion the network never saw it keeps the root
 # nearer Bezier's path, on LaFAN1's test subject it costs little (docs/experiments.md).
 KEY_SPLINE = 0.25
+# Seconds over which a transformer's variant departs from the plain fill after the last key (see _departing).
+DEPARTURE = 0.5
 # A call of WIDE_ROWS gaps or more (Decompress's rounds, many variants) runs in a session of WIDE_THREADS threads
 # of its own, made on first use: the same numbers to the bit, 1.6-1.7x as fast from 28 rows up on two cores. A
 # single gap's few rows stay on one thread, where splitting the small operators costs more than it gains.
@@ -73,6 +75,8 @@ class RTNModel(Model):
         self.mirror = None
         self.spline, self.key_spline = SPLINE, KEY_SPLINE
         self.backward = both_ways and file.metadata.get("betwixt.backward") == "true"
+        # a transformer reads the whole window at once, and carries every frame's noise to the first (see _departing)
+        self.departure = DEPARTURE if file.json("betwixt.config").get("network") == "transformer" else 0.0
         if symmetric and "betwixt.mirror" in file.metadata:
             reflections = np.asarray(file.json("betwixt.mirror")["reflections"], dtype=np.float64)
             self.mirror = reflection(self.skeleton.parents, mirror_map(self.skeleton.names),
@@ -128,12 +132,7 @@ class RTNModel(Model):
         if noise is None:
             noise = np.random.default_rng(seed).standard_normal(rows) if variation else np.zeros(rows)
         noise = variation * np.asarray(noise)
-        views = self._views(gap)
-        if len(views) == 1:
-            (rotations, positions), parting = self._generate(stacked([views[0][0]] * copies), noise, blend), \
-                np.zeros(gap.batch)
-        else:
-            rotations, positions, parting = self._averaged(gap, views, copies, noise, blend)
+        rotations, positions, parting = self._averaged(gap, self._views(gap), copies, noise, blend)
         last = np.concatenate([gap.past_rotations[:, -1:]] * copies)
         if not variation:   # a plain fill of a hold holds (variants of it still vary)
             hold = np.tile(held(gap, self.layout.height), copies)
@@ -166,9 +165,9 @@ class RTNModel(Model):
         """The plain fills (no noise) of every view, taken back to the gap as it is and averaged (see
         _average), in one call of the network, ``copies`` times over, and each gap's parting (B,). A
         variant (``noise`` not zero) keeps its own departure from the plain fill, put onto the average:
-        the mean of noisy draws would make variants alike. The
-        plain fills run once however many copies: K variants of B gaps are a batch of (K + V) B for
-        V views."""
+        the mean of noisy draws would make variants alike. The departure rises from none over the first
+        :data:`DEPARTURE` seconds (:func:`_departing`). The plain fills run once however many copies: K
+        variants of B gaps are a batch of (K + V) B for V views."""
         b, varied = gap.batch, bool(np.any(noise))
         rot, pos = self._generate(stacked([g for g, _, _ in views] + [views[0][0]] * (copies if varied else 0)),
                                   np.concatenate([np.zeros((len(views) * b, self.noise_dim))] + [noise] * varied),
@@ -189,8 +188,10 @@ class RTNModel(Model):
         tile = lambda a: np.concatenate([a] * copies)  # noqa: E731
         if not varied:
             return tile(mean_rot), tile(mean_pos), parting
-        departure = quat.mul(rot[len(views) * b:], quat.inv(tile(rot[:b])))
-        return quat.mul(departure, tile(mean_rot)), tile(mean_pos) + pos[len(views) * b:] - tile(pos[:b]), parting
+        rise = _departing(gap.length, self.layout.fps, self.departure)[None, :, None]
+        turn = quat.slerp(np.array([1.0, 0.0, 0.0, 0.0]), quat.mul(rot[len(views) * b:], quat.inv(tile(rot[:b]))), rise)
+        shift = rise[..., None] * (pos[len(views) * b:] - tile(pos[:b]))
+        return quat.mul(turn, tile(mean_rot)), tile(mean_pos) + shift, parting
 
     def _mirror_image(self, gap):
         """``gap`` mirrored left/right."""
@@ -262,6 +263,20 @@ def _backwards(gap):
     return Gap(gap.skeleton, np.concatenate([gap.after_rotations[:, ::-1], gap.target_rotations[:, None]], axis=1),
                np.concatenate([gap.after_positions[:, ::-1], gap.target_positions[:, None]], axis=1),
                gap.past_rotations[:, -1], gap.past_positions[:, -1], gap.length, after_rot, after_pos)
+
+
+def _departing(n, fps, seconds):
+    """(n,) how much of a variant's departure from the plain fill each of ``n`` frames keeps: none on the frame
+    after the last key, rising (a smoothstep, so that it leaves with the key's velocity) to all of it at
+    ``seconds`` (all of it on every frame where 0). A transformer's noise reaches every frame at once (its
+    attention carries every frame's noise to the first), and its variants left a walk kicking its joints at up
+    to 2.5 times the walk's own acceleration at the cut; an RTN's noise enters its recurrent state a frame at a
+    time, and its own variants leave as they are (docs/experiments.md, "Nearly straight legs under Plant
+    Feet")."""
+    if not seconds:
+        return np.ones(n)
+    x = np.clip(np.arange(1, n + 1) / (seconds * fps), 0.0, 1.0)
+    return x * x * (3 - 2 * x)
 
 
 def _backward_share(n):
