@@ -72,6 +72,7 @@ def smoothed(hip, knee, ankle, target, fps, free):
     blurred = np.convolve(padded, kernel / kernel.sum(), mode="valid")
     # the blur only eases the change a target asks for: never past the bend of the leg's own or of the target
     bent = np.clip(bend[1] + free * x * x * (3 - 2 * x) * (blurred - change), bend.min(axis=0), bend.max(axis=0))
+
     def reach_of(angle):
         return np.sqrt(np.maximum(thigh ** 2 + shin ** 2 - 2 * thigh * shin * np.cos(angle), 0.0))
 

@@ -165,8 +165,8 @@ class RTNModel(Model):
         """The plain fills (no noise) of every view, taken back to the gap as it is and averaged (see
         _average), in one call of the network, ``copies`` times over, and each gap's parting (B,). A
         variant (``noise`` not zero) keeps its own departure from the plain fill, put onto the average:
-        the mean of noisy draws would make variants alike. The departure rises from none over the first
-        :data:`DEPARTURE` seconds (:func:`_departing`). The plain fills run once however many copies: K
+        the mean of noisy draws would make variants alike. A transformer's departure rises from none over
+        the first :data:`DEPARTURE` seconds (:func:`_departing`). The plain fills run once however many copies: K
         variants of B gaps are a batch of (K + V) B for V views."""
         b, varied = gap.batch, bool(np.any(noise))
         rot, pos = self._generate(stacked([g for g, _, _ in views] + [views[0][0]] * (copies if varied else 0)),
@@ -188,9 +188,11 @@ class RTNModel(Model):
         tile = lambda a: np.concatenate([a] * copies)  # noqa: E731
         if not varied:
             return tile(mean_rot), tile(mean_pos), parting
-        rise = _departing(gap.length, self.layout.fps, self.departure)[None, :, None]
-        turn = quat.slerp(np.array([1.0, 0.0, 0.0, 0.0]), quat.mul(rot[len(views) * b:], quat.inv(tile(rot[:b]))), rise)
-        shift = rise[..., None] * (pos[len(views) * b:] - tile(pos[:b]))
+        turn = quat.mul(rot[len(views) * b:], quat.inv(tile(rot[:b])))
+        shift = pos[len(views) * b:] - tile(pos[:b])
+        if self.departure:
+            rise = _departing(gap.length, self.layout.fps, self.departure)[None, :, None]
+            turn, shift = quat.slerp(np.array([1.0, 0.0, 0.0, 0.0]), turn, rise), rise[..., None] * shift
         return quat.mul(turn, tile(mean_rot)), tile(mean_pos) + shift, parting
 
     def _mirror_image(self, gap):
@@ -268,13 +270,11 @@ def _backwards(gap):
 def _departing(n, fps, seconds):
     """(n,) how much of a variant's departure from the plain fill each of ``n`` frames keeps: none on the frame
     after the last key, rising (a smoothstep, so that it leaves with the key's velocity) to all of it at
-    ``seconds`` (all of it on every frame where 0). A transformer's noise reaches every frame at once (its
+    ``seconds``. A transformer's noise reaches every frame at once (its
     attention carries every frame's noise to the first), and its variants left a walk kicking its joints at up
     to 2.5 times the walk's own acceleration at the cut; an RTN's noise enters its recurrent state a frame at a
     time, and its own variants leave as they are (docs/experiments.md, "Nearly straight legs under Plant
     Feet")."""
-    if not seconds:
-        return np.ones(n)
     x = np.clip(np.arange(1, n + 1) / (seconds * fps), 0.0, 1.0)
     return x * x * (3 - 2 * x)
 
