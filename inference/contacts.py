@@ -9,23 +9,26 @@ the generated frames only (keys and the frames outside gaps are never changed):
    is found from the rig's feet, not assumed at zero height (:func:`.guard.ground`);
 2. contacts: a joint within ``LOW`` of its ground and slower than ``SLOW`` enters a contact, which
    lasts while it stays within ``LOW_RELEASE`` and below ``SLOW_RELEASE`` (hysteresis, so contacts
-   do not flicker); contacts are found on the whole motion, so one that begins on a key or in the
+   do not flicker), and in a fill a person's joint nearly still (``HOVER_SLOW``) a little higher
+   (``HOVER``) stands too: a network averages a standing foot's height, and its feet hover a few
+   centimetres up where the capture stands; contacts are found on the whole motion, so one that begins on a key or in the
    context carries on into the gap;
 3. steps: where a contact's path strays further than ``REACH`` from where it began (a network's foot
    creeps while it stands), the contact ends, and a new one begins after a swing as long as a fade;
-4. each contact is locked where it touches the user's frames (on both sides of a gap: moving
-   straight from one to the other), else at its mean position (a paw in a motion generated to its end, at
-   its lowest height); the offset from the joint's own path
-   to its lock fades out (a cubic, which the held foot leaves and enters at the lock's velocity) over
-   ``FADE`` seconds on either side (never past a user frame, where it is zero; between two contacts
-   closer than that, it moves from one lock to the next), no joint goes below its ground, and a foot
-   off the ground on generated frames for at most ``MAX_SWING`` clears it by an arc as high as ``LIFT``
-   of the way it travels there (a network's foot glides along the floor where the capture steps or
-   jumps; after a key with the foot in the air, the rest of that arc; a person's foot by at most ``HOP``
-   where no other leg stands, so two feet gliding together do not hop), its toe by as much but never more than
-   its ankle clears the ankle's ground (a network's toe may scrape the floor under a raised ankle), and
-   a toe standing on its own under a standing body is not taken up with its foot (a heel lifted off it)
-   where the body travels over it (a push-off) or it stands still (a pivot on the ball of the foot);
+4. each contact is locked where it touches the user's frames (on both sides of a gap: moving straight from
+   one to the other), else at its mean position, a person's foot in a fill settling flat onto its ground
+   while it stands (a paw in a motion generated to its end at its lowest height); the
+   offset from the joint's own path to its lock fades out (a cubic, which the held foot leaves and enters
+   at the lock's velocity) over ``FADE`` seconds on either side (never past a user frame, where it is zero;
+   between two contacts closer than that, it moves from one lock to the next), no joint goes below its
+   ground, and a foot off the ground on generated frames for at most ``MAX_SWING`` clears it by an arc as
+   high as ``LIFT`` of the way it travels there (a network's foot glides along the floor where the capture
+   steps or jumps; after a key with the foot in the air, the rest of that arc; a person's foot by at most
+   ``HOP`` where no other leg stands, so two feet gliding together do not hop), its toe by as much but
+   never more than its ankle clears the ankle's ground (a network's toe may scrape the floor under a raised
+   ankle), and a toe standing on its own under a standing body is not taken up with its foot (a heel lifted
+   off it) where the body travels over it (a push-off) or it stands still (a pivot on the ball of the
+   foot);
 5. two-bone IK (hip, knee, ankle: :mod:`.leg_ik`) puts the ankle on its target, the knee turning in the
    plane of the leg (a person's knee's bend blurred over a few frames where the leg is nearly straight and
    the ankle is not held, :func:`.leg_ik.smoothed`); the foot keeps its world rotation but turns so that its
@@ -57,6 +60,7 @@ from .motion import AXES, forward_kinematics
 
 LOW, LOW_RELEASE = 0.025, 0.035   # of the body's height above a joint's ground
 SLOW, SLOW_RELEASE = 0.35, 0.5    # body heights a second, horizontally
+HOVER, HOVER_SLOW = 1.5 * LOW, 0.25 * SLOW  # a person's foot this low and this slow stands, hovering
 GROUND = 2.0                      # percentile of a joint's height in the user's frames: its ground
 FADE = 0.2                        # seconds over which a lock's offset fades in and out
 REACH = 0.05                      # of the body's height: how far a path may stray from its step's start
@@ -123,8 +127,16 @@ def plant(motion, gaps, height, floored=False):
     if not paws.any() and not is_quadruped(motion.skeleton):   # a skeleton without End Sites has no paws
         others = np.zeros((motion.n_frames, len(found)), dtype=bool)
         others[:, toed] = on_toes
+    # a person's foot settles flat onto its ground, less its heel's rise over its toe: a foot hovering flat
+    # comes down whole, the raised heel of a pivot on the ball of the foot stays up (held down with its toe,
+    # it dragged the foot 3 cm round); a model on a floor of its own stands on it already
+    settle = None
+    if others is not None and not floored:
+        settle = np.repeat(floor[None], motion.n_frames, axis=0)
+        settle[:, toed] += np.maximum((stands[:, toed, u] - floor[toed]) - (gpos[:, toes, u] - toe_floor), 0.0)
     held, stood = _held(stands, floor, generated, u, height, motion.fps, paws,
-                        sharpest=np.inf if paws.any() else ARC, standing=others, touchdown=bool(generated[-1]))
+                        sharpest=np.inf if paws.any() else ARC, standing=others, touchdown=bool(generated[-1]),
+                        settle=settle)
     # a toe moves with its foot's target where it has no contact of its own, and is lifted no higher off
     # its ground than its ankle is off the ankle's (a foot in the air is not stood on its tip)
     # where the toe stands on its own in a standing body (a heel lifted off it), it stays where it stands
@@ -140,7 +152,8 @@ def plant(motion, gaps, height, floored=False):
     path = gpos[:, toes] + (1.0 - own) * (held[:, toed] - stands[:, toed])
     ankle_clear = np.maximum(held[:, toed, u] - floor[toed], 0.0)
     toe_held, toe_on = _held(path, toe_floor, generated, u, height, motion.fps, high=TOE_LIFT_HIGH,
-                             ceiling=ankle_clear, sharpest=np.inf, standing=None if others is None else stood[:, toed])
+                             ceiling=ankle_clear, sharpest=np.inf, standing=None if others is None else stood[:, toed],
+                             settle=None if settle is None else np.broadcast_to(toe_floor, path.shape[:2]))
     for i, k in enumerate(toed):
         length = np.linalg.norm(motion.skeleton.offsets[toes[i]])
         # fading onto or off its lock, a toe stays within its foot's length of its ankle's target: slowed onto
@@ -186,7 +199,7 @@ def standing(skeleton, found, grot, gpos, height):
 
 
 def _held(path, lowest, generated, up, height, fps, paws=False, high=LIFT_HIGH, ceiling=np.inf, sharpest=ARC,
-          standing=None, touchdown=False):
+          standing=None, touchdown=False, settle=None):
     """(F, K, 3) the points ``path`` (F, K, 3) held where they are in contact (:func:`contacts` with their
     grounds ``lowest`` (K,), :func:`offsets`), in steps (:func:`steps`), never below their grounds and clear
     of them on the way between steps (:func:`lifts`, at most ``high`` of the body's height and ``ceiling``
@@ -197,16 +210,18 @@ def _held(path, lowest, generated, up, height, fps, paws=False, high=LIFT_HIGH, 
     height but where another leg stands (:func:`hops`). ``touchdown``: paws that skim the floor are brought down
     onto it (:func:`touchdowns`), in a motion generated to its end (Follow Path) whose paws no key shows
     standing; in a fill between keys, stopped there, the legs of the rig suite's 2 s dog fills jerked and erred
-    more (experiments.md, "A canter's paws brought down onto the floor")."""
+    more (experiments.md, "A canter's paws brought down onto the floor"). ``settle`` (F, K): the heights onto
+    which contacts that hold no user frame settle (:func:`locks`; a person's feet in a fill), found hovering too
+    (:func:`contacts`), or None."""
     fade = fade_frames(fps, PAW_FADE if np.any(paws) else FADE)
-    contact = held_contacts(path, lowest, generated, up, height, fps, paws)
+    contact = held_contacts(path, lowest, generated, up, height, fps, paws, hover=settle is not None)
     swing = round(PAW_SWING * fps) if np.any(paws) else None
     on_path = swing is not None and touchdown   # paws in a motion generated to its end
     if on_path:
         path, contact = touchdowns(path, contact, generated, up, height, fps, round(MAX_SWING * fps), swing, lowest,
                                    fade)
     # a paw standing in a path's motion stands on its lowest height there: at its mean, a canter's paws stood 2 cm up
-    held = path + offsets(path, contact, generated, fade, up if on_path else None)
+    held = path + offsets(path, contact, generated, fade, up if on_path or settle is not None else None, settle)
     clear = lifts(held, contact, generated, up, height, fps, round(MAX_SWING * fps), high, sharpest, swing, lowest)
     clear = np.minimum(clear, ceiling)
     if standing is not None:
@@ -277,12 +292,12 @@ def nearness(contact, fade):
     return np.clip(1.0 - distance / (fade + 1), 0.0, 1.0)
 
 
-def held_contacts(path, lowest, generated, up, height, fps, paws=False):
+def held_contacts(path, lowest, generated, up, height, fps, paws=False, hover=False):
     """(F, K) bool: the frames on which each of the points ``path`` (F, K, 3) is held: its :func:`contacts`
     with its ground ``lowest`` (K,), cut into :func:`steps` no longer than ``REACH`` of the body's height,
-    with swings as long as a lock's fade."""
+    with swings as long as a lock's fade; ``hover`` as :func:`contacts` says."""
     fade = fade_frames(fps, PAW_FADE if np.any(paws) else FADE)
-    return steps(path, contacts(path, lowest, up, height, fps, paws), generated, up, REACH * height, fade)
+    return steps(path, contacts(path, lowest, up, height, fps, paws, hover), generated, up, REACH * height, fade)
 
 
 def steps(path, contact, generated, up, reach, swing):
@@ -377,14 +392,17 @@ def strides(start, end, height, longest):
     return sorted(out)
 
 
-def contacts(feet, floor, up, height, fps, paws=False):
+def contacts(feet, floor, up, height, fps, paws=False, hover=False):
     """(F, K) bool: frames where each of the K joints ``feet`` (F, K, 3) is in contact with its ground
     ``floor`` (K,): low and slow to enter (``LOW``, ``SLOW``), within the looser release thresholds to stay;
-    ``paws`` (bool, or (K,)) where they are a quadruped's paws, ``height`` then its leg's length (``PAW_*``)."""
+    ``paws`` (bool, or (K,)) where they are a quadruped's paws, ``height`` then its leg's length (``PAW_*``);
+    ``hover``: a joint nearly still a little higher (``HOVER``, ``HOVER_SLOW``) enters and stays too."""
     h = (feet[..., up] - floor) / height
     speed = speeds(feet, up, fps) / height
-    enter = (h < np.where(paws, PAW_LOW, LOW)) & (speed < np.where(paws, PAW_SLOW, SLOW))
-    stay = (h < np.where(paws, PAW_LOW_RELEASE, LOW_RELEASE)) & (speed < np.where(paws, PAW_SLOW_RELEASE, SLOW_RELEASE))
+    hover = hover & (h < HOVER) & (speed < HOVER_SLOW)
+    enter = (h < np.where(paws, PAW_LOW, LOW)) & (speed < np.where(paws, PAW_SLOW, SLOW)) | hover
+    stay = (h < np.where(paws, PAW_LOW_RELEASE, LOW_RELEASE)) \
+        & (speed < np.where(paws, PAW_SLOW_RELEASE, SLOW_RELEASE)) | hover
     frame = np.arange(len(h))[:, None]
     # in contact: staying, and entered since the last frame that did not stay
     last_enter = np.maximum.accumulate(np.where(enter, frame, -1), axis=0)
@@ -406,10 +424,10 @@ def fade_frames(fps, seconds=FADE):
     return max(1, round(seconds * fps))
 
 
-def offsets(feet, contact, generated, fade, down=None):
+def offsets(feet, contact, generated, fade, down=None, ground=None):
     """(F, K, 3) what to add to each joint's path ``feet`` (F, K, 3): on a contact's generated frames,
-    the way to its lock (see :func:`locks`, which ``down`` is handed to); elsewhere fading to zero over
-    ``fade`` frames (directly from one lock to the next where two contacts are closer than ``fade`` each
+    the way to its lock (see :func:`locks`, which ``down`` and ``ground`` are handed to); elsewhere fading to
+    zero over ``fade`` frames (directly from one lock to the next where two contacts are closer than ``fade`` each
     side: a fade-out reaching into the next one's fade-in would move the joint onto that lock in one frame)
     and zero on every frame that is not ``generated``; each fade a cubic that begins and ends with the
     velocity of what it joins (the way to the lock changing as the joint's own path moves on, or none), so
@@ -417,7 +435,7 @@ def offsets(feet, contact, generated, fade, down=None):
     own path's velocity on a contact's first and last frames, which it then lost (or gained) in one frame."""
     frames = len(feet)
     out = np.zeros_like(feet)
-    lock = locks(feet, contact, generated, down)
+    lock = locks(feet, contact, generated, down, ground, fade)
     index = np.arange(frames)
     for k in range(feet.shape[1]):
         on = contact[:, k] & generated
@@ -443,12 +461,16 @@ def offsets(feet, contact, generated, fade, down=None):
     return out
 
 
-def locks(feet, contact, generated, down=None):
+def locks(feet, contact, generated, down=None, ground=None, settle=0):
     """(F, K, 3) where each joint is held on the frames of its contacts: the user's positions where a
     contact holds user frames (between two of them, moving straight from one to the next), else the
     contact's mean position; or, along the axis ``down`` where given (the up axis), its lowest height there:
     a network's paw standing 1-2 cm over the floor, held at its mean, stood off it (experiments.md, "A
-    paw stood at its lowest")."""
+    paw stood at its lowest"); or, ``ground`` (F, K) given too, settling from its mean height onto that height
+    over the contact's first and last ``settle`` frames, so that it
+    lands and lifts off still: a person's foot held at its mean or its lowest height stood a hovering
+    network's feet off the floor, and brought down over the fade, it slid along it (experiments.md, "Feet
+    settled on their ground")."""
     frames, joints = contact.shape
     index = np.arange(frames)[:, None]
     start = contact & ~np.vstack([np.zeros((1, joints), bool), contact[:-1]])
@@ -471,7 +493,10 @@ def locks(feet, contact, generated, down=None):
     for c in range(3):
         total = np.bincount(key[free], weights=feet[..., c][free], minlength=len(count))
         out[..., c] = np.where(free, (total / np.maximum(count, 1))[key], out[..., c])
-    if down is not None and free.any():
+    if ground is not None and free.any():
+        inside = 1.0 - np.stack([nearness(~contact[:, j], settle) for j in range(joints)], axis=1)
+        out[..., down] += np.where(free, inside * (ground - out[..., down]), 0.0)
+    elif down is not None and free.any():
         least = np.full(len(count), np.inf)
         np.minimum.at(least, key[free], feet[..., down][free])
         out[..., down] = np.where(free, least[key], out[..., down])

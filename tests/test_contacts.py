@@ -241,6 +241,32 @@ def test_a_toe_creeping_on_the_floor_under_still_hips_goes_with_its_foot(lafan1_
         assert ours < most * network, (travel, ours, network)
 
 
+def test_a_foot_hovering_still_above_the_floor_stands_on_it(lafan1_zip):
+    """A network averages a standing foot's height, and its feet hover a few centimetres up where the capture
+    stands. A standing frame's left foot lifted 8 cm off the floor and lowered to hover still 5 cm up through
+    the middle of a gap (too high to be found standing before, where it stayed) settles onto its ground there,
+    landing and lifting off where it stands: no slide."""
+    with zipfile.ZipFile(lafan1_zip) as z:
+        clip = parse_bvh(z.read("obstacles1_subject5.bvh"), "obstacles1_subject5").frames(1484, 1485)
+    height = open_model(MODELS / "rtn-lafan1.onnx").layout.height
+    leg, frames = legs(clip.skeleton)[0], 46
+    rotations, positions = np.repeat(clip.rotations, frames, 0), np.repeat(clip.positions, frames, 0)
+    grot, gpos = forward_kinematics(rotations, positions, clip.skeleton.parents)
+    ramp = np.clip(np.minimum(np.arange(frames), frames - 1 - np.arange(frames)) / 6, 0, 1)
+    lift = np.where(ramp < 1, 8.0 * np.sin(np.pi / 2 * ramp), 5.0)     # cm: up to 8, hovering at 5
+    lift[[6, 7, frames - 8, frames - 7]] = [7.0, 6.0, 6.0, 7.0]
+    up = np.outer(lift, [0.0, 1.0, 0.0])
+    rows = slice(1, frames - 1)
+    rotations[rows] = solve_leg(rotations[rows], grot[rows], gpos[rows], clip.skeleton.parents, leg,
+                                (gpos[:, leg.foot] + up)[rows], (gpos[:, leg.toe] + up)[rows], 1)
+    motion = replace(clip, rotations=rotations, positions=positions)
+    toe = plant(motion, [(0, frames - 1)], height).global_transforms()[1][:, leg.toe]
+    middle = slice(frames // 2 - 5, frames // 2 + 6)
+    assert np.abs(toe[middle, 1] - gpos[0, leg.toe, 1]).max() < 0.5, toe[:, 1] - gpos[0, leg.toe, 1]
+    travel = np.linalg.norm(np.diff(toe[:, [0, 2]], axis=0), axis=-1)
+    assert travel[middle].sum() < 0.1, travel
+
+
 def test_a_toe_turning_in_place_on_the_floor_stays_there(lafan1_zip):
     """A pivot on the ball of the foot under still hips: the heel raised and swung a quarter turn round a toe
     that stays put. The toe stands still, so it stays where it stands (5.4 cm of travel over the turn, from
