@@ -417,6 +417,36 @@ def test_the_l2_loss_counts_each_frames_error_in_proportion(lafan1_zip, trained_
     np.testing.assert_allclose(mse_two / mse_one, 5.0, rtol=1e-3)
 
 
+def test_the_acceleration_term_weighs_a_kick_at_the_key_and_a_jitter_above_a_smooth_drift(lafan1_zip, trained_rtn):
+    """--acceleration adds the second difference of each frame's position error, the key's frames erring by
+    nothing: the root drifting off 1 % of a height a frame from the key costs it one frame's step; off by the
+    same on every frame from the first (a kick at the key), or by that much to and fro (a jitter), far more, at the
+    same position error."""
+    from lab.dataset import load_motion_set
+    from training.rtn.sampler import Transitions
+    from training.loop import Normaliser
+    from training.rtn.family import frames_loss, to_torch
+
+    data = load_motion_set(lafan1_zip, trained_rtn["cache"])
+    batch = to_torch(Transitions(data, "train", SUBJECT_1, mirrored=False).sample(4, 9, np.random.default_rng(0)), "cpu")
+    state = load(trained_rtn["checkpoint"])
+    norm, parents = Normaliser(state["stats"]), [int(p) for p in data.skeleton.parents]
+    frames = batch["truth"].shape[1]
+    drift, kick, jitter = batch["truth"].clone(), batch["truth"].clone(), batch["truth"].clone()
+    drift[:, :, 0] += 0.01 * torch.arange(1, frames + 1)
+    kick[:, :, 0] += 0.01 * (frames + 1) / 2
+    jitter[:, :, 0] += 0.01 * (frames + 1) / 2 * (-1.0) ** torch.arange(frames)
+
+    def term(out):
+        plain, with_it = (frames_loss(out, batch, norm, parents, 0, squared=False, acceleration=a)[0] for a in (0, 1))
+        return float(with_it - plain)
+
+    error = [float(frames_loss(o, batch, norm, parents, 0, squared=False)[2]) for o in (drift, kick, jitter)]
+    np.testing.assert_allclose(error, error[1], rtol=0.01)            # the same mean error norm
+    costs = [term(o) for o in (drift, kick, jitter)]
+    assert 0 < costs[0] < 0.5 * costs[1] and costs[1] < 0.5 * costs[2], costs
+
+
 def test_the_loss_after_the_blends_is_measured_on_the_runtimes_blends(lafan1_zip, trained_rtn):
     """--blends: training's torch blends are the runtime's numpy ones, the end blend only where the
     network was given the frame after the target, and the loss's gradient goes through them."""

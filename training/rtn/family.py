@@ -78,6 +78,9 @@ class RTNFamily(Family):
         parser.add_argument("--relative", action="store_true",
                             help="divide each step's loss by straight-line interpolation's on the same batch, "
                                  "so that every gap length pulls the weights alike (see transition_loss)")
+        parser.add_argument("--acceleration", type=number(0.0, 1e3, "a weight"), default=0.0,
+                            help="add this many times each frame's acceleration error to the loss, the key's "
+                                 "frames erring by nothing (see frames_loss; 0: none)")
         parser.add_argument("--reverse", type=number(0.0, 1.0, "a probability"), default=0.0,
                             help="probability of a training window played backwards, so that the runtime "
                                  "may fill each gap from both sides and average (0: forwards only)")
@@ -175,7 +178,8 @@ class RTNFamily(Family):
         n, b, train = batch
         total, rot, pos = transition_loss(net, norm, b, n, [int(p) for p in train.parents], train.layout.trajectory,
                                           noise=args.noise, squared=args.loss == "mse",
-                                          blend=BLEND if args.blends else None, relative=args.relative)
+                                          blend=BLEND if args.blends else None, relative=args.relative,
+                                          acceleration=args.acceleration)
         return total, {"rotations": rot.item(), "positions": pos.item()}
 
     def validate(self, model, norm, validation, args, device):
@@ -322,7 +326,7 @@ def statistics(transitions, rng, min_gap, max_gap, batches=64, batch=64):
 
 
 def transition_loss(model, norm, batch, n, parents, trajectory, teacher=True, noise=0.0, squared=True, blend=None,
-                    relative=False):
+                    relative=False, acceleration=0.0):
     """(total, rotation term, position term) for one batch of transitions of ``n`` frames.
 
     ``noise`` is the variation strength: trained with it, the network learns transitions that still
@@ -334,13 +338,15 @@ def transition_loss(model, norm, batch, n, parents, trajectory, teacher=True, no
     constant, no gradient). A gap's errors grow with its length (the l2 loss of a 100-frame gap is
     five times a 30-frame gap's), so in the raw loss the longest gaps drive most of each step's
     gradient; as ratios to interpolation, the benchmark's measure, every length weighs alike.
+    ``acceleration`` weighs :func:`frames_loss`'s acceleration term into the total.
     """
     out = predicted(model, norm, batch, n, teacher, noise)
-    terms = frames_loss(out if blend is None else blended(out, batch, blend), batch, norm, parents, trajectory, squared)
+    terms = frames_loss(out if blend is None else blended(out, batch, blend), batch, norm, parents, trajectory, squared,
+                        acceleration)
     if not relative:
         return terms
     with torch.no_grad():
-        scale = frames_loss(interpolated(batch, n), batch, norm, parents, trajectory, squared)[0]
+        scale = frames_loss(interpolated(batch, n), batch, norm, parents, trajectory, squared, acceleration)[0]
     return tuple(term / scale for term in terms)
 
 
@@ -363,9 +369,13 @@ def interpolated(batch, n):
 
 
 
-def frames_loss(out, batch, norm, parents, trajectory, squared=True):
+def frames_loss(out, batch, norm, parents, trajectory, squared=True, acceleration=0.0):
     """(total, rotation term, position term) of frames (B, n + 1, frame_dim) against the truth:
     each term the mean over frames of the squared error norm, or (not ``squared``) of the norm.
+    ``acceleration`` adds that many times the same mean of each frame's acceleration error (the second
+    difference of its joints' position errors, the last key's frames erring by nothing) to the total: a
+    network right in position near the key and wrong in how it moves there kicks at the join, and the
+    position terms, which grow with the gap, pull little on those frames.
 
     Squared, a frame's pull on the weights grows with its error, so the middle of a long gap, where
     the truth is least predictable, drowns the first frames after the last key: the paper's MSE
@@ -383,7 +393,12 @@ def frames_loss(out, batch, norm, parents, trajectory, squared=True):
     shown = [j for j in range(len(parents)) if j not in chain(parents, trajectory)[:-1]]
     error = (world - batch["world"]) / norm.world_std
     pos_loss = per_frame(error[..., shown, :].square().sum(dim=(-1, -2))).mean()
-    return rot_loss + pos_loss, rot_loss, pos_loss
+    total = rot_loss + pos_loss
+    if acceleration:
+        error = torch.cat([error.new_zeros(b, 2, *error.shape[2:]), error], dim=1)[..., shown, :]
+        jolt = error[:, 2:] - 2 * error[:, 1:-1] + error[:, :-2]
+        total = total + acceleration * per_frame(jolt.square().sum(dim=(-1, -2))).mean()
+    return total, rot_loss, pos_loss
 
 
 
