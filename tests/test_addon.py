@@ -690,18 +690,18 @@ def test_feet_planted_on_a_rig_of_other_proportions_stand_still_on_it(addon, moc
     assert still.sum() > 20 and rig_steps[still].max() < 0.05
     assert np.abs(steps["model"] - rig_steps)[still].max() > 0.5
 def test_fill_gaps_names_a_gap_the_model_was_unsure_of(addon, lafan1_zip, tmp_path, capfd):
-    """With the shipped model, Fill Gaps over obstacles1's frames 1290-1320 (a gap whose fills as it is,
+    """With the shipped model, Fill Gaps over fallAndGetUp1's frames 3370-3430 (a gap whose fills as it is,
     mirrored and backwards part: test_runtime.py) warns the animator where to look."""
     bpy.context.preferences.addons["betwixt"].preferences.rtn_file = ""   # the shipped model of the skeleton
     with zipfile.ZipFile(lafan1_zip) as z:
-        motion = parse_bvh(z.read("obstacles1_subject5.bvh"), "obstacles1_subject5").frames(1250, 1400)
-    write_bvh(motion, tmp_path / "obstacles.bvh")
-    obj = import_bvh(tmp_path / "obstacles.bvh")
-    cut(obj, 41, 71)   # scene frames: the clip's 1290 and 1320
+        motion = parse_bvh(z.read("fallAndGetUp1_subject5.bvh"), "fallAndGetUp1_subject5").frames(3330, 3480)
+    write_bvh(motion, tmp_path / "falling.bvh")
+    obj = import_bvh(tmp_path / "falling.bvh")
+    cut(obj, 41, 101)   # scene frames: the clip's 3370 and 3430
     capfd.readouterr()
     assert bpy.ops.betwixt.fill_gaps() == {"FINISHED"}
     warned = [line for line in capfd.readouterr().out.splitlines() if line.startswith("Warning")]
-    assert any("the model was unsure of frames 42-70" in line for line in warned), warned
+    assert any("the model was unsure of frames 42-100" in line for line in warned), warned
 
 
 def test_a_scene_at_another_frame_rate_is_filled_at_the_model_s(addon, clip):

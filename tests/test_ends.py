@@ -78,7 +78,8 @@ def test_a_key_without_a_frame_beyond_it_is_left_as_the_model_made_it(filled):
 def test_decompress_meets_its_keys_as_smoothly_as_the_capture_and_no_further_from_it(filled, monkeypatch):
     """Every key of a Decompressed stretch lies between two fills: each fill's start carries on at the
     velocity of the frames before its key and the network's own velocity takes over a frame later, a jolt
-    through the whole body, which :func:`joined` smooths."""
+    through the whole body (the shipped transformer's: 1.3x the capture's acceleration there; an RTN's more than
+    1.5x), which :func:`joined` smooths to under half of it."""
     model, capture, *_ = filled
     stretch = capture.frames(900, 1621)
     keys = sparse_keys(stretch.n_frames, 30)
@@ -89,7 +90,7 @@ def test_decompress_meets_its_keys_as_smoothly_as_the_capture_and_no_further_fro
     parents = capture.skeleton.parents
     captured, smooth, raw = (key_acceleration(m.rotations, m.positions, parents, gaps[1:]).mean()
                              for m in (stretch, out, kinked))
-    assert smooth <= 1.5 * captured < raw, (smooth, captured, raw)
+    assert smooth <= 1.5 * captured and smooth < 0.5 * raw, (smooth, captured, raw)
     assert np.array_equal(out.rotations[keys], stretch.rotations[keys])
     assert np.array_equal(out.positions[keys], stretch.positions[keys])
     world = [forward_kinematics(m.rotations, m.positions, parents)[1] for m in (stretch, out, kinked)]

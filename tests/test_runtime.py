@@ -519,49 +519,53 @@ def test_the_guard_names_where_a_fill_moves_too_fast_or_goes_through_the_floor(c
 
 
 @pytest.fixture(scope="module")
-def obstacles(lafan1_zip):
-    """LaFAN1's obstacles1 of the test subject, whole: 6,000 frames the shipped models never trained on."""
-    return next(m for m in read_motions(lafan1_zip) if m.name == "obstacles1_subject5")
+def falling(lafan1_zip):
+    """LaFAN1's fallAndGetUp1 of the test subject, whole: 5,000 frames the shipped models never trained on."""
+    return next(m for m in read_motions(lafan1_zip) if m.name == "fallAndGetUp1_subject5")
 
 
-def test_the_gaps_whose_views_part_are_the_ones_to_look_at(obstacles):
-    """The shipped model fills a gap as it is, mirrored and backwards; where those fills part by more than
-    guard.UNSURE degrees (on some joint, some frame) the fill errs more: over obstacles1's 29-frame gaps every
-    40 frames, 7 of 134 part so (measured), and 5 of them are among the fifth of the gaps that err most
-    (docs/experiments.md, "Mixamo's dance at 0.5 s"). fill_parted gives fill's frames and the partings; a
-    model of one view has none."""
+def test_the_gaps_whose_views_part_are_the_ones_to_look_at(falling):
+    """The shipped model fills a gap as it is, mirrored and backwards, and the gaps whose fills part most err
+    most: over fallAndGetUp1's 59-frame gaps every 70 frames (71 gaps), the tenth that part most err 1.27x the
+    median gap's, 6 of the 7 more than it (measured). Where they part by more than guard.UNSURE degrees (on
+    some joint, some frame: 4 gaps, one by 131 degrees, three by 60-62), the runtime names them. fill_parted
+    gives fill's frames and the partings; a model of one view has none."""
     from inference.guard import UNSURE, unsure, unsure_summary
     from inference.modelfile import MODELS
     from inference.transition import stacked
 
     model = open_model(MODELS / "rtn-human.onnx")
-    starts = list(range(10, obstacles.n_frames - 41, 40))
-    gaps = stacked([gap_in(obstacles, s, s + 30, model.past, model.past) for s in starts])
+    n = 60
+    starts = list(range(10, falling.n_frames - n - 11, n + 10))
+    gaps = stacked([gap_in(falling, s, s + n, model.past, model.past) for s in starts])
     rotations, positions, parting = model.fill_parted(gaps)
     np.testing.assert_array_equal(rotations, model.fill(gaps)[0])
-    parents = obstacles.skeleton.parents
+    parents = falling.skeleton.parents
     _, world = forward_kinematics(rotations, positions, parents)
-    truth = np.stack([forward_kinematics(obstacles.rotations[s + 1:s + 30], obstacles.positions[s + 1:s + 30],
+    truth = np.stack([forward_kinematics(falling.rotations[s + 1:s + n], falling.positions[s + 1:s + n],
                                          parents)[1] for s in starts])
     error = np.linalg.norm(world - truth, axis=-1).mean(axis=(1, 2))
+    most = np.argsort(-parting)[:len(starts) // 10]
+    assert np.mean(error[most] > np.median(error)) >= 0.7, (error[most], np.median(error))
+    assert error[most].mean() > 1.15 * np.median(error), (error[most].mean(), np.median(error))
     flagged = parting > UNSURE
-    assert 3 <= flagged.sum() <= 0.1 * len(starts), flagged.sum()
-    assert np.mean(error[flagged] > np.percentile(error, 80)) >= 0.5, (error[flagged], np.percentile(error, 80))
+    assert 1 <= flagged.sum() <= 0.1 * len(starts), flagged.sum()
     one_view = open_model(MODELS / "rtn-human.onnx", symmetric=False, both_ways=False)
     assert not one_view.fill_parted(gaps)[2].any()
-    found = unsure({i: float(p) for i, p in enumerate(parting)}, [(s, s + 30) for s in starts])
+    found = unsure({i: float(p) for i, p in enumerate(parting)}, [(s, s + n) for s in starts])
     assert [a for a, _, _ in found] == [starts[i] for i in np.flatnonzero(flagged)]
-    assert f"unsure of frames {found[0][0] + 1}-{found[0][0] + 29}," in unsure_summary(found)
+    assert f"unsure of frames {found[0][0] + 1}-{found[0][0] + n - 1}," in unsure_summary(found)
 
 
-def test_the_command_line_names_a_gap_the_model_was_unsure_of(obstacles, tmp_path):
-    """``fill`` with the shipped model on one of those gaps warns where to look, and not on a plain one."""
-    path = tmp_path / "obstacles1.bvh"
-    write_bvh(obstacles, path)
-    for gap, unsure in (("1290:1320", True), ("1170:1200", False)):
+def test_the_command_line_names_a_gap_the_model_was_unsure_of(falling, tmp_path):
+    """``fill`` with the shipped model on the gap whose views part most warns where to look, and not on a plain
+    one."""
+    path = tmp_path / "fall.bvh"
+    write_bvh(falling, path)
+    for gap, unsure in (("3370:3430", True), ("1060:1120", False)):
         result = run("fill", str(path), "--gap", gap, "-o", str(tmp_path / "filled.bvh"))
         assert result.returncode == 0, result.stderr
-        assert ("warning: the model was unsure of frames 1291-1319" in result.stderr) == unsure, result.stderr
+        assert ("warning: the model was unsure of frames 3371-3429" in result.stderr) == unsure, result.stderr
 
 
 def test_the_command_line_warns_where_to_look(model, clip, tmp_path):

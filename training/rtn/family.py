@@ -9,8 +9,9 @@ retargeted onto it (lab/dataset.py's load_sources); ``--proportions`` varies the
 
     python -m training rtn --data ../shared/mocap/lafan1-27.zip --out runs/rtn --subjects 1,2,3,4 \\
         --batch 256 --bf16 --max-gap 120 --loss l2 --blends --relative --reverse 0.5
-    python -m training rtn --data ../shared/mocap/lafan1-27.zip --data ../shared/mocap/bandai1.zip \\
-        --subjects 1,2,3,4 --proportions 0.1 --out runs/rtn-human --batch 256 --bf16 --max-gap 120 --loss l2
+    python -m training rtn --network transformer --data ../shared/mocap/lafan1-27.zip \\
+        --data ../shared/mocap/bandai1.zip --shares 3,1 --subjects 1,2,3,4 --proportions 0.1 --out runs/rtn-human \\
+        --batch 64 --min-gap 5 --max-gap 60 --loss l2 --relative --blends --reverse 0.5
     python -m training export runs/rtn/checkpoint.pt -o rtn.onnx --weights mixed --bench-data LAFAN1 --data LAFAN1
 """
 
