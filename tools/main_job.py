@@ -150,7 +150,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True, help="lafan1-27.zip (or the full lafan1.zip)")
     parser.add_argument("--out", type=Path, default=Path("out"))
-    parser.add_argument("--model", type=Path, help="model file (default: the shipped rtn-lafan1)")
+    parser.add_argument("--model", type=Path, help="model file (default: the add-on's own, rtn-human)")
     parser.add_argument("--clip", default="obstacles1_subject5.bvh")
     parser.add_argument("--start", type=int, default=1000, help="first frame of the clip to use")
     parser.add_argument("--frames", type=int, default=300)
