@@ -7,12 +7,12 @@ the generated frames only (keys and the frames outside gaps are never changed):
 
 1. its ground: the lowest it reaches in the frames the user gave (keys and context), so the floor
    is found from the rig's feet, not assumed at zero height (:func:`.guard.ground`);
-2. contacts: a joint within ``LOW`` of its ground and slower than ``SLOW`` enters a contact, which
-   lasts while it stays within ``LOW_RELEASE`` and below ``SLOW_RELEASE`` (hysteresis, so contacts
-   do not flicker), and in a fill a person's joint nearly still (``HOVER_SLOW``) a little higher
-   (``HOVER``) stands too: a network averages a standing foot's height, and its feet hover a few
-   centimetres up where the capture stands; contacts are found on the whole motion, so one that begins on a key or in the
-   context carries on into the gap;
+2. contacts: a joint within ``LOW`` of its ground and slower than ``SLOW`` enters a contact, which lasts
+   while it stays within ``LOW_RELEASE`` and below ``SLOW_RELEASE`` (hysteresis, so contacts do not
+   flicker), and in a fill between keys (by a model without a floor of its own) a person's joint nearly
+   still (``HOVER_SLOW``) a little higher (``HOVER``) stands too: a network averages a standing foot's
+   height, and its feet hover a few centimetres up where the capture stands; contacts are found on the
+   whole motion, so one that begins on a key or in the context carries on into the gap;
 3. steps: where a contact's path strays further than ``REACH`` from where it began (a network's foot
    creeps while it stands), the contact ends, and a new one begins after a swing as long as a fade;
 4. each contact is locked where it touches the user's frames (on both sides of a gap: moving straight from
@@ -129,9 +129,10 @@ def plant(motion, gaps, height, floored=False):
         others[:, toed] = on_toes
     # a person's foot settles flat onto its ground, less its heel's rise over its toe: a foot hovering flat
     # comes down whole, the raised heel of a pivot on the ball of the foot stays up (held down with its toe,
-    # it dragged the foot 3 cm round); a model on a floor of its own stands on it already
+    # it dragged the foot 3 cm round); in a fill between keys: a model on a floor of its own stands on it already,
+    # and a motion generated to its end (a continuation, a path) finds its ground in its own frames
     settle = None
-    if others is not None and not floored:
+    if others is not None and not floored and not generated[-1]:
         settle = np.repeat(floor[None], motion.n_frames, axis=0)
         settle[:, toed] += np.maximum((stands[:, toed, u] - floor[toed]) - (gpos[:, toes, u] - toe_floor), 0.0)
     held, stood = _held(stands, floor, generated, u, height, motion.fps, paws,
