@@ -184,7 +184,9 @@ def model_for(context, obj, request=None, kind=None, fits=None):
               for m in models]
     same = [m for m in models if m.skeleton.same_hierarchy(played.skeleton) and kind in (None, m.file.kind)]
     serving = [m for m in same if request is None or serves(m, request)]
-    chosen = next((m for m in serving if fits is None or fits(m)), serving[0] if serving else same[0] if same else None)
+    # where the active model of a kind does not fit, another of its kind on the skeleton may, before the next kind
+    offered = serving if fits is None else [o for m in serving for o in (m, *_others_of_kind(context, m, request))]
+    chosen = next((m for m in offered if fits is None or fits(m)), serving[0] if serving else same[0] if same else None)
     what = DOES.get(request, request)
     if chosen is None:
         wanted = load_model(context, kind)
@@ -208,6 +210,23 @@ def model_for(context, obj, request=None, kind=None, fits=None):
               "Add-ons > Betwixt" for k in wanting]
     raise ModelError(f"armature {obj.name!r} plays the skeleton of model {chosen.name} ({chosen.TITLE}), which "
                      f"does not {what}" + (f"; to {what}, " + ", or ".join(hints) if hints else ""))
+
+
+def _others_of_kind(context, model, request):
+    """The other models of ``model``'s kind offered (:func:`offered_models`) that were trained on its skeleton and
+    serve ``request``: the shipped transformer in-betweener, trained on gaps of up to 2 s, hands a longer gap to
+    the RTN of its skeleton, trained to 4 s (docs/experiments.md, "The transformer ships as `rtn-human`")."""
+    out = []
+    for path in offered_models(model.file.kind, context):
+        if Path(path).resolve() == Path(model.file.path).resolve():
+            continue
+        try:
+            other = _opened(model.file.kind, path)
+        except ModelError:
+            continue
+        if other.skeleton.same_hierarchy(model.skeleton) and (request is None or serves(other, request)):
+            out.append(other)
+    return out
 
 
 def _trained_on_skeleton(context, model, skeleton):

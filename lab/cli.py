@@ -136,15 +136,20 @@ def _printed(text, name, start):
 
 def _bench(args):
     start = time.perf_counter()
+    lengths, metrics = (LONG_LENGTHS, LONG_METRICS) if args.long else (LENGTHS, METRICS)
+    models = [open_model(path) for path in args.model or shipped("rtn")]
+    short = [m for m in models if m.max_gap < max(lengths)]
+    if args.model and short:
+        raise BetwixtError(f"{short[0].file.path}: model {short[0].name} fills gaps of 1 to {short[0].max_gap} "
+                           f"frames, and --long scores gaps of up to {max(lengths)}; give a model that fills them")
+    models = [m for m in models if m not in short]   # a shipped one capped shorter: its longer gaps are another's
     bench = load_benchmark(args.data, progress=progress("reading"), long=args.long)
     loaded = time.perf_counter()
     print(f"{bench.windows} test windows, prepared in {loaded - start:.1f} s", file=sys.stderr)
     methods = {"capture": bench.capture, **BASELINES} if args.long else dict(BASELINES)
-    paths = args.model or shipped("rtn")
     planted = {}   # the methods whose fills the floor measures also plant, as Fill Gaps does: the body's height
-    for path in paths:
-        model = open_model(path)
-        name = model.file.kind if len(paths) == 1 or path.stem == "rtn-lafan1" else path.stem
+    for model in models:
+        name = model.file.kind if len(models) == 1 or model.name == "rtn-lafan1" else model.name
         if not model.skeleton.same_hierarchy(bench.skeleton):
             if args.model:   # asked for: scored through retargeting, beside what the round trip alone costs
                 methods.update({f"{name} round trip": round_trip(bench, model),
@@ -155,7 +160,6 @@ def _bench(args):
         # frames after the target that an animator's next keys give, its ends eased
         methods.update({name: strict(model), f"{name}+after": as_filled(model)})
         planted[f"{name}+after"] = model.layout.height
-    lengths, metrics = (LONG_LENGTHS, LONG_METRICS) if args.long else (LENGTHS, METRICS)
     results, curves = evaluate(bench, methods, lengths, metrics)
     print(format_table(results))
     results["floor"] = floor_gaps(bench, {k: m for k, m in methods.items() if k != "capture"}, planted=planted)

@@ -704,6 +704,26 @@ def test_fill_gaps_names_a_gap_the_model_was_unsure_of(addon, lafan1_zip, tmp_pa
     assert any("the model was unsure of frames 42-100" in line for line in warned), warned
 
 
+def test_a_gap_longer_than_the_default_model_trained_on_goes_to_the_rtn_of_its_skeleton(addon, clip, capfd):
+    """The shipped rtn-human (a transformer) fills gaps of up to 2 s, the longest it trained on; a longer gap goes
+    to rtn-lafan1, the RTN of the same skeleton, trained to 4 s, which fills it better (docs/experiments.md, "The
+    transformer ships as `rtn-human`"), and the report names it."""
+    from betwixt.addon import plan as reading
+    prefs = bpy.context.preferences.addons["betwixt"].preferences
+    chosen, prefs.rtn_file = prefs.rtn_file, ""   # the shipped default
+    try:
+        path, _ = clip
+        for b, name in ((160, "rtn-human"), (200, "rtn-lafan1")):
+            obj = import_bvh(path)
+            cut(obj, 100, b)
+            assert reading.read_plan(bpy.context, reading.selected_gaps).model.name == name
+        capfd.readouterr()
+        assert bpy.ops.betwixt.fill_gaps() == {"FINISHED"}
+        assert "with model rtn-lafan1" in capfd.readouterr().out
+    finally:
+        prefs.rtn_file = chosen
+
+
 def test_a_scene_at_another_frame_rate_is_filled_at_the_model_s(addon, clip):
     path, _ = clip
     obj = import_bvh(path)

@@ -115,6 +115,15 @@ def test_bench_command_writes_json_and_plots(lafan1_zip, tmp_path, capsys):
     assert all((tmp_path / "plots" / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
 
 
+def test_long_gaps_refuse_a_model_that_does_not_fill_them(lafan1_zip, capsys):
+    """rtn-human fills gaps of up to 60 frames, the longest its transformer trained on: --long, whose gaps reach
+    120, refuses it before reading anything, naming the file and both reaches."""
+    assert main(["bench", "--data", str(lafan1_zip), "--long", "--model", str(MODELS / "rtn-human.onnx")]) != 0
+    err = capsys.readouterr().err
+    assert "rtn-human.onnx: model rtn-human fills gaps of 1 to 60 frames" in err and "up to 120" in err, err
+    assert "test windows" not in err
+
+
 @pytest.mark.slow
 def test_long_gaps_are_scored_beside_the_capture(lafan1_zip, tmp_path, capsys):
     """Beyond the protocol: gaps of 60 to 120 frames, and PEAK, the fastest joint's speed (of the benchmark's own

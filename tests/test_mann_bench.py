@@ -104,7 +104,9 @@ def test_find_model_fills_a_dog_with_its_rtn_walks_it_with_mann_and_fills_a_huma
     assert find_model(dog, serves="fill", gap=2.5).name == "mann-dog"
     assert find_model(dog, serves="follow-path").name == "mann-dog"
     assert find_model(human, serves="fill").name == "rtn-human"
-    assert find_model(human, serves="fill", gap=3.0).name == "rtn-human"   # none fills longer: it says so
+    assert find_model(human, serves="fill", gap=2.0).name == "rtn-human"
+    assert find_model(human, serves="fill", gap=3.0).name == "rtn-lafan1"  # longer than the transformer trained on
+    assert find_model(human, serves="fill", gap=5.0).name == "rtn-lafan1"  # none fills longer: it says so
     assert find_model(dog, serves="fill", gap=5.0).name == "mann-dog"      # the one that fills the longest
 
 
