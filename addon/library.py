@@ -165,11 +165,17 @@ class BETWIXT_OT_transitions(JobOperator, bpy.types.Operator):
         if len(chosen) < 2:
             raise BetwixtError("tick at least two actions in the Transitions list (a transition goes from one to "
                                "another)")
-        model = model_for(context, obj, "variants", "rtn")
         fps = scene_fps(context.scene)
+
+        def reaches(model):   # model frames strictly between the keys
+            return model_frames(0, self.length + 1, fps / model.layout.fps) - 1 <= model.max_gap
+
+        model = model_for(context, obj, "variants", "rtn")
+        if not reaches(model):   # longer than the active model fills: another of the skeleton may
+            model = model_for(context, obj, "variants", "rtn", fits=reaches)
         ratio = fps / model.layout.fps
-        length = model_frames(0, self.length + 1, ratio) - 1          # model frames strictly between the keys
-        if self.length < 1 or length > model.max_gap:
+        length = model_frames(0, self.length + 1, ratio) - 1
+        if self.length < 1 or not reaches(model):
             most = int(model.max_gap * ratio)
             raise BetwixtError(f"a transition's length must be 1 to {most} frames at {fps:g} fps (it is {self.length})")
         anim = obj.animation_data

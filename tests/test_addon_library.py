@@ -337,3 +337,6 @@ def test_a_scene_at_24_fps_gets_its_transitions_on_its_own_frames(rig):
         assert (np.abs(start[:, :3, :3] - leave[:, :3, :3]) <= 0.5 * step + 1e-3).all()
     with pytest.raises(RuntimeError, match="1 to"):
         transitions(length=200)
+    # longer than rtn-human's 60 model frames (48 here): made by rtn-lafan1, which fills 120
+    assert transitions(length=72, count=1) == {"FINISHED"}
+    assert {int(a.frame_range[1] - a.frame_range[0]) for a in made(rig)} == {73}
