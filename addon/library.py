@@ -175,7 +175,7 @@ class BETWIXT_OT_transitions(JobOperator, bpy.types.Operator):
             model = model_for(context, obj, "variants", "rtn", fits=reaches)
         ratio = fps / model.layout.fps
         length = model_frames(0, self.length + 1, ratio) - 1
-        if self.length < 1 or not reaches(model):
+        if self.length < 1 or length > model.max_gap:
             most = int(model.max_gap * ratio)
             raise BetwixtError(f"a transition's length must be 1 to {most} frames at {fps:g} fps (it is {self.length})")
         anim = obj.animation_data

@@ -212,35 +212,32 @@ def model_for(context, obj, request=None, kind=None, fits=None):
                      f"does not {what}" + (f"; to {what}, " + ", or ".join(hints) if hints else ""))
 
 
-def _others_of_kind(context, model, request):
-    """The other models of ``model``'s kind offered (:func:`offered_models`) that were trained on its skeleton and
-    serve ``request``: the shipped transformer in-betweener, trained on gaps of up to 2 s, hands a longer gap to
-    the RTN of its skeleton, trained to 4 s (docs/experiments.md, "The transformer ships as `rtn-human`")."""
-    out = []
-    for path in offered_models(model.file.kind, context):
-        if Path(path).resolve() == Path(model.file.path).resolve():
-            continue
+def _offered_on(context, kind, skeleton):
+    """The models of ``kind`` offered (:func:`offered_models`) that were trained on ``skeleton``, in that order;
+    a file that cannot be opened is passed over."""
+    for path in offered_models(kind, context):
         try:
-            other = _opened(model.file.kind, path)
+            other = _opened(kind, path)
         except ModelError:
             continue
-        if other.skeleton.same_hierarchy(model.skeleton) and (request is None or serves(other, request)):
-            out.append(other)
-    return out
+        if other.skeleton.same_hierarchy(skeleton):
+            yield other
+
+
+def _others_of_kind(context, model, request):
+    """The other models of ``model``'s kind on its skeleton (:func:`_offered_on`) that serve ``request``: the
+    shipped transformer in-betweener, trained on gaps of up to 2 s, hands a longer gap to the RTN of its
+    skeleton, trained to 4 s (docs/experiments.md, "The transformer ships as `rtn-human`")."""
+    own = Path(model.file.path).resolve()
+    return [other for other in _offered_on(context, model.file.kind, model.skeleton)
+            if Path(other.file.path).resolve() != own and (request is None or serves(other, request))]
 
 
 def _trained_on_skeleton(context, model, skeleton):
     """The first model of ``model``'s kind offered (:func:`offered_models`) that was trained on
     ``skeleton``, or ``model``: a rig of another skeleton than the active model's gets one of its own (a
     dog, the dog's in-betweening model beside the human one)."""
-    for path in offered_models(model.file.kind, context):
-        try:
-            other = _opened(model.file.kind, path)
-        except ModelError:
-            continue
-        if other.skeleton.same_hierarchy(skeleton):
-            return other
-    return model
+    return next(_offered_on(context, model.file.kind, skeleton), model)
 
 
 def forget_models():

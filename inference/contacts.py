@@ -17,18 +17,17 @@ the generated frames only (keys and the frames outside gaps are never changed):
    creeps while it stands), the contact ends, and a new one begins after a swing as long as a fade;
 4. each contact is locked where it touches the user's frames (on both sides of a gap: moving straight from
    one to the other), else at its mean position, a person's foot in a fill settling flat onto its ground
-   while it stands (a paw in a motion generated to its end at its lowest height); the
-   offset from the joint's own path to its lock fades out (a cubic, which the held foot leaves and enters
-   at the lock's velocity) over ``FADE`` seconds on either side (never past a user frame, where it is zero;
-   between two contacts closer than that, it moves from one lock to the next), no joint goes below its
-   ground, and a foot off the ground on generated frames for at most ``MAX_SWING`` clears it by an arc as
-   high as ``LIFT`` of the way it travels there (a network's foot glides along the floor where the capture
-   steps or jumps; after a key with the foot in the air, the rest of that arc; a person's foot by at most
-   ``HOP`` where no other leg stands, so two feet gliding together do not hop), its toe by as much but
-   never more than its ankle clears the ankle's ground (a network's toe may scrape the floor under a raised
-   ankle), and a toe standing on its own under a standing body is not taken up with its foot (a heel lifted
-   off it) where the body travels over it (a push-off) or it stands still (a pivot on the ball of the
-   foot);
+   while it stands (a paw in a motion generated to its end at its lowest height); the offset from the
+   joint's own path to its lock fades out (a cubic, which the held foot leaves and enters at the lock's
+   velocity) over ``FADE`` seconds on either side (never past a user frame, where it is zero; between two
+   contacts closer than that, it moves from one lock to the next), no joint goes below its ground, and a
+   foot off the ground on generated frames for at most ``MAX_SWING`` clears it by an arc as high as
+   ``LIFT`` of the way it travels there (a network's foot glides along the floor where the capture steps or
+   jumps; after a key with the foot in the air, the rest of that arc; a person's foot by at most ``HOP``
+   where no other leg stands, so two feet gliding together do not hop), its toe by as much but never more
+   than its ankle clears the ankle's ground (a network's toe may scrape the floor under a raised ankle),
+   and a toe standing on its own under a standing body is not taken up with its foot (a heel lifted off it)
+   where the body travels over it (a push-off) or it stands still (a pivot on the ball of the foot);
 5. two-bone IK (hip, knee, ankle: :mod:`.leg_ik`) puts the ankle on its target, the knee turning in the
    plane of the leg (a person's knee's bend blurred over a few frames where the leg is nearly straight and
    the ankle is not held, :func:`.leg_ik.smoothed`); the foot keeps its world rotation but turns so that its
@@ -462,16 +461,15 @@ def offsets(feet, contact, generated, fade, down=None, ground=None):
     return out
 
 
-def locks(feet, contact, generated, down=None, ground=None, settle=0):
+def locks(feet, contact, generated, down=None, ground=None, fade=0):
     """(F, K, 3) where each joint is held on the frames of its contacts: the user's positions where a
     contact holds user frames (between two of them, moving straight from one to the next), else the
     contact's mean position; or, along the axis ``down`` where given (the up axis), its lowest height there:
     a network's paw standing 1-2 cm over the floor, held at its mean, stood off it (experiments.md, "A
     paw stood at its lowest"); or, ``ground`` (F, K) given too, settling from its mean height onto that height
-    over the contact's first and last ``settle`` frames, so that it
-    lands and lifts off still: a person's foot held at its mean or its lowest height stood a hovering
-    network's feet off the floor, and brought down over the fade, it slid along it (experiments.md, "Feet
-    settled on their ground")."""
+    over the contact's first and last ``fade`` frames, so that it lands and lifts off still: a person's foot
+    held at its mean or its lowest height stood a hovering network's feet off the floor, and brought down over
+    the fade, it slid along it (experiments.md, "Feet settled on their ground")."""
     frames, joints = contact.shape
     index = np.arange(frames)[:, None]
     start = contact & ~np.vstack([np.zeros((1, joints), bool), contact[:-1]])
@@ -495,7 +493,7 @@ def locks(feet, contact, generated, down=None, ground=None, settle=0):
         total = np.bincount(key[free], weights=feet[..., c][free], minlength=len(count))
         out[..., c] = np.where(free, (total / np.maximum(count, 1))[key], out[..., c])
     if ground is not None and free.any():
-        inside = 1.0 - np.stack([nearness(~contact[:, j], settle) for j in range(joints)], axis=1)
+        inside = 1.0 - np.stack([nearness(~contact[:, j], fade) for j in range(joints)], axis=1)
         out[..., down] += np.where(free, inside * (ground - out[..., down]), 0.0)
     elif down is not None and free.any():
         least = np.full(len(count), np.inf)
