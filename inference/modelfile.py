@@ -201,10 +201,10 @@ def shipped(kind=None, folder=None):
     by name. So on a skeleton with both, an in-betweening model fills before a locomotion model: on the
     dog, rtn-dog errs about 40 % less than mann-dog (docs/experiments.md)."""
     rank = {k: i for i, k in enumerate(KINDS)}
-    return [path for path in sorted(Path(folder or MODELS).glob("*.onnx"),
-                                    key=lambda p: (p.stem not in DEFAULTS.values(), rank.get(_kind_of(p), len(rank)),
-                                                   p.name))
-            if kind is None or _kind_of(path) == kind]
+    kinds = {path: _kind_of(path) for path in Path(folder or MODELS).glob("*.onnx")}
+    return [path for path in sorted(kinds, key=lambda p: (p.stem not in DEFAULTS.values(),
+                                                          rank.get(kinds[p], len(rank)), p.name))
+            if kind is None or kinds[path] == kind]
 
 
 _kinds = {}   # (path, modified, size) -> kind: reading a file's metadata opens a session

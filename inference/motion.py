@@ -152,21 +152,27 @@ def forward_kinematics(rotations, positions, parents):
 
     One batched step per depth of the hierarchy (all joints whose parents are placed), so neither
     the frame and batch axes nor the joints of one depth loop: 8 steps for LaFAN1's 22 joints. Each
-    joint's arithmetic is the same as one step per joint, so the results are too.
+    joint's arithmetic is the same as one step per joint, so the results are too. The joints are
+    worked on as the first axis, where each joint's frames lie together: gathering a level's parents
+    from the joint axis in the middle copies strided rows, and took half the time on a benchmark's
+    thousands of windows.
     """
     parents = np.asarray(parents)
     lead = np.broadcast_shapes(rotations.shape[:-1], positions.shape[:-1])
     dtype = np.result_type(rotations, positions)
-    grot = np.empty(lead + (4,), dtype=dtype)
-    gpos = np.empty(lead + (3,), dtype=dtype)
+    rotations = np.moveaxis(np.broadcast_to(rotations, lead + (4,)), -2, 0)
+    positions = np.moveaxis(np.broadcast_to(positions, lead + (3,)), -2, 0)
+    grot = np.empty(rotations.shape, dtype=dtype)
+    gpos = np.empty(positions.shape, dtype=dtype)
     roots, *levels = _depth_levels(tuple(parents.tolist()))
-    grot[..., roots, :] = rotations[..., roots, :]
-    gpos[..., roots, :] = positions[..., roots, :]
+    grot[roots] = rotations[roots]
+    gpos[roots] = positions[roots]
     for js in levels:
         ps = parents[js]
-        grot[..., js, :] = quat.mul(grot[..., ps, :], rotations[..., js, :])
-        gpos[..., js, :] = quat.rotate(grot[..., ps, :], positions[..., js, :]) + gpos[..., ps, :]
-    return grot, gpos
+        turn = grot[ps]
+        grot[js] = quat.mul(turn, rotations[js])
+        gpos[js] = quat.rotate(turn, positions[js]) + gpos[ps]
+    return np.ascontiguousarray(np.moveaxis(grot, 0, -2)), np.ascontiguousarray(np.moveaxis(gpos, 0, -2))
 
 
 def inverse_kinematics(grot, gpos, parents):

@@ -21,6 +21,7 @@ natural poses; the other joints keep the target's bone lengths. A rig's size is 
 instead (:func:`length_ratio`), its rest pose being no natural pose of a body in motion.
 """
 
+import hashlib
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -54,7 +55,31 @@ def best_rotation(a, b):
     return u @ (np.stack([np.ones_like(d), np.ones_like(d), d], axis=-1)[..., None] * vt)
 
 
+# calibrations by the bytes they are computed from: every Fill Gaps and every panel draw reads the same rig again
+_CALIBRATED = {}
+CALIBRATIONS_KEPT = 64
+
+
 def calibrate(skeleton, joints, rest_rot, rest_heads, poses, rest_tails=None):
+    """:func:`calibrated`, kept for the same rig and skeleton (read-only: a caller's change would be the next's)."""
+    arrays = [skeleton.offsets, skeleton.parents, joints, rest_rot, rest_heads, *poses]
+    arrays += [] if rest_tails is None else [rest_tails]
+    digest = hashlib.blake2b(digest_size=16)
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        digest.update(f"{a.dtype}{a.shape}".encode())
+        digest.update(a.tobytes())
+    key = (digest.digest(), rest_tails is None)
+    if key not in _CALIBRATED:
+        if len(_CALIBRATED) >= CALIBRATIONS_KEPT:
+            _CALIBRATED.clear()
+        offsets, misfit = calibrated(skeleton, joints, rest_rot, rest_heads, poses, rest_tails)
+        offsets.flags.writeable = False
+        _CALIBRATED[key] = offsets, misfit
+    return _CALIBRATED[key]
+
+
+def calibrated(skeleton, joints, rest_rot, rest_heads, poses, rest_tails=None):
     """``(O, misfit)``: ``O`` (K, 3, 3) such that ``G_j = R_b · O_j``, for the mapped joints ``joints`` (K,)
     of ``skeleton``, and the mean angle (radians) its bones turn, relative to their parents', to stand as
     the counterparts do: how far apart the two stances are, so that callers can choose a stance too.
