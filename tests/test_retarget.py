@@ -158,3 +158,23 @@ def test_a_foot_without_its_toe_is_aimed_by_its_bone_s_tail(lafan):
         angles = [np.degrees(np.arccos(np.clip((np.trace(seen[slot[f]].T @ quat.to_matrix(grot[f])) - 1) / 2, -1, 1)))
                   for f in feet]
         assert np.allclose(angles, expected, atol=1.0), (given is not None, angles)
+
+
+def test_a_rig_s_calibration_is_kept_for_the_same_rig_and_made_again_for_another(lafan):
+    """Every operation reads the rig again; its calibration is worked out once per rest pose, read-only (a caller's
+    change would be the next caller's), and a rig whose rest pose moved is calibrated anew."""
+    from inference.retarget import calibrate, calibrated
+    clips, pose = lafan
+    sk = clips[0].skeleton
+    grot, heads = forward_kinematics(pose, sk.offsets, sk.parents)
+    joints = np.arange(len(sk))
+    rest = quat.to_matrix(grot)
+    first, misfit = calibrate(sk, joints, rest, heads, [pose])
+    again, _ = calibrate(sk, joints, rest.copy(), heads.copy(), [pose.copy()])
+    assert again is first and not first.flags.writeable
+    np.testing.assert_array_equal(first, calibrated(sk, joints, rest, heads, [pose])[0])
+    moved = heads.copy()
+    moved[sk.index("LeftHand")] += 5.0
+    other, other_misfit = calibrate(sk, joints, rest, moved, [pose])
+    assert other is not first and other_misfit > misfit
+    np.testing.assert_array_equal(other, calibrated(sk, joints, rest, moved, [pose])[0])
