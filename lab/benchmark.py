@@ -32,7 +32,7 @@ import numpy as np
 from . import floor_metrics
 from inference.contacts import plant
 from inference.ends import ends
-from .dataset import centre_and_face, gather_windows, position_statistics, read_motions, subject_of
+from .dataset import centre_and_face, gather_windows, position_statistics, read_motions, sliding_windows, subject_of
 from inference import quat
 from inference.errors import BetwixtError, DataError
 from inference.features import chain
@@ -101,9 +101,12 @@ def load_benchmark(path, progress=None, long=False):
                         "named like LaFAN1's (<theme><take>_subject<N>.bvh)")
     parents = train[0].skeleton.parents
 
-    rot, pos = centre_and_face(*gather_windows(train, 50, 20), parents, PAST - 1)
-    x_mean, x_std = position_statistics(rot, pos, parents)
-    offsets = pos[0, 0, 1:]
+    windowed = [m for m in train if len(sliding_windows(m.n_frames, 50, 20))]
+    if not windowed:
+        raise DataError(f"{path}: no clip of subjects 1-4 is longer than a statistics window of 50 frames")
+    x_mean, x_std = position_statistics((centre_and_face(*gather_windows([m], 50, 20), parents, PAST - 1)
+                                         for m in windowed), parents)
+    offsets = windowed[0].positions[0, 1:]
 
     width = PAST + max(LONG_LENGTHS) + 2 if long else WINDOW    # the target, then the frame after it
     rot, pos = centre_and_face(*gather_windows(test, width, OFFSET), parents, PAST - 1)

@@ -442,8 +442,20 @@ def gather_windows(motions, width, offset):
     return np.stack(rot), np.stack(pos)
 
 
-def position_statistics(rotations, positions, parents):
-    """Mean and standard deviation of every world joint coordinate over all windows and frames."""
-    _, world = forward_kinematics(rotations, positions, parents)
-    flat = world.reshape(-1, world.shape[-2] * 3)
-    return flat.mean(axis=0), flat.std(axis=0)
+def position_statistics(windows, parents):
+    """Mean and standard deviation of every world joint coordinate over all windows and frames. ``windows``
+    yields local rotations and translations (N, W, J, …) a few windows at a time (a clip's), merged by Chan,
+    Golub and LeVeque's pairwise update: LaFAN1's training windows all at once, and the copies that centring
+    and forward kinematics make of them, took gigabytes and most of the benchmark's preparation."""
+    count, mean, squares = 0, 0.0, 0.0
+    for rotations, positions in windows:
+        _, world = forward_kinematics(rotations, positions, parents)
+        flat = world.reshape(-1, world.shape[-2] * 3)
+        n, centre = len(flat), flat.mean(axis=0)
+        step, total = centre - mean, count + n
+        mean = mean + step * (n / total)
+        squares = squares + np.square(flat - centre).sum(axis=0) + np.square(step) * (count * n / total)
+        count = total
+    if not count:
+        raise BetwixtError("no windows to measure the positions over")
+    return mean, np.sqrt(squares / count)
