@@ -658,7 +658,6 @@ def test_bandai_rig_is_mapped_and_its_bones_point_where_the_model_s_do(addon, mo
     assert checked == 19                              # all but Spine→Spine1→Spine2 (no Spine1)
 
 
-
 def test_feet_planted_on_a_rig_of_other_proportions_stand_still_on_it(addon, mocap, tmp_path):
     """Bandai's legs are not the model's: planted on the model's lengths, a foot that stands still in
     the model's skeleton slides on the rig; planted on the rig's own (``Retargeting.on_rig``) it stands.

@@ -135,7 +135,6 @@ def test_a_short_run_on_both_trains_validates_and_exports(sources, cache, tmp_pa
     assert "Trained on `lafan1-27.zip` + `bandai1.zip`" in model.with_suffix(".md").read_text()
 
 
-
 def test_a_model_of_both_stands_on_the_first_ones_floor(sources, cache, both):
     """Bandai's retargeted clips keep their capture's floor, some 4 cm above LaFAN1's: the model's floor
     is the first data set's, not the median over every clip, which Bandai's 174 short clips would own."""

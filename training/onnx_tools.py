@@ -81,8 +81,6 @@ def _nodes(graph):
                 yield from _nodes(attr.g)
 
 
-
-
 # name: (bits, block) of the large matrices, then of the small ones; None: float32. How each
 # measured on the benchmark and in time: docs/experiments.md.
 WEIGHTS = {"float32": None, "int8": ((8, 128), (8, 128)), "mixed": ((4, 128), (8, 128)),

@@ -301,8 +301,6 @@ def offset_in_frame_units(stats):
     return stats
 
 
-
-
 def statistics(transitions, rng, min_gap, max_gap, batches=64, batch=64):
     """Feature means and spreads measured on training batches, and a natural pose."""
     frames, targets, worlds = [], [], []
@@ -322,8 +320,6 @@ def statistics(transitions, rng, min_gap, max_gap, batches=64, batch=64):
     return offset_in_frame_units({
         "frame_mean": f_mean, "frame_std": f_std, "target_mean": t_mean, "target_std": t_std,
         "world_std": np.maximum(w.std(0), 1e-3), "reference_pose": q})
-
-
 
 
 def transition_loss(model, norm, batch, n, parents, trajectory, teacher=True, noise=0.0, squared=True, blend=None,
@@ -368,8 +364,6 @@ def interpolated(batch, n):
     return start + t * (end - start)
 
 
-
-
 def frames_loss(out, batch, norm, parents, trajectory, squared=True, acceleration=0.0):
     """(total, rotation term, position term) of frames (B, n + 1, frame_dim) against the truth:
     each term the mean over frames of the squared error norm, or (not ``squared``) of the norm.
@@ -400,8 +394,6 @@ def frames_loss(out, batch, norm, parents, trajectory, squared=True, acceleratio
         jolt = error[:, 2:] - 2 * error[:, 1:-1] + error[:, :-2]
         total = total + acceleration * per_frame(jolt.square().sum(dim=(-1, -2))).mean()
     return total, rot_loss, pos_loss
-
-
 
 
 @torch.no_grad()
