@@ -323,11 +323,16 @@ def test_validation_gaps_lie_in_the_held_out_tenth(lafan1_zip, trained_rtn):
     held_out = np.concatenate([np.arange(c.n_frames) >= round(c.n_frames * (1 - HOLD_OUT)) for c in clips])
     batch = val.sample(512, 30, np.random.default_rng(0))
 
+    def poses(q):   # each pose's joint rotations, up to each one's sign, to four decimals: a pose's key
+        q = np.asarray(q, dtype=np.float32).reshape(len(q), -1, 4)
+        q = np.round(np.where(q[..., :1] < 0, -q, q), 4) + 0.0     # + 0.0: no negative zeros
+        return [row.tobytes() for row in q.reshape(len(q), -1)]
+
+    frame_of = dict(zip(poses(frames), range(len(frames))))
+
     def held_out_frames(window):   # root position, root rotation, then the joints' rotations
-        q = window[..., 7:].reshape(-1, frames.shape[1] // 4, 4)
-        nearest = [np.argmax(np.abs(np.einsum("wjc,fjc->wfj", chunk, frames.reshape(len(frames), -1, 4))).sum(-1),
-                             axis=1) for chunk in np.array_split(q, max(1, len(q) // 32))]  # up to each sign
-        return held_out[np.concatenate(nearest)].reshape(window.shape[:-1])
+        q = window[..., 7:].reshape(-1, frames.shape[1])
+        return held_out[[frame_of[pose] for pose in poses(q)]].reshape(window.shape[:-1])
 
     assert held_out_frames(batch["truth"][:16]).all()          # the gap and the target: held out
     assert not held_out_frames(batch["past"][:, 0]).all()      # some past context starts before the cut
