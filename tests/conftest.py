@@ -111,7 +111,7 @@ def dog_zip(mocap):
 def _rtn_command(lafan1_zip, folder):
     return [sys.executable, "-m", "training", "rtn", "--data", str(lafan1_zip), "--subjects", "1,2,3,4",
             "--out", str(folder / "run"), "--steps", "4", "--batch", "8", "--max-gap", "20", "--validate-every", "4",
-            "--reverse", "0.5", "--cache", str(folder / "cache"), "--threads", THREADS]
+            "--validation-windows", "16", "--reverse", "0.5", "--cache", str(folder / "cache"), "--threads", THREADS]
 
 
 @pytest.fixture(scope="session")

@@ -46,7 +46,8 @@ def run(sources, tmp_path_factory):
     out, cache = tmp_path_factory.mktemp("run"), tmp_path_factory.mktemp("cache")
     data = [arg for s in sources for arg in ("--data", str(s))]
     train_and_export("rtn", [*data, "--hold-out", HELD, "--steps", "2", "--batch", "4", "--max-gap", "10",
-                             "--validate-every", "2", "--cache", str(cache), "--threads", "1"], out, "m.onnx")
+                             "--validate-every", "2", "--validation-windows", "16",
+                             "--cache", str(cache), "--threads", "1"], out, "m.onnx")
     state = torch.load(out / "checkpoint.pt", weights_only=True)
     files = sorted(cache.iterdir(), key=lambda p: "-on-" in p.name)   # LaFAN1's, then Bandai's on its skeleton
     return {"out": out, "cache": cache, "files": files, "data": data, "meta": state["meta"],
@@ -98,7 +99,8 @@ def test_a_retargeted_cache_made_from_every_clip_is_not_served_to_a_hold_out(run
 def test_a_resumed_run_keeps_its_clips_held_out(run, sources):
     again = subprocess.run([sys.executable, "-m", "training", "rtn", *run["data"], "--out", str(run["out"]),
                             "--steps", "3", "--batch", "4", "--max-gap", "10", "--validate-every", "10",
-                            "--cache", str(run["cache"]), "--threads", "1"], cwd=ROOT, capture_output=True, text=True)
+                            "--validation-windows", "16", "--cache", str(run["cache"]), "--threads", "1"],
+                           cwd=ROOT, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr[-2000:]
     assert f"holding out {HELD} too" in again.stderr
     meta = torch.load(run["out"] / "checkpoint.pt", weights_only=True)["meta"]
@@ -110,7 +112,8 @@ def test_init_keeps_them_held_out_on_other_data(run, sources, tmp_path):
     out = tmp_path / "tuned"
     tuned = subprocess.run([sys.executable, "-m", "training", "rtn", "--data", str(sources[0]), "--out", str(out),
                             "--init", str(run["out"] / "checkpoint.pt"), "--steps", "4", "--batch", "4",
-                            "--max-gap", "10", "--validate-every", "10", "--cache", str(run["cache"]), "--threads", "1"],
+                            "--max-gap", "10", "--validate-every", "10", "--validation-windows", "16", "--cache",
+                            str(run["cache"]), "--threads", "1"],
                            cwd=ROOT, capture_output=True, text=True)
     assert tuned.returncode == 0, tuned.stderr[-2000:]
     meta = torch.load(out / "checkpoint.pt", weights_only=True)["meta"]

@@ -600,3 +600,35 @@ def test_an_earlier_model_file_is_refused_with_what_to_do_and_converted_once(tra
     gap = Gap(original.skeleton, rot, pos, rot[:, -1], pos[:, -1], 12)
     for a, b in zip(new.fill(gap), original.fill(gap)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_validation_measures_as_many_held_out_windows_as_asked(lafan1_zip, trained_rtn):
+    """--validation-windows: each length's score is the mean over that many fixed held-out windows, drawn a batch
+    of 64 at a time (the default 256: the four batches validation always drew), a smaller last batch weighed by its
+    size."""
+    from lab.dataset import load_motion_set
+    from training.loop import Normaliser
+    from training.rtn.family import VALIDATION_LENGTHS, frames_loss, predicted, to_torch, validate
+    from training.rtn.sampler import Transitions
+
+    state = load(trained_rtn["checkpoint"])
+    model, norm = shipped_network(state), Normaliser(state["stats"])
+    val = Transitions(load_motion_set(lafan1_zip, trained_rtn["cache"]), "validation", SUBJECT_1, mirrored=False)
+    parents = [int(q) for q in val.parents]
+
+    def by_hand(sizes):
+        rng, scores = np.random.default_rng(1234), []
+        for n in VALIDATION_LENGTHS:
+            terms = []
+            for size in sizes:
+                b = to_torch(val.sample(size, n, rng, keep_after=1.0), torch.device("cpu"))
+                with torch.no_grad():
+                    terms.append([t.item() * size for t in frames_loss(predicted(model, norm, b, n), b, norm, parents,
+                                                                          val.layout.trajectory)[1:]])
+            scores += list(np.sqrt(np.sum(terms, axis=0) / sum(sizes)))
+        return scores
+
+    device = torch.device("cpu")
+    np.testing.assert_allclose(validate(model, norm, val, device), by_hand([64] * 4), rtol=1e-9)
+    np.testing.assert_allclose(validate(model, norm, val, device, 80), by_hand([64, 16]), rtol=1e-9)
+    assert not np.allclose(validate(model, norm, val, device, 16), by_hand([64] * 4), rtol=1e-3)

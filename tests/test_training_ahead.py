@@ -62,7 +62,7 @@ def test_workers_by_default_only_beside_a_gpu():
 def test_a_run_with_workers_trains(clips, tmp_path):
     result = subprocess.run([sys.executable, "-m", "training", "rtn", "--data", str(clips), "--out", str(tmp_path),
                              "--steps", "4", "--batch", "4", "--max-gap", "10", "--validate-every", "4",
-                             "--threads", "1", "--workers", "2"],
+                             "--validation-windows", "16", "--threads", "1", "--workers", "2"],
                             cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "4 steps in" in result.stderr and "steps/s" in result.stderr

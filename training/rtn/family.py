@@ -41,6 +41,7 @@ from .sampler import Transitions
 from .transformer import TransformerConfig, TransitionTransformer, rollout
 
 VALIDATION_LENGTHS = (5, 15, 30, 45)
+VALIDATION_WINDOWS, VALIDATION_BATCH = 256, 64   # held-out windows a validation measures per length, and a batch
 MOST_GAP = 1000   # frames of a training transition (the shipped models learned up to 120)
 
 
@@ -70,6 +71,10 @@ class RTNFamily(Family):
                             help="the transformer's encoder layers")
         parser.add_argument("--min-gap", type=gap, default=5)
         parser.add_argument("--max-gap", type=gap, default=60)
+        parser.add_argument("--validation-windows", type=whole(1, 65536, "held-out windows per validation length"),
+                            default=VALIDATION_WINDOWS,
+                            help="held-out windows that each validation measures at each gap length, the same ones "
+                                 "every time (fewer: a quicker, rougher curve)")
         parser.add_argument("--loss", choices=("mse", "l2"), default="mse",
                             help="mse: the paper's mean squared error; l2: the mean of each frame's error "
                                  "norm, as the benchmark's L2Q and L2P measure it (see frames_loss)")
@@ -184,7 +189,8 @@ class RTNFamily(Family):
         return total, {"rotations": rot.item(), "positions": pos.item()}
 
     def validate(self, model, norm, validation, args, device):
-        scores = validate(model, norm, validation, device, blend=BLEND if args.blends else None)
+        scores = validate(model, norm, validation, device, args.validation_windows,
+                          blend=BLEND if args.blends else None)
         return named(scores)
 
     def graph(self, model):
@@ -262,8 +268,9 @@ def held_out_errors(state, model, data, cache=None):
     if val_set.files != meta["data_files"]:
         raise DataError(f"{' + '.join(data)}: not the data this checkpoint was trained on ({' + '.join(sources(meta))})")
     norm, device = Normaliser(state["stats"]), torch.device("cpu")
-    scores = validate(model, norm, val_set, device, blend=BLEND)
-    baseline = validate(model, norm, val_set, device, interpolate=True)
+    windows = meta["args"].get("validation_windows", VALIDATION_WINDOWS)   # as the run validated
+    scores = validate(model, norm, val_set, device, windows, blend=BLEND)
+    baseline = validate(model, norm, val_set, device, windows, interpolate=True)
     return {n: (scores[2 * i:2 * i + 2], baseline[2 * i:2 * i + 2]) for i, n in enumerate(VALIDATION_LENGTHS)}
 
 
@@ -397,23 +404,26 @@ def frames_loss(out, batch, norm, parents, trajectory, squared=True, acceleratio
 
 
 @torch.no_grad()
-def validate(model, norm, val_set, device, batches=4, batch=64, interpolate=False, blend=None):
+def validate(model, norm, val_set, device, windows=VALIDATION_WINDOWS, interpolate=False, blend=None):
     """Root mean rotation and position errors per validation length, with no teacher forcing, of
     the model or (``interpolate``) of straight-line interpolation; ``blend`` (a length in frames)
     applies the runtime's blends first, as a user sees the transitions.
 
-    The same fixed windows every time (a fixed seed), so the curve shows the model, not the draw.
+    The same fixed ``windows`` at each length every time (a fixed seed), so the curve shows the model, not the
+    draw; measured VALIDATION_BATCH at a time.
     """
     model.eval()
     rng = np.random.default_rng(1234)
+    sizes = [VALIDATION_BATCH] * (windows // VALIDATION_BATCH) + [windows % VALIDATION_BATCH] * bool(
+        windows % VALIDATION_BATCH)
     scores = []
     for n in VALIDATION_LENGTHS:
         rot = pos = 0.0
-        for _ in range(batches):
-            b = to_torch(val_set.sample(batch, n, rng, keep_after=1.0), device)
+        for size in sizes:
+            b = to_torch(val_set.sample(size, n, rng, keep_after=1.0), device)
             out = interpolated(b, n) if interpolate else predicted(model, norm, b, n)
             out = out if blend is None else blended(out, b, blend)
             _, r, p = frames_loss(out, b, norm, [int(q) for q in val_set.parents], val_set.layout.trajectory)
-            rot, pos = rot + r.item() / batches, pos + p.item() / batches
+            rot, pos = rot + r.item() * (size / windows), pos + p.item() * (size / windows)
         scores += [math.sqrt(rot), math.sqrt(pos)]
     return scores
