@@ -153,9 +153,8 @@ def forward_kinematics(rotations, positions, parents):
     One batched step per depth of the hierarchy (all joints whose parents are placed), so neither
     the frame and batch axes nor the joints of one depth loop: 8 steps for LaFAN1's 22 joints. Each
     joint's arithmetic is the same as one step per joint, so the results are too. The joints are
-    worked on as the first axis, where each joint's frames lie together: gathering a level's parents
-    from the joint axis in the middle copies strided rows, and took half the time on a benchmark's
-    thousands of windows.
+    worked on as the first axis, where each joint's frames lie together: gathered from the joint axis
+    in the middle, a level's parents are strided rows, slow to copy (docs/experiments.md).
     """
     parents = np.asarray(parents)
     lead = np.broadcast_shapes(rotations.shape[:-1], positions.shape[:-1])

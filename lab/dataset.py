@@ -445,8 +445,8 @@ def gather_windows(motions, width, offset):
 def position_statistics(windows, parents):
     """Mean and standard deviation of every world joint coordinate over all windows and frames. ``windows``
     yields local rotations and translations (N, W, J, …) a few windows at a time (a clip's), merged by Chan,
-    Golub and LeVeque's pairwise update: LaFAN1's training windows all at once, and the copies that centring
-    and forward kinematics make of them, took gigabytes and most of the benchmark's preparation."""
+    Golub and LeVeque's pairwise update, so that a data set's windows, and the copies that centring and forward
+    kinematics make of them, never lie in memory all at once (docs/experiments.md)."""
     count, mean, squares = 0, 0.0, 0.0
     for rotations, positions in windows:
         _, world = forward_kinematics(rotations, positions, parents)
