@@ -608,7 +608,8 @@ def test_validation_measures_as_many_held_out_windows_as_asked(lafan1_zip, train
     size."""
     from lab.dataset import load_motion_set
     from training.loop import Normaliser
-    from training.rtn.family import VALIDATION_LENGTHS, frames_loss, predicted, to_torch, validate
+    from training.rtn.family import (VALIDATION_BATCH, VALIDATION_LENGTHS, VALIDATION_WINDOWS, frames_loss, predicted,
+                                     to_torch, validate)
     from training.rtn.sampler import Transitions
 
     state = load(trained_rtn["checkpoint"])
@@ -629,6 +630,8 @@ def test_validation_measures_as_many_held_out_windows_as_asked(lafan1_zip, train
         return scores
 
     device = torch.device("cpu")
-    np.testing.assert_allclose(validate(model, norm, val, device), by_hand([64] * 4), rtol=1e-9)
-    np.testing.assert_allclose(validate(model, norm, val, device, 80), by_hand([64, 16]), rtol=1e-9)
-    assert not np.allclose(validate(model, norm, val, device, 16), by_hand([64] * 4), rtol=1e-3)
+    assert (VALIDATION_WINDOWS, VALIDATION_BATCH) == (256, 64)
+    eighty, sixteen = validate(model, norm, val, device, 80), validate(model, norm, val, device, 16)
+    np.testing.assert_allclose(eighty, by_hand([64, 16]), rtol=1e-9)
+    np.testing.assert_allclose(sixteen, by_hand([16]), rtol=1e-9)
+    assert not np.allclose(sixteen, eighty, rtol=1e-3)
