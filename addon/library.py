@@ -167,14 +167,16 @@ class BETWIXT_OT_transitions(JobOperator, bpy.types.Operator):
                                "another)")
         fps = scene_fps(context.scene)
 
-        def reaches(model):   # model frames strictly between the keys
-            return model_frames(0, self.length + 1, fps / model.layout.fps) - 1 <= model.max_gap
+        def between(model):   # model frames strictly between the keys
+            return model_frames(0, self.length + 1, fps / model.layout.fps) - 1
+
+        def reaches(model):
+            return between(model) <= model.max_gap
 
         model = model_for(context, obj, "variants", "rtn")
         if not reaches(model):   # longer than the active model fills: another of the skeleton may
             model = model_for(context, obj, "variants", "rtn", fits=reaches)
-        ratio = fps / model.layout.fps
-        length = model_frames(0, self.length + 1, ratio) - 1
+        ratio, length = fps / model.layout.fps, between(model)
         if self.length < 1 or length > model.max_gap:
             most = int(model.max_gap * ratio)
             raise BetwixtError(f"a transition's length must be 1 to {most} frames at {fps:g} fps (it is {self.length})")
