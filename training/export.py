@@ -216,7 +216,6 @@ def _requantized(path, output, weights, bench_data):
     was = meta.get("betwixt.weights", "float32")
     proto = floated(onnx.load(str(path)))
     del proto.metadata_props[:]
-    Path(output).parent.mkdir(parents=True, exist_ok=True)
     write(proto, output, {**meta, "betwixt.weights": weights}, weights)
     card_path = Path(path).with_suffix(".md")
     if card_path.exists():
