@@ -10,8 +10,7 @@ import onnxruntime as ort
 import pytest
 import torch
 
-from inference.errors import DataError
-from training.onnx_tools import DYNAMIC, write
+from training.onnx_tools import write
 from training.rtn.network import RTN, RTNConfig, graph
 
 SMALL = dict(pose_dim=12, target_dim=18, offset_dim=9, past=4, frame_hidden=64, future_hidden=16,
@@ -260,14 +259,6 @@ def test_quantized_rollout_is_smaller_and_close(shipped_size, tmp_path, weights,
     motion = np.abs(full - x["past"].numpy()[:, -1:]).max()
     assert np.abs(small_ - full).max() < error * motion
     assert session(tmp_path / "small.onnx").get_modelmeta().custom_metadata_map["betwixt.weights"] == weights
-
-
-def test_a_recurrent_network_is_refused_dynamic_weights(tmp_path):
-    """Dynamic quantisation is for a network that multiplies a whole window at once; the RTN's Loop steps a frame
-    at a time, bound by reading its weights: one clear error, no file."""
-    with pytest.raises(DataError, match="recurrent one steps a frame at a time.*give int8 or mixed"):
-        write(graph(small()), tmp_path / "d.onnx", {}, DYNAMIC)
-    assert not (tmp_path / "d.onnx").exists()
 
 
 def test_metadata_round_trip(tmp_path):

@@ -8,23 +8,19 @@ import json
 import zipfile
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 import pytest
 import torch
 
 from inference.bvh import parse_bvh
-from inference.modelfile import FORMAT, open_model
+from inference.modelfile import open_model
 from inference.transition import Gap
 from training.__main__ import main
-from training.export import convert
-from training.onnx_tools import DYNAMIC, write
 from training.rtn.transformer import TransformerConfig, TransitionTransformer, rollout
 
 SMALL = dict(pose_dim=11, target_dim=14, offset_dim=11, rotations=2, past=4, width=32, layers=2, heads=4,
              feedforward=64, noise_dim=8)
 MEAN, STD = np.linspace(-0.3, 0.4, 11), np.linspace(0.5, 1.5, 11)
-INNER = {f"encoder.{i}/{m}" for i in range(SMALL["layers"]) for m in ("qkv", "out", "ff")}   # its inner layers
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -108,60 +104,6 @@ def test_onnx_graph_matches_torch_for_any_gap_and_batch():
                                        "noise": 0.5 * z.numpy()})
         assert frames.shape == (batch, n + 1, cf.pose_dim)
         np.testing.assert_allclose(frames, expected, atol=1e-4, rtol=0)
-
-
-def _fills(path, model, lengths=((1, 1), (3, 30))):
-    """The frames the model file at ``path`` and ``model`` (torch) fill, per (batch, gap length)."""
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    out = []
-    for batch, n in lengths:
-        past, target, z = inputs(model.config, batch, seed=n)
-        with torch.no_grad():
-            expected = model(past, target, n, z=z, variation=0.5).numpy()
-        (frames,) = session.run(None, {"past": past.numpy(), "target": target.numpy(), "gap": np.array(n),
-                                       "noise": 0.5 * z.numpy()})
-        out.append((frames, expected, np.abs(expected - past.numpy()[:, -1:]).max()))
-    return out
-
-
-def _layers(path):
-    """The layers (module names) whose matrices a model file multiplies by in integers, and those in float."""
-    graph = onnx.load(str(path)).graph
-    weights = {w.name for w in graph.initializer}
-    module = lambda node: "/".join(node.name.split("/")[1:3])  # noqa: E731   "/encoder.0/qkv/MatMul_quant"
-    return ({module(n) for n in graph.node if n.op_type == "MatMulInteger"},
-            {module(n).split("/")[0] for n in graph.node if n.op_type == "MatMul" and n.input[1] in weights})
-
-
-def test_dynamic_weights_multiply_the_inner_layers_in_integers_and_fill_as_torch_does(tmp_path):
-    """``--weights dynamic``: the encoder's matrices in 8-bit integers, their products rounded to 8 bits as they
-    run; the layers that read the features in and write them out in float. The fill within a hundredth of
-    its motion of torch's (measured: 0.004)."""
-    model = small().eval()
-    write(rollout(model), tmp_path / "d.onnx", {}, DYNAMIC)
-    integer, kept = _layers(tmp_path / "d.onnx")
-    assert integer == INNER
-    assert {"frame_in", "target_in", "noise_in", "frame_out"} <= kept and not any("encoder" in k for k in kept)
-    for frames, expected, motion in _fills(tmp_path / "d.onnx", model):
-        assert np.abs(frames - expected).max() < 0.01 * motion
-
-
-def test_a_model_file_converts_to_dynamic_weights_from_its_own(tmp_path):
-    """``python -m training convert --weights dynamic``: a file in blocks of integers (its checkpoint gone) takes
-    dynamic weights from the matrices its blocks stand for; its metadata and card say so, and it fills as the
-    file it came from does."""
-    model = small().eval()
-    meta = {"betwixt.version": str(FORMAT), "betwixt.weights": "int8", "betwixt.kind": "rtn"}
-    write(rollout(model), tmp_path / "m.onnx", meta, "int8")
-    (tmp_path / "m.md").write_text("# m\n\nA card.\n")
-    convert(tmp_path / "m.onnx", tmp_path / "d.onnx", weights=DYNAMIC)
-    assert _layers(tmp_path / "d.onnx")[0] == INNER
-    converted = ort.InferenceSession(str(tmp_path / "d.onnx"), providers=["CPUExecutionProvider"])
-    assert converted.get_modelmeta().custom_metadata_map == {**meta, "betwixt.weights": DYNAMIC}
-    card = (tmp_path / "d.md").read_text()
-    assert card.startswith("# m\n\nA card.\n") and "requantised from the file's own (int8)" in card
-    for (frames, _, motion), (theirs, _, _) in zip(_fills(tmp_path / "d.onnx", model), _fills(tmp_path / "m.onnx", model)):
-        assert np.abs(frames - theirs).max() < 0.01 * motion
 
 
 def test_trained_by_the_training_command_it_fills_gaps_in_the_runtime(trained_rtn, lafan1_zip, tmp_path):

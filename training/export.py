@@ -22,7 +22,7 @@ from . import card, checkpoint
 from .clips import selection_in
 from .family import family as family_called
 from .loop import source_commit
-from .onnx_tools import DYNAMIC, LARGE, WEIGHTS, floated, metadata_of, write
+from .onnx_tools import LARGE, WEIGHTS, metadata_of, write
 from .rtn.card import benchmark_section
 
 AGREEMENT = 1e-3   # largest difference between torch and onnxruntime a float32 export may show
@@ -72,10 +72,6 @@ def floor_of(data, cache, meta):
 
 def precision(weights):
     """How the card says the weights are stored."""
-    if weights == DYNAMIC:
-        return ("in 8 bits (one scale per output column) for the inner layers' matrices, their inputs rounded to 8 "
-                "bits as they run (onnxruntime's dynamic quantisation); the layers that read the features in and "
-                "write them out in float32.")
     if not WEIGHTS[weights]:
         return "in float32."
     (bits, block), (small_bits, small_block) = WEIGHTS[weights]
@@ -120,19 +116,15 @@ def _capped(meta, longest, path):
     return json.dumps({**gaps, "max": longest})
 
 
-def convert(path, output, bench_data=None, data=None, cache=None, max_gap=None, weights=None):
+def convert(path, output, bench_data=None, data=None, cache=None, max_gap=None):
     """A checkpoint (.pt) or model file (.onnx) of an earlier Betwixt, in this version's form; a model
     file of this version exported before ``betwixt.floor`` or its skeleton's End Sites were kept gains them
-    from its data sets ``data``; one of this version with ``max_gap``, its longest gap set anew; with
-    ``weights``, its weights stored so instead."""
+    from its data sets ``data``; one of this version with ``max_gap``, its longest gap set anew."""
     if not Path(path).is_file():
         raise DataError(f"{path}: no such file; give the checkpoint (.pt) or model file (.onnx) to convert")
-    for option, given in (("--max-gap", max_gap), ("--weights", weights)):
-        if given is not None and (Path(path).suffix != ".onnx"
-                                  or metadata_of(path).get("betwixt.version") != str(FORMAT)):
-            raise DataError(f"{path}: {option} is for a model file (.onnx) of this version; convert it first")
-    if weights is not None:
-        return _requantized(path, output, weights, bench_data)
+    if max_gap is not None and (Path(path).suffix != ".onnx"
+                                or metadata_of(path).get("betwixt.version") != str(FORMAT)):
+        raise DataError(f"{path}: --max-gap is for a model file (.onnx) of this version; convert it first")
     if Path(path).suffix == ".onnx":
         if metadata_of(path).get("betwixt.version") == str(FORMAT):
             return _completed(path, output, data, cache) if max_gap is None else _recapped(path, output, max_gap)
@@ -208,26 +200,6 @@ def _recapped(path, output, longest):
                       "file's own.")
 
 
-def _requantized(path, output, weights, bench_data):
-    """A model file of this format with its weights stored as ``weights``, from the float matrices that its own
-    stand for (:func:`.onnx_tools.floated`): a new precision for a file whose checkpoint is gone. Its card
-    gains the benchmark scored anew when ``bench_data`` is given."""
-    meta = metadata_of(path)
-    was = meta.get("betwixt.weights", "float32")
-    proto = floated(onnx.load(str(path)))
-    del proto.metadata_props[:]
-    write(proto, output, {**meta, "betwixt.weights": weights}, weights)
-    card_path = Path(path).with_suffix(".md")
-    if card_path.exists():
-        text = card_path.read_text()
-        if bench_data:
-            text = _replaced_section(text, "## Benchmark", benchmark_section(output, bench_data))
-        Path(output).with_suffix(".md").write_text(
-            text.rstrip() + f"\n\nWeights requantised from the file's own ({was}) by `python -m training convert "
-                            f"--weights {weights}` at commit {source_commit()}, stored {precision(weights)}\n")
-    return output
-
-
 def _rewritten(path, output, meta, note=None):
     """The model file at ``path`` written to ``output`` with the metadata ``meta`` instead of its own, and its
     card, where it has one, with ``note`` (a paragraph saying what changed) at its end; ``output``."""
@@ -242,23 +214,17 @@ def _rewritten(path, output, meta, note=None):
 
 
 def _replaced_section(text, heading, lines):
-    """``text`` (Markdown) with the section under ``heading`` replaced by ``lines``, or ending in them where it
-    has none."""
-    if heading not in text:
-        return text.rstrip() + "\n\n" + "\n".join(lines) + "\n"
+    """``text`` (Markdown) with the section under ``heading`` replaced by ``lines``."""
     start = text.index(heading)
     end = text.find("\n## ", start + 1)
     return text[:start] + "\n".join(lines) + ("\n\n" + text[end + 1:] if end >= 0 else "\n")
 
 
-WEIGHTS_HELP = (f"weight precision: int8 and int4 are smaller and faster, a little less exact; {DYNAMIC} (int8 "
-                "weights and arithmetic) is fastest for a transformer")
-
-
 def add_arguments(parser):
     parser.add_argument("checkpoint", type=Path)
     parser.add_argument("-o", "--output", type=Path, required=True, help="the .onnx file to write")
-    parser.add_argument("--weights", choices=[*WEIGHTS, DYNAMIC], default="float32", help=WEIGHTS_HELP)
+    parser.add_argument("--weights", choices=list(WEIGHTS), default="float32",
+                        help="weight precision: int8 and int4 are smaller and faster, a little less exact")
     parser.add_argument("--bench-data", help="LaFAN1 folder or archive: put benchmark numbers in the model card")
     parser.add_argument("--data", action="append",
                         help="the training data (as many --data as the run had): put validation numbers beside "
@@ -286,10 +252,8 @@ def add_convert_arguments(parser):
     parser.add_argument("--cache", help="data set cache folder")
     parser.add_argument("--max-gap", type=whole(1, math.inf, "frames; at most the longest its network trained on"),
                         help="a model file of this version: the longest gap (frames) its RTN fills, set anew")
-    parser.add_argument("--weights", choices=[*WEIGHTS, DYNAMIC],
-                        help="a model file of this version: its weights stored anew, from its own; " + WEIGHTS_HELP)
 
 
 def run_convert(args):
-    convert(args.file, args.output, args.bench_data, args.data, args.cache, args.max_gap, args.weights)
+    convert(args.file, args.output, args.bench_data, args.data, args.cache, args.max_gap)
     print(f"wrote {args.output}")

@@ -5,12 +5,9 @@ A family builds its graph (a ModelProto); :func:`write` quantises it if asked, s
 and checks it; :func:`agreement` runs the same inputs through torch and onnxruntime.
 """
 
-import functools
 import io
 import logging
-import tempfile
 import warnings
-from pathlib import Path
 
 import numpy as np
 import onnx
@@ -18,7 +15,6 @@ import onnxruntime
 import torch
 from onnx import TensorProto, helper, numpy_helper
 from google.protobuf.message import DecodeError
-from onnxruntime.quantization import QuantType, quantize_dynamic
 from onnxruntime.quantization.matmul_nbits_quantizer import DefaultWeightOnlyQuantConfig, MatMulNBitsQuantizer
 
 from inference.errors import DataError
@@ -34,108 +30,9 @@ def quantized(proto, large, small):
     layers, which read and write the features themselves, are where 4 bits cost accuracy.
     """
     logging.getLogger("onnxruntime.quantization.matmul_nbits_quantizer").setLevel(logging.WARNING)  # a line a node
-    proto, weights, products = _products(proto)
-    exact = [n.name for n in products if _selects(weights[n.input[1]])]   # learned matrices only
-    is_large = {n.name: np.prod(weights[n.input[1]].dims) >= LARGE for n in products}
-    for (bits, block), chosen in ((large, True), (small, False)):
-        config = DefaultWeightOnlyQuantConfig(block_size=block, is_symmetric=True, accuracy_level=4, bits=bits)
-        skip = exact + [n for n, big in is_large.items() if big != chosen]
-        quantizer = MatMulNBitsQuantizer(proto, algo_config=config, nodes_to_exclude=skip)
-        quantizer.process()
-        proto = quantizer.model.model
-    return proto
-
-
-def dynamic(proto):
-    """The same graph with its inner layers' matrices in 8-bit integers (one scale per output column), each
-    product's input rounded to 8 bits as it runs (onnxruntime's dynamic quantisation, DynamicQuantizeMatMul).
-
-    A network that multiplies many rows at once, as a transformer over a whole window does, is bound by
-    arithmetic rather than by reading its weights, and integer products (VNNI) are faster than float
-    ones there. The layers that read the features in and write them out stay float (:func:`_inner`):
-    rounding there costs the most accuracy.
-    """
-    if any(attr.type == attr.GRAPH for node in proto.graph.node for attr in node.attribute):
-        raise DataError(f"--weights {DYNAMIC} is for a network that reads a whole window at once (a transformer); "
-                        "a recurrent one steps a frame at a time, bound by reading its weights: give int8 or mixed")
-    proto, weights, products = _products(proto)
-    inner = _inner(proto.graph, [n for n in products if not _selects(weights[n.input[1]])])
-    if not inner:   # the quantiser takes an empty list for every node
-        raise DataError(f"--weights {DYNAMIC}: the network has no layers between those that read its features in and "
-                        "write them out; give float32 or int8")
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)   # the quantiser advises pre-processing, a graph without shapes, on the root logger
-    try:
-        with tempfile.TemporaryDirectory() as folder:
-            out = Path(folder) / "dynamic.onnx"
-            quantize_dynamic(proto, out, weight_type=QuantType.QInt8, per_channel=True, nodes_to_quantize=inner)
-            return onnx.load(str(out))
-    finally:
-        root.setLevel(level)
-
-
-def _inner(graph, layers):
-    """The names of ``layers`` (MatMul nodes by a learned matrix) that neither read the graph's inputs nor
-    write its outputs through no other of them."""
-    by_output = {n.output[0]: n for n in layers}
-    producer = {o: n for n in graph.node for o in n.output}
-    consumers = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
-    outputs = {o.name for o in graph.output}
-
-    @functools.cache
-    def after_layer(tensor):
-        node = producer.get(tensor)
-        return node is not None and (node.output[0] in by_output or any(after_layer(i) for i in node.input if i))
-
-    @functools.cache
-    def to_output(tensor):
-        return tensor in outputs or any(to_output(o) for node in consumers.get(tensor, ())
-                                        if node.output[0] not in by_output for o in node.output)
-
-    return [n.name for n in layers if after_layer(n.input[0]) and not to_output(n.output[0])]
-
-
-def _selects(weight):
-    """Whether a matrix holds only zeros and ones (as RTN.pairs): it selects and sums, exact as it is."""
-    return bool(np.isin(numpy_helper.to_array(weight), (0.0, 1.0)).all())
-
-
-def floated(proto):
-    """The same graph with every matrix stored in blocks of integers (MatMulNBits) as the float matrix it
-    multiplies by (:func:`_dequantised`): a model file's weights requantised without its checkpoint."""
-    stored = {i.name: i for i in proto.graph.initializer}
-    nodes, matrices = [], []
-    for node in proto.graph.node:
-        if node.op_type != "MatMulNBits":
-            nodes.append(node)
-            continue
-        name = node.input[1].removesuffix("_Q8").removesuffix("_Q4")
-        matrices.append(numpy_helper.from_array(_dequantised(node, stored, proto.ir_version), name))
-        bias = node.input[5] if len(node.input) > 5 else ""
-        product = node.output[0] + "/mm" if bias else node.output[0]
-        nodes.append(helper.make_node("MatMul", [node.input[0], name], [product], name=node.name))
-        if bias:
-            nodes.append(helper.make_node("Add", [product, bias], list(node.output)))
-    del proto.graph.node[:]
-    proto.graph.node.extend(nodes)
-    used = {name for node in nodes for name in node.input}
-    kept = [i for i in proto.graph.initializer if i.name in used] + matrices
-    del proto.graph.initializer[:]
-    proto.graph.initializer.extend(kept)
-    return proto
-
-
-def _products(proto):
-    """``(proto, weights, products)``: the graph with every Gemm as a MatMul and an Add (the quantisers
-    rewrite MatMul only), its initializers by name, and its MatMul nodes by a weight, each named (the
-    quantisers pick nodes by name)."""
     weights = {w.name: w for w in proto.graph.initializer}
 
-    def matmuls(graph):  # Gemm(x, W, b) -> MatMul(x, W^T) + b
+    def matmuls(graph):  # Gemm(x, W, b) -> MatMul(x, W^T) + b: the quantizer rewrites MatMul only
         nodes = []
         for node in graph.node:
             for attr in node.attribute:
@@ -161,9 +58,18 @@ def _products(proto):
     del proto.graph.initializer[:]
     proto.graph.initializer.extend(w for name, w in weights.items() if name in used)
     products = [n for n in _nodes(proto.graph) if n.op_type == "MatMul" and n.input[1] in weights]
-    for i, node in enumerate(products):
+    for i, node in enumerate(products):  # the quantizer picks nodes by name
         node.name = node.name or f"matmul{i}"
-    return proto, weights, products
+    # learned matrices only: a 0/1 matrix (as RTN.pairs) selects and sums, and is exact as it is
+    exact = [n.name for n in products if np.isin(numpy_helper.to_array(weights[n.input[1]]), (0.0, 1.0)).all()]
+    is_large = {n.name: np.prod(weights[n.input[1]].dims) >= LARGE for n in products}
+    for (bits, block), chosen in ((large, True), (small, False)):
+        config = DefaultWeightOnlyQuantConfig(block_size=block, is_symmetric=True, accuracy_level=4, bits=bits)
+        skip = exact + [n for n, big in is_large.items() if big != chosen]
+        quantizer = MatMulNBitsQuantizer(proto, algo_config=config, nodes_to_exclude=skip)
+        quantizer.process()
+        proto = quantizer.model.model
+    return proto
 
 
 def _nodes(graph):
@@ -180,7 +86,6 @@ def _nodes(graph):
 WEIGHTS = {"float32": None, "int8": ((8, 128), (8, 128)), "mixed": ((4, 128), (8, 128)),
            "int4": ((4, 32), (4, 32))}
 LARGE = 512 * 512  # entries from which a matrix counts as large
-DYNAMIC = "dynamic"   # the other choice of precision: dynamic()
 
 
 OPSET = 17
@@ -216,10 +121,8 @@ def traced(module, args, inputs, outputs, axes=None):
 
 def write(proto, path, metadata, weights="float32"):
     """Write ``proto`` as one self-contained model file with ``metadata`` (strings) as its
-    metadata_props and its weights stored as ``weights`` (a key of WEIGHTS, or DYNAMIC)."""
-    if weights == DYNAMIC:
-        proto = dynamic(proto)
-    elif WEIGHTS[weights]:
+    metadata_props and its weights stored as ``weights`` (a key of WEIGHTS)."""
+    if WEIGHTS[weights]:
         proto = quantized(proto, *WEIGHTS[weights])
     onnx.helper.set_model_props(proto, {str(k): str(v) for k, v in metadata.items()})
     onnx.checker.check_model(proto, full_check=True)
