@@ -13,18 +13,17 @@ something).
 
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from commands import train_and_export
+from commands import run_training, train_and_export
 
 ROOT = Path(__file__).resolve().parents[1]
 MOCAP = Path(os.environ.get("BETWIXT_SHARED", ROOT.parent / "shared")) / "mocap"
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")
-# two workers on two cores: one thread each for the numerical libraries, the training subprocesses' included
+# two workers on two cores: one thread each for the numerical libraries, the commands' they run included
 THREADS = "1" if WORKER else "2"
 if WORKER:
     for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -123,9 +122,9 @@ def trained_rtn(lafan1_zip, tmp_path_factory):
     """
     def build(folder):
         run = folder / "run"
-        subprocess.run(_rtn_command(lafan1_zip, folder), cwd=ROOT, check=True, capture_output=True, text=True)
-        subprocess.run([sys.executable, "-m", "training", "export", str(run / "checkpoint.pt"), "-o",
-                        str(run / "rtn.onnx")], cwd=ROOT, check=True, capture_output=True, text=True)
+        run_training(_rtn_command(lafan1_zip, folder), check=True)
+        run_training([sys.executable, "-m", "training", "export", str(run / "checkpoint.pt"), "-o",
+                        str(run / "rtn.onnx")], check=True)
 
     folder = once(tmp_path_factory, "rtn", build)
     run = folder / "run"

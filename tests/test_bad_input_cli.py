@@ -6,7 +6,6 @@ The CLI runs in-process (``main``), as tests/test_cli.py's do; only the training
 process of its own (``python -m training`` exits at import).
 """
 
-import subprocess
 import sys
 import zipfile
 from dataclasses import replace
@@ -15,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from commands import run_training
 from inference import quat
 from inference.bvh import parse_bvh, read_bvh, write_bvh
 from inference.check import ResultError, check_result
@@ -285,8 +285,7 @@ def test_training_refuses_a_bad_option_before_it_makes_the_run_folder(human, tmp
         err = capsys.readouterr().err.splitlines()
         assert exit.value.code == 2 and len(err) == 1 and words in err[0], err
     assert parser.parse_args([*given, "--batch", "1", "--steps", "1"]).batch == 1
-    result = subprocess.run([sys.executable, "-m", "training", "rtn", *given, "--batch", "0"], cwd=ROOT,
-                            capture_output=True, text=True)
+    result = run_training([sys.executable, "-m", "training", "rtn", *given, "--batch", "0"])
     assert result.returncode == 2 and result.stderr.splitlines() == [
         "error: python -m training rtn: argument --batch: 0: give 1 to 65,536 (clips a step learns from, held in the "
         "device's memory) (see --help)"]

@@ -3,7 +3,6 @@ test split, a few steps of the shared loop, and the one-step ONNX graph and its 
 
 import json
 import math
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -13,7 +12,7 @@ import onnxruntime
 import pytest
 import torch
 
-from commands import train_and_export
+from commands import run_training, train_and_export
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_CLIPS = {"D1_008_KAN01_002", "D1_009_KAN01_002", "D1_010_KAN01_003", "D1_ex04_KAN02_003", "D1_058_KAN01_001"}
@@ -81,8 +80,8 @@ def test_labels_command_draws_a_timeline_per_clip(dog_zip, tmp_path):
         member = next(n for n in z.namelist() if n.endswith("D1_059_KAN01_001.bvh"))
         clip.write_bytes(z.read(member))
     out = tmp_path / "labels"
-    result = subprocess.run([sys.executable, "-m", "training", "labels", "--data", str(clip), "--out", str(out),
-                             "--cache", str(tmp_path / "cache")], cwd=ROOT, capture_output=True, text=True)
+    result = run_training([sys.executable, "-m", "training", "labels", "--data", str(clip), "--out", str(out),
+                             "--cache", str(tmp_path / "cache")])
     assert result.returncode == 0, result.stderr
     assert (out / "D1_059_KAN01_001.png").read_bytes()[:4] == b"\x89PNG"
     segments = json.loads((out / "labels.json").read_text())["clips"]["D1_059_KAN01_001"]
@@ -211,10 +210,9 @@ def test_a_run_from_another_runs_weights_takes_its_dropout_unless_given(run, dog
     carried = next(cache.glob("dog-mann-*.npz"))
     for name, data, extra in (("kept", carried, []), ("given", dog_zip, ["--dropout", "0.1"])):
         out = tmp_path / name
-        result = subprocess.run([sys.executable, "-m", "training", "mann", "--data", str(data), "--out", str(out),
+        result = run_training([sys.executable, "-m", "training", "mann", "--data", str(data), "--out", str(out),
                                  "--init", str(run["checkpoint"]), "--steps", "5", "--batch", "8",
-                                 "--validate-every", "100", "--cache", str(cache), "--threads", "1", *extra],
-                                cwd=ROOT, capture_output=True, text=True)
+                                 "--validate-every", "100", "--cache", str(cache), "--threads", "1", *extra])
         assert result.returncode == 0, result.stderr[-2000:]
         assert f"150: {math.ceil(150 * len(split[0].frames.samples) / 8)}, 310:" in result.stderr
         made[name] = torch.load(out / "checkpoint.pt", map_location="cpu", weights_only=True)
@@ -235,8 +233,8 @@ def test_a_run_starts_from_a_mann_model_file(run, dog_zip, cache, tmp_path):
     from training.family import family
 
     model = tmp_path / "mann-int8.onnx"
-    subprocess.run([sys.executable, "-m", "training", "export", str(run["checkpoint"]), "-o", str(model),
-                    "--weights", "int8"], cwd=ROOT, check=True, capture_output=True, text=True)
+    run_training([sys.executable, "-m", "training", "export", str(run["checkpoint"]), "-o", str(model),
+                    "--weights", "int8"], check=True)
     mann = family("mann")
     state = of_model_file(model, mann)
     source = torch.load(run["checkpoint"], map_location="cpu", weights_only=True)
@@ -247,10 +245,9 @@ def test_a_run_starts_from_a_mann_model_file(run, dog_zip, cache, tmp_path):
     assert mann.check_export(rebuilt.eval(), model) <= 1.1 * mann.check_export(loaded(source)[1], model) + 1e-5
 
     out = tmp_path / "tuned"
-    result = subprocess.run([sys.executable, "-m", "training", "mann", "--data", str(dog_zip), "--out", str(out),
+    result = run_training([sys.executable, "-m", "training", "mann", "--data", str(dog_zip), "--out", str(out),
                              "--init", str(model), "--dropout", "0", "--steps", "6", "--batch", "8",
-                             "--validate-every", "100", "--cache", str(cache), "--threads", "1"],
-                            cwd=ROOT, capture_output=True, text=True)
+                             "--validate-every", "100", "--cache", str(cache), "--threads", "1"])
     assert result.returncode == 0, result.stderr[-2000:]
     assert f"starting from the weights of {model} at step 4" in result.stderr
     tuned = torch.load(out / "checkpoint.pt", map_location="cpu", weights_only=True)
@@ -258,16 +255,14 @@ def test_a_run_starts_from_a_mann_model_file(run, dog_zip, cache, tmp_path):
     moved = (tuned["model"]["layers.0.weight"] - state["model"]["layers.0.weight"]).abs().max()
     assert 0 < moved < 1e-2
 
-    result = subprocess.run([sys.executable, "-m", "training", "mann", "--data", str(dog_zip), "--out",
-                             str(tmp_path / "short"), "--init", str(model), "--steps", "4", "--cache", str(cache)],
-                            cwd=ROOT, capture_output=True, text=True)   # a fine-tune of N steps is --steps 4 + N
+    result = run_training([sys.executable, "-m", "training", "mann", "--data", str(dog_zip), "--out",
+                             str(tmp_path / "short"), "--init", str(model), "--steps", "4", "--cache", str(cache)])   # a fine-tune of N steps is --steps 4 + N
     assert result.returncode == 2 and "its weights are at step 4 and --steps counts the whole run" in result.stderr
     assert not (tmp_path / "short").exists()
 
     rtn = tmp_path / "not-a-dog.onnx"
     rtn.write_bytes((ROOT / "inference" / "models" / "rtn-human.onnx").read_bytes())
-    result = subprocess.run([sys.executable, "-m", "training", "mann", "--data", str(dog_zip), "--out",
-                             str(tmp_path / "refused"), "--init", str(rtn), "--steps", "6", "--cache", str(cache)],
-                            cwd=ROOT, capture_output=True, text=True)
+    result = run_training([sys.executable, "-m", "training", "mann", "--data", str(dog_zip), "--out",
+                             str(tmp_path / "refused"), "--init", str(rtn), "--steps", "6", "--cache", str(cache)])
     assert result.returncode == 2 and f"{rtn}: a rtn model; --init needs a mann model" in result.stderr
     assert not (tmp_path / "refused").exists()

@@ -2,7 +2,6 @@
 bodies of other proportions: the data side of the default human model."""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -11,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from commands import run_training
 from inference.errors import DataError
 from lab.dataset import Selection, load_motion_set, load_sources, subject_of
 from training.rtn.sampler import GROUPS, Transitions, proportion_groups
@@ -116,10 +116,10 @@ def test_proportions_scale_bones_within_the_range_and_leave_rotations(both):
 def test_a_short_run_on_both_trains_validates_and_exports(sources, cache, tmp_path):
     run = tmp_path / "run"
     data = [arg for s in sources for arg in ("--data", str(s))]
-    subprocess.run([sys.executable, "-m", "training", "rtn", *data, "--subjects", "1,2,3,4", "--out", str(run),
+    run_training([sys.executable, "-m", "training", "rtn", *data, "--subjects", "1,2,3,4", "--out", str(run),
                     "--steps", "3", "--batch", "8", "--max-gap", "12", "--validate-every", "3", "--proportions", "0.1",
                     "--validation-windows", "16",
-                    "--cache", str(cache), "--threads", "1"], cwd=ROOT, check=True, capture_output=True, text=True)
+                    "--cache", str(cache), "--threads", "1"], check=True)
     state = torch.load(run / "checkpoint.pt", weights_only=True)
     meta = state["meta"]
     assert meta["data"] == [str(s) for s in sources] and meta["subjects"] == SUBJECTS
@@ -128,8 +128,7 @@ def test_a_short_run_on_both_trains_validates_and_exports(sources, cache, tmp_pa
     [(step, scores)] = state["history"]["validation"]
     assert step == 3 and len(scores) == 8 and all(np.isfinite(v) for v in scores.values())
     model = tmp_path / "m.onnx"
-    subprocess.run([sys.executable, "-m", "training", "export", str(run / "checkpoint.pt"), "-o", str(model)],
-                   cwd=ROOT, check=True, capture_output=True, text=True)
+    run_training([sys.executable, "-m", "training", "export", str(run / "checkpoint.pt"), "-o", str(model)], check=True)
     import onnx
     props = {p.key: p.value for p in onnx.load(str(model)).metadata_props}
     assert json.loads(props["betwixt.data"])["source"] == "lafan1-27.zip + bandai1.zip"

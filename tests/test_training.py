@@ -12,6 +12,7 @@ import onnxruntime
 import pytest
 import torch
 
+from commands import run_training
 from lab.dataset import Selection
 from training.card import hardware
 
@@ -52,7 +53,7 @@ def test_resume_continues_where_the_run_stopped(trained_rtn, lafan1_zip, tmp_pat
     args[args.index("--out") + 1] = str(run)
     args[args.index("--steps") + 1] = "6"
     args += ["--bf16", "--lr", "1e-3"]            # a resumed run may change precision and rate
-    result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+    result = run_training(args)
     assert result.returncode == 0, result.stderr
     assert "resuming" in result.stderr and "at step 4" in result.stderr
     after = load(run / "checkpoint.pt")
@@ -64,9 +65,8 @@ def test_resume_continues_where_the_run_stopped(trained_rtn, lafan1_zip, tmp_pat
     assert [r["from_step"] for r in after["history"]["runs"]] == [0, 4]
 
     model = run / "resumed.onnx"
-    subprocess.run([sys.executable, "-m", "training", "export", str(run / "checkpoint.pt"), "-o", str(model),
-                    "--weights", "int8", "--data", str(lafan1_zip), "--cache", str(trained_rtn["cache"])],
-                   cwd=ROOT, check=True, capture_output=True, text=True)
+    run_training([sys.executable, "-m", "training", "export", str(run / "checkpoint.pt"), "-o", str(model),
+                    "--weights", "int8", "--data", str(lafan1_zip), "--cache", str(trained_rtn["cache"])], check=True)
     meta = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"]).get_modelmeta()
     assert meta.custom_metadata_map["betwixt.weights"] == "int8"
     card = model.with_suffix(".md").read_text()
@@ -99,7 +99,7 @@ def test_a_run_keeps_a_moving_average_of_its_weights_and_ships_it(trained_rtn, t
     args = list(trained_rtn["train"])
     args[args.index("--out") + 1] = str(tmp_path)
     args[args.index("--steps") + 1] = "5"
-    result = subprocess.run(args + ["--average", "0.5"], cwd=ROOT, capture_output=True, text=True)
+    result = run_training(args + ["--average", "0.5"])
     assert result.returncode == 0, result.stderr
     after = load(tmp_path / "checkpoint.pt")
     assert not torch.equal(before["average"]["R.weight"], before["model"]["R.weight"])   # it lags
@@ -115,8 +115,7 @@ def test_init_starts_a_new_run_from_another_runs_weights(trained_rtn, tmp_path):
     args = list(trained_rtn["train"])
     args[args.index("--out") + 1] = str(tmp_path)
     args[args.index("--steps") + 1] = "5"
-    result = subprocess.run(args + ["--init", str(trained_rtn["checkpoint"]), "--lr", "1e-4"],
-                            cwd=ROOT, capture_output=True, text=True)
+    result = run_training(args + ["--init", str(trained_rtn["checkpoint"]), "--lr", "1e-4"])
     assert result.returncode == 0, result.stderr
     assert f"starting from the weights of {trained_rtn['checkpoint']} at step 4" in result.stderr
     after = load(tmp_path / "checkpoint.pt")
@@ -134,7 +133,7 @@ def test_init_refuses_what_is_not_a_checkpoint(trained_rtn, tmp_path):
     card = trained_rtn["model"].with_suffix(".md")
     args = list(trained_rtn["train"])
     args[args.index("--out") + 1] = str(tmp_path / "run")
-    result = subprocess.run(args + ["--init", str(card)], cwd=ROOT, capture_output=True, text=True)
+    result = run_training(args + ["--init", str(card)])
     assert result.returncode == 2
     assert result.stderr.startswith(f"error: {card}: not a training checkpoint")
     assert not (tmp_path / "run" / "checkpoint.pt").exists()
@@ -148,7 +147,7 @@ def test_max_gap_caps_the_gaps_a_model_file_fills_and_its_card_says_so(trained_r
 
     model = tmp_path / "capped.onnx"
     export = [sys.executable, "-m", "training", "export", str(trained_rtn["checkpoint"]), "-o"]
-    subprocess.run(export + [str(model), "--max-gap", "12"], cwd=ROOT, check=True, capture_output=True, text=True)
+    run_training(export + [str(model), "--max-gap", "12"], check=True)
     opened = open_model(model)
     assert opened.max_gap == 12 and open_model(trained_rtn["model"]).max_gap > 12
     assert "--max-gap 12`" in model.with_suffix(".md").read_text() and "gaps of 1 to 12 frames" in \
@@ -158,18 +157,15 @@ def test_max_gap_caps_the_gaps_a_model_file_fills_and_its_card_says_so(trained_r
     gap = Gap(opened.skeleton, past_r, past_p, past_r[:, -1], past_p[:, -1], 13)
     with pytest.raises(ModelError, match="a gap of 13 frames is outside what model capped fills \\(1 to 12\\)"):
         opened.fill(gap)
-    result = subprocess.run(export + [str(tmp_path / "far.onnx"), "--max-gap", "100000"], cwd=ROOT,
-                            capture_output=True, text=True)
+    result = run_training(export + [str(tmp_path / "far.onnx"), "--max-gap", "100000"])
     assert result.returncode == 2 and "--max-gap 100000: give 1 to" in result.stderr
     assert not (tmp_path / "far.onnx").exists()
     # the cap set anew on the model file, as far as its network trained (the shipped file has no checkpoint)
     convert = [sys.executable, "-m", "training", "convert", str(model), "-o"]
-    subprocess.run(convert + [str(tmp_path / "uncapped.onnx"), "--max-gap", "20"], cwd=ROOT, check=True,
-                   capture_output=True, text=True)
+    run_training(convert + [str(tmp_path / "uncapped.onnx"), "--max-gap", "20"], check=True)
     assert open_model(tmp_path / "uncapped.onnx").max_gap == 20
     assert "convert --max-gap 20`" in (tmp_path / "uncapped.md").read_text()
-    result = subprocess.run(convert + [str(tmp_path / "far.onnx"), "--max-gap", "21"], cwd=ROOT,
-                            capture_output=True, text=True)
+    result = run_training(convert + [str(tmp_path / "far.onnx"), "--max-gap", "21"])
     assert result.returncode == 2 and "--max-gap 21: give 1 to 20" in result.stderr
     assert not (tmp_path / "far.onnx").exists()
 
@@ -192,16 +188,14 @@ def test_a_model_file_keeps_its_skeleton_s_end_sites_and_an_older_one_gains_them
     onnx.helper.set_model_props(proto, meta)
     onnx.save(proto, str(tmp_path / "older.onnx"))
     assert open_model(tmp_path / "older.onnx").skeleton.end_sites == ()
-    subprocess.run([sys.executable, "-m", "training", "convert", str(tmp_path / "older.onnx"), "-o",
-                    str(tmp_path / "newer.onnx"), "--data", str(lafan1_zip), "--cache", str(trained_rtn["cache"])],
-                   cwd=ROOT, check=True, capture_output=True, text=True)
+    run_training([sys.executable, "-m", "training", "convert", str(tmp_path / "older.onnx"), "-o",
+                    str(tmp_path / "newer.onnx"), "--data", str(lafan1_zip), "--cache", str(trained_rtn["cache"])], check=True)
     gained = open_model(tmp_path / "newer.onnx")
     assert [j for j, _ in gained.skeleton.end_sites] == [j for j, _ in kept]
     np.testing.assert_array_equal([o for _, o in gained.skeleton.end_sites], [o for _, o in kept])
     assert gained.metadata["betwixt.weights"] == meta["betwixt.weights"]
-    result = subprocess.run([sys.executable, "-m", "training", "convert", str(tmp_path / "newer.onnx"), "-o",
-                             str(tmp_path / "again.onnx"), "--data", str(lafan1_zip)], cwd=ROOT, capture_output=True,
-                            text=True)
+    result = run_training([sys.executable, "-m", "training", "convert", str(tmp_path / "newer.onnx"), "-o",
+                             str(tmp_path / "again.onnx"), "--data", str(lafan1_zip)])
     assert result.returncode == 2 and "nothing to convert" in result.stderr
 
 
@@ -215,8 +209,8 @@ def test_init_from_a_model_file_starts_from_the_weights_it_ships(trained_rtn, tm
 
     source = load(trained_rtn["checkpoint"])
     model = tmp_path / f"rtn-{weights}.onnx"
-    subprocess.run([sys.executable, "-m", "training", "export", str(trained_rtn["checkpoint"]), "-o", str(model),
-                    "--weights", weights], cwd=ROOT, check=True, capture_output=True, text=True)
+    run_training([sys.executable, "-m", "training", "export", str(trained_rtn["checkpoint"]), "-o", str(model),
+                    "--weights", weights], check=True)
     state = of_model_file(model, family("rtn"))
     assert state["step"] == source["step"] and state["config"] == json.loads(json.dumps(source["config"]))
     for name in ("frame_mean", "frame_std", "target_mean", "target_std", "reference_pose"):
@@ -234,7 +228,7 @@ def test_init_from_a_model_file_starts_from_the_weights_it_ships(trained_rtn, tm
     args = list(trained_rtn["train"])
     args[args.index("--out") + 1] = str(tmp_path / "tuned")
     args[args.index("--steps") + 1] = "5"
-    result = subprocess.run(args + ["--init", str(model), "--lr", "1e-4"], cwd=ROOT, capture_output=True, text=True)
+    result = run_training(args + ["--init", str(model), "--lr", "1e-4"])
     assert result.returncode == 0, result.stderr
     assert f"starting from the weights of {model} at step 4" in result.stderr
     after = load(tmp_path / "tuned" / "checkpoint.pt")
@@ -301,8 +295,8 @@ def test_export_carries_metadata_and_matches_torch(trained_rtn):
 
 
 def test_a_bad_data_set_is_one_clear_error(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "training", "rtn", "--data", str(tmp_path / "none.zip"),
-                             "--out", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True)
+    result = run_training([sys.executable, "-m", "training", "rtn", "--data", str(tmp_path / "none.zip"),
+                             "--out", str(tmp_path / "run")])
     assert result.returncode == 2
     assert result.stderr.strip() == f"error: {tmp_path / 'none.zip'}: no such file or folder; --data takes a " \
                                     "folder or a .zip/.tar.xz of BVH files"
@@ -555,18 +549,16 @@ def test_an_earlier_checkpoint_is_converted_once_then_resumes_and_exports(traine
     args = list(trained_rtn["train"])
     args[args.index("--out") + 1] = str(run)
     args[args.index("--steps") + 1] = "5"
-    refused = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+    refused = run_training(args)
     assert refused.returncode == 2 and "python -m training convert" in refused.stderr
-    subprocess.run([sys.executable, "-m", "training", "convert", str(old), "-o", str(run / "checkpoint.pt")],
-                   cwd=ROOT, check=True, capture_output=True, text=True)
+    run_training([sys.executable, "-m", "training", "convert", str(old), "-o", str(run / "checkpoint.pt")], check=True)
     converted, source = load(run / "checkpoint.pt"), load(trained_rtn["checkpoint"])
     assert converted["config"] == source["config"] and converted["history"]["validation"] == source["history"]["validation"]
     assert converted["history"]["runs"][0]["argv"][:3] == ["rtn", "--subjects", "1,2,3,4"]
-    resumed = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+    resumed = run_training(args)
     assert resumed.returncode == 0 and "resuming" in resumed.stderr, resumed.stderr
     assert load(run / "checkpoint.pt")["step"] == 5
-    subprocess.run([sys.executable, "-m", "training", "export", str(run / "checkpoint.pt"), "-o", str(tmp_path / "m.onnx")],
-                   cwd=ROOT, check=True, capture_output=True, text=True)
+    run_training([sys.executable, "-m", "training", "export", str(run / "checkpoint.pt"), "-o", str(tmp_path / "m.onnx")], check=True)
     assert "- Steps 0 to 4: `python -m training rtn --subjects 1,2,3,4" in (tmp_path / "m.md").read_text()
 
 
@@ -590,8 +582,7 @@ def test_an_earlier_model_file_is_refused_with_what_to_do_and_converted_once(tra
     onnx.save(proto, str(tmp_path / "old.onnx"))
     with pytest.raises(BetwixtError, match="format version 1.*python -m training convert old.onnx"):
         open_model(tmp_path / "old.onnx")
-    subprocess.run([sys.executable, "-m", "training", "convert", str(tmp_path / "old.onnx"), "-o", str(tmp_path / "new.onnx")],
-                   cwd=ROOT, check=True, capture_output=True, text=True)
+    run_training([sys.executable, "-m", "training", "convert", str(tmp_path / "old.onnx"), "-o", str(tmp_path / "new.onnx")], check=True)
     new, original = open_model(tmp_path / "new.onnx"), open_model(trained_rtn["model"])
     rng = np.random.default_rng(0)
     rot = rng.standard_normal((1, 10, 22, 4))
