@@ -38,7 +38,7 @@ from inference.errors import BetwixtError, DataError
 from inference.features import chain
 from inference.motion import Motion, Skeleton, forward_kinematics
 from inference.retarget import Retargeting, natural_pose
-from inference.transition import Gap
+from inference.transition import BASELINES, Gap
 
 LENGTHS = (5, 15, 30, 45)
 METRICS = ("L2Q", "L2P", "NPSS")
@@ -235,6 +235,29 @@ def score(bench, method, n, metrics=METRICS):
                    for a, x in ((bench.rotations, rot), (bench.positions, pos))]
         scores["PEAK"] = peak_speed(*through, parents)
     return scores, {"L2Q": l2q.mean(axis=0), "L2P": l2p.mean(axis=0)}
+
+
+def scored_methods(bench, models, asked, long=False):
+    """``(methods, planted)``: what the benchmark scores, by name, and the methods whose fills the floor table
+    also measures planted, with the body height to plant them with (:func:`floor_gaps`). The baselines (and
+    the capture, for ``long``), and each of ``models`` twice: as published methods are scored (the past and
+    the target key), then as Fill Gaps fills (the frames after the target, its ends eased). A model of another
+    skeleton is scored through retargeting, beside what the round trip alone costs, where ``asked`` (the user
+    named its file); a shipped one is left out. A single model, and the benchmark's own (``rtn-lafan1``), go
+    by their kind."""
+    methods = {"capture": bench.capture, **BASELINES} if long else dict(BASELINES)
+    planted = {}
+    for model in models:
+        name = model.file.kind if len(models) == 1 or model.name == "rtn-lafan1" else model.name
+        if not model.skeleton.same_hierarchy(bench.skeleton):
+            if asked:
+                methods.update({f"{name} round trip": round_trip(bench, model),
+                                name: strict(across(model, bench, model)),
+                                f"{name}+after": across(as_filled(model), bench, model)})
+            continue
+        methods.update({name: strict(model), f"{name}+after": as_filled(model)})
+        planted[f"{name}+after"] = model.layout.height
+    return methods, planted
 
 
 def evaluate(bench, methods, lengths=LENGTHS, metrics=METRICS):

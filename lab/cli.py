@@ -17,10 +17,9 @@ from inference.bvh import parse_bvh, read_bvh
 from inference.cli import Parser, dispatch, number, positive, progress, whole, write_json
 from inference.errors import BetwixtError
 from inference.modelfile import DEFAULTS, MODELS, find_model, open_model, shipped
-from inference.transition import BASELINES
 from . import decompress_floor, mann_bench, mvae_bench, plots, speed
-from .benchmark import (LENGTHS, LONG_LENGTHS, LONG_METRICS, METRICS, across, as_filled, evaluate, floor_gaps,
-                        format_floor, format_table, load_benchmark, round_trip, strict)
+from .benchmark import (LENGTHS, LONG_LENGTHS, LONG_METRICS, METRICS, evaluate, floor_gaps, format_floor, format_table,
+                        load_benchmark, scored_methods)
 from .dataset import bvh_members, cache_path, clip_stem, load_motion_set, subject_of
 
 FILMSTRIP_FIGURES = 12  # stick figures a filmstrip draws where --every is not given
@@ -146,20 +145,7 @@ def _bench(args):
     bench = load_benchmark(args.data, progress=progress("reading"), long=args.long)
     loaded = time.perf_counter()
     print(f"{bench.windows} test windows, prepared in {loaded - start:.1f} s", file=sys.stderr)
-    methods = {"capture": bench.capture, **BASELINES} if args.long else dict(BASELINES)
-    planted = {}   # the methods whose fills the floor measures also plant, as Fill Gaps does: the body's height
-    for model in models:
-        name = model.file.kind if len(models) == 1 or model.name == "rtn-lafan1" else model.name
-        if not model.skeleton.same_hierarchy(bench.skeleton):
-            if args.model:   # asked for: scored through retargeting, beside what the round trip alone costs
-                methods.update({f"{name} round trip": round_trip(bench, model),
-                                name: strict(across(model, bench, model)),
-                                f"{name}+after": across(as_filled(model), bench, model)})
-            continue
-        # as published methods are scored (the past and the target key), then as Fill Gaps fills: with the
-        # frames after the target that an animator's next keys give, its ends eased
-        methods.update({name: strict(model), f"{name}+after": as_filled(model)})
-        planted[f"{name}+after"] = model.layout.height
+    methods, planted = scored_methods(bench, models, bool(args.model), args.long)
     results, curves = evaluate(bench, methods, lengths, metrics)
     print(format_table(results))
     results["floor"] = floor_gaps(bench, {k: m for k, m in methods.items() if k != "capture"}, planted=planted)

@@ -17,7 +17,7 @@ def run_training(command, check=False):
     ``main`` in this process, as ``subprocess.run`` with its output captured as text would run it: a new
     interpreter spends some 2.4 s importing torch, and the tests run some fifty commands. ``check``: a failing
     command fails the test with its error."""
-    python, flag, package, *arguments = map(str, command)
+    _, flag, package, *arguments = map(str, command)
     assert (flag, package) == ("-m", "training"), command
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

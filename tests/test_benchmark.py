@@ -95,20 +95,38 @@ def test_bad_method_output_is_refused(bench):
                  lengths=(5,))
 
 
+def test_without_a_model_the_shipped_ones_of_its_skeleton_are_scored(bench):
+    """Each shipped model of LaFAN1's skeleton twice: as published methods are scored, and with the frames after
+    the target (rtn-lafan1, the benchmark's own, as "rtn"), the second also planted in the floor table; those of
+    other skeletons only when asked for, through retargeting."""
+    from inference.modelfile import open_model, shipped
+    from lab.benchmark import scored_methods
+
+    models = [open_model(path) for path in shipped("rtn")]
+    assert {m.name for m in models} >= {"rtn-lafan1", "rtn-human", "rtn-bandai1"}
+    methods, planted = scored_methods(bench, models, asked=False)
+    assert set(methods) == {"zero_velocity", "interpolation", "rtn", "rtn+after", "rtn-human", "rtn-human+after"}
+    height = {m.name: m.layout.height for m in models}
+    assert planted == {"rtn+after": height["rtn-lafan1"], "rtn-human+after": height["rtn-human"]}
+    bandai = [m for m in models if m.name == "rtn-bandai1"]
+    methods, planted = scored_methods(bench, bandai, asked=True, long=True)
+    assert set(methods) == {"capture", "zero_velocity", "interpolation", "rtn round trip", "rtn", "rtn+after"}
+    assert planted == {}
+
+
 @pytest.mark.slow
 def test_bench_command_writes_json_and_plots(lafan1_zip, tmp_path, capsys):
-    assert main(["bench", "--data", str(lafan1_zip), "--json", str(tmp_path / "b.json"),
-                 "--plots", str(tmp_path / "plots")]) == 0
+    assert main(["bench", "--data", str(lafan1_zip), "--model", str(MODELS / "rtn-human.onnx"), "--json",
+                 str(tmp_path / "b.json"), "--plots", str(tmp_path / "plots")]) == 0
     out = capsys.readouterr().out
     assert "| interpolation | L2P | 0.2921 | 1.0615 | 2.1584 | 3.1635 |" in out
     results = json.loads((tmp_path / "b.json").read_text())
     assert results["test_windows"] == 376
-    # each shipped model of LaFAN1's skeleton twice: as published methods are scored, and with the
-    # frames after the target (rtn-lafan1, the benchmark's own, as "rtn")
-    assert set(results["methods"]) == {"zero_velocity", "interpolation", "rtn", "rtn+after", "rtn-human",
-                                       "rtn-human+after"}
-    for name in ("rtn", "rtn-human"):
-        assert results["methods"][f"{name}+after"]["L2P"]["30"] < results["methods"][name]["L2P"]["30"]
+    # the model twice: as published methods are scored, and with the frames after the target (by its kind)
+    assert set(results["methods"]) == {"zero_velocity", "interpolation", "rtn", "rtn+after"}
+    assert results["methods"]["rtn+after"]["L2P"]["30"] < results["methods"]["rtn"]["L2P"]["30"]
+    assert set(results["floor"]["methods"]) == {"zero_velocity", "interpolation", "rtn", "rtn+after",
+                                                "rtn+after planted"}
     assert set(results["methods"]["interpolation"]["NPSS"]) == {"5", "15", "30", "45"}
     pngs = sorted(p.name for p in (tmp_path / "plots").glob("*.png"))
     assert pngs == ["errors-15.png", "errors-30.png", "errors-45.png", "errors-5.png"]
