@@ -33,10 +33,10 @@ if WORKER:
 SLOW_FIXTURES = {"trained_rtn", "mvae_run", "run", "linux_zip", "keyed_rigs", "rigify_rig"}
 # the test files that take longest, first (the rest keep their order): two workers, each taking the next
 # file when it is free, then end close together
-HEAVY_FIRST = ["test_training", "test_shipped_models", "test_benchmark", "test_runtime", "test_mann_training",
-               "test_hold_out", "test_sources", "test_mvae_bench", "test_addon", "test_mvae_control",
-               "test_bvh", "test_addon_rigify", "test_addon_library", "test_dataset", "test_addon_mvae",
-               "test_mann_bench", "test_bad_input_cli", "test_mvae", "test_rtn_model"]
+HEAVY_FIRST = ["test_shipped_models", "test_training", "test_benchmark", "test_runtime", "test_mvae_bench",
+               "test_addon_rigify", "test_mann_training", "test_sources", "test_bvh", "test_mvae_control",
+               "test_mvae_floor", "test_mann_bench", "test_dataset", "test_addon_library", "test_addon", "test_library",
+               "test_cli", "test_bad_input_cli", "test_addon_mvae", "test_features", "test_rtn_model", "test_hold_out"]
 
 
 def pytest_collection_modifyitems(config, items):
