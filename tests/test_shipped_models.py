@@ -125,8 +125,15 @@ def test_a_shipped_model_stays_plausible_over_120_frames(shipped):
     assert generated < 1.5 * captured, (generated, captured)
 
 
+@pytest.fixture(scope="module")
+def data_cache(tmp_path_factory):
+    """One data set cache for the module's models: several share a data set (rtn-human LaFAN1's and Bandai's),
+    parsed once."""
+    return tmp_path_factory.mktemp("cache")
+
+
 @pytest.mark.slow
-def test_a_shipped_model_knows_the_floor_its_data_stood_on(shipped, mocap, tmp_path):
+def test_a_shipped_model_knows_the_floor_its_data_stood_on(shipped, mocap, data_cache, tmp_path):
     """A fill stands the rig's feet where the model's training data had theirs: LaFAN1's toes and the
     dog's paws touch zero height, Bandai's sit four centimetres up. ``convert --data`` measures it for a file exported
     before the key existed, and gets the shipped value back."""
@@ -139,7 +146,8 @@ def test_a_shipped_model_knows_the_floor_its_data_stood_on(shipped, mocap, tmp_p
     before = tmp_path / "before.onnx"
     _rewritten(model.path, before, {k: v for k, v in metadata_of(model.path).items() if k != "betwixt.floor"})
     assert open_model(before).floor == 0.0
-    convert(before, tmp_path / "after.onnx", data=[str(mocap / s) for s in data["source"].split(" + ")], cache=tmp_path)
+    convert(before, tmp_path / "after.onnx", data=[str(mocap / s) for s in data["source"].split(" + ")],
+            cache=data_cache)
     assert open_model(tmp_path / "after.onnx").floor == model.floor
 
 
