@@ -1,6 +1,8 @@
 """Our own training and export commands, run as a user runs them, for tests that need a real model."""
 
 import contextlib
+import ctypes
+import gc
 import io
 import subprocess
 import sys
@@ -10,6 +12,10 @@ from pathlib import Path
 from training.__main__ import main
 
 ROOT = Path(__file__).resolve().parents[1]
+try:
+    _TRIM = ctypes.CDLL("libc.so.6").malloc_trim   # glibc's: hands the freed heap back to the system
+except (OSError, AttributeError):   # another C library, which returns freed memory by itself or not at all
+    _TRIM = None
 
 
 def run_training(command, check=False):
@@ -25,6 +31,11 @@ def run_training(command, check=False):
             code = main(arguments)
         except SystemExit as e:   # argparse's refusal of an option
             code = e.code
+    # what the run freed, handed back to the system as its process's end would: else a worker keeps the heap of
+    # its largest run while the next test loads its own data
+    gc.collect()
+    if _TRIM is not None:
+        _TRIM(0)
     assert code == 0 or not check, err.getvalue()[-2000:]
     return subprocess.CompletedProcess(command, code, out.getvalue(), err.getvalue())
 
