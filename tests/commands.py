@@ -31,8 +31,8 @@ def run_training(command, check=False):
             code = main(arguments)
         except SystemExit as e:   # argparse's refusal of an option
             code = e.code
-    # what the run freed, handed back to the system as its process's end would: else a worker keeps the heap of
-    # its largest run while the next test loads its own data
+    # what the run held, handed back to the system as its process's end would (its cycles collected, glibc's
+    # freed heap trimmed): else a worker keeps the heap of its largest runs while the next test loads its own data
     gc.collect()
     if _TRIM is not None:
         _TRIM(0)
