@@ -7,11 +7,9 @@ import io
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 from training.__main__ import main
 
-ROOT = Path(__file__).resolve().parents[1]
 try:
     _TRIM = ctypes.CDLL("libc.so.6").malloc_trim   # glibc's: hands the freed heap back to the system
 except (OSError, AttributeError):   # another C library, which returns freed memory by itself or not at all

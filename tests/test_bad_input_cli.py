@@ -22,7 +22,6 @@ from inference.cli import main, number, whole
 from inference.mann.path import LONGEST, MOST_ROWS, Path as GroundPath, PathError, paced
 from inference.motion import Motion, Skeleton
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,6 @@ from lab.dataset import Selection, clip_stem, load_sources
 from training.clips import clips, held_out_of
 from training.export import floor_of
 
-ROOT = Path(__file__).resolve().parents[1]
 HELD = "dataset-1_walk_old_001"    # one of the rig suite's cases
 BANDAI = (f"{HELD}.bvh", "dataset-1_run_happy_001.bvh", "dataset-1_kick_normal_001.bvh")
 LAFAN1 = ("walk4_subject1.bvh", "push1_subject2.bvh")

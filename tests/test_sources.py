@@ -3,7 +3,6 @@ bodies of other proportions: the data side of the default human model."""
 
 import json
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -15,7 +14,6 @@ from inference.errors import DataError
 from lab.dataset import Selection, load_motion_set, load_sources, subject_of
 from training.rtn.sampler import GROUPS, Transitions, proportion_groups
 
-ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.slow   # every test reads both data sets (Bandai retargeted) or trains
 SUBJECTS = [1, 2, 3, 4]
