@@ -122,12 +122,14 @@ def solve_leg(rotations, grot, gpos, parents, leg, target, toe_target=None, up=1
         bend = quat.from_angle_axis(wanted - now, normal)
     else:
         # a person's knee bends about its leg's own plane's normal turned to the hinge's side, or about the hinge
-        # where the leg is nearly straight (within HINGE, a sine), whose plane says nothing of where the knee
-        # points; a knee the model straightened a little past straight bends forward again, one it bent further
-        # back stays back
+        # where the leg is nearly straight (within HINGE, a sine), trusting its own plane as far as it shows the bend
+        # asked of it (the sines' ratio): a nearly straight leg's plane says little of where the knee points, and
+        # the further the knee bends about it, the further that error swings the knee (a leg bent 7 degrees, its
+        # ankle lifted 20 cm by a swing's arc, swung its knee 34 cm within a frame); a knee the model straightened
+        # a little past straight bends forward again, one it bent further back stays back
         sine = np.linalg.norm(normal, axis=-1) / np.maximum(thigh * shin, 1e-12)
         side = np.where(np.sum(normal * hinge, axis=-1) < 0, -1.0, 1.0)
-        own = np.clip(sine / HINGE, 0.0, 1.0)
+        own = np.clip(sine / np.maximum(HINGE, np.sin(wanted)), 0.0, 1.0)
         normal = (own * side / np.maximum(sine * thigh * shin, 1e-12))[:, None] * normal + (1.0 - own)[:, None] * hinge
         normal /= np.maximum(np.linalg.norm(normal, axis=-1, keepdims=True), 1e-12)
         now = np.arctan2(np.sum(quat.cross(a - b, c - b) * normal, axis=-1), np.sum((a - b) * (c - b), axis=-1)) % (2 * np.pi)

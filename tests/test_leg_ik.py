@@ -101,3 +101,26 @@ def test_a_straight_leg_s_target_that_dips_for_two_frames_kicks_the_knee_less_an
             moved = forward_kinematics(solve_leg(rotations, grot, gpos, sk.parents, leg, aim), positions, sk.parents)[1]
             kicks.append(np.linalg.norm(np.diff(moved[:, leg.knee], 2, axis=0), axis=-1).max())
         assert kicks[1] < 0.6 * kicks[0], kicks
+
+
+def test_a_nearly_straight_leg_lifted_far_bends_its_knee_about_the_hinge_not_its_wavering_plane():
+    """A leg bent 7 degrees whose bend's plane turns 20 degrees one way and the other from frame to frame (a
+    network's nearly straight leg), its ankle held 20 cm nearer the hip (a swing's arc): bent about that plane
+    in proportion to its own bend, the knee swung 13 cm a frame; trusted only as far as the plane shows the bend
+    asked of it, the knee moves less than 6 cm a frame, points forward, and the ankle reaches its target."""
+    sk = leg_skeleton()
+    leg = legs(sk)[0]
+    frames = 8
+    rotations, positions = knee_bent(0.0, frames)
+    half = np.radians(7.0) / 2
+    for f in range(frames):
+        turn = np.radians(20.0 if f % 2 else -20.0)
+        axis = np.array([np.cos(turn), 0.0, np.sin(turn)])
+        rotations[f, 2] = [np.cos(half), *(np.sin(half) * axis)]
+        rotations[f, 1] = [np.cos(-half / 2), *(np.sin(-half / 2) * axis)]
+    grot, gpos = forward_kinematics(rotations, positions, sk.parents)
+    target = gpos[:, leg.foot] + np.array([0.0, 20.0, 0.0])
+    moved = forward_kinematics(solve_leg(rotations, grot, gpos, sk.parents, leg, target), positions, sk.parents)[1]
+    np.testing.assert_allclose(moved[:, leg.foot], target, atol=0.05)
+    assert np.linalg.norm(np.diff(moved[:, leg.knee], axis=0), axis=-1).max() < 6.0
+    assert np.all(moved[:, leg.knee, 2] - moved[:, leg.hip, 2] > 20.0)    # bent forward, as the 7 degrees are
