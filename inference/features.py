@@ -131,10 +131,12 @@ def orient(past, target, after=None):
     return past, target, after
 
 
-def frame_features(rotations, positions, parents, layout):
-    """(…, J, 4) rotations and (…, J, 3) translations → (…, frame_dim) raw features."""
+def frame_features(rotations, positions, parents, layout, world=None):
+    """(…, J, 4) rotations and (…, J, 3) translations → (…, frame_dim) raw features; ``world`` (…, 3), the
+    trajectory joint's world position where the caller has it already."""
     lead = rotations.shape[:-2]
-    _, world = chain_transform(rotations, positions, parents, layout.trajectory)
+    if world is None:
+        _, world = chain_transform(rotations, positions, parents, layout.trajectory)
     return np.concatenate([world / layout.height, rotations.reshape(lead + (-1,))], axis=-1)
 
 
@@ -167,8 +169,10 @@ def target_features(rotations, positions, parents, layout, after=None):
     b = rotations.shape[0]
     velocity = np.zeros((b, 3 * layout.joints))
     known = np.zeros((b, 1))
+    here = None
     if after is not None:
         _, world = forward_kinematics(np.stack([rotations, after[0]]), np.stack([positions, after[1]]), parents)
         velocity = ((world[1] - world[0]) * (layout.fps / layout.height)).reshape(b, -1)
         known[:] = 1.0
-    return np.concatenate([frame_features(rotations, positions, parents, layout), velocity, known], axis=-1)
+        here = world[0, :, layout.trajectory]
+    return np.concatenate([frame_features(rotations, positions, parents, layout, here), velocity, known], axis=-1)

@@ -464,7 +464,7 @@ def test_fills_that_part_ways_are_not_averaged():
     """Two fills of a gap that differ by a half turn somewhere (one turned left, one right) have no
     meaningful mean: that gap keeps the first fill, while a gap whose fills agree gets their mean."""
     from inference import quat
-    from inference.rtn.runtime import AGREEMENT, _average
+    from inference.rtn.runtime import AGREEMENT, _average, _parting
 
     rng = np.random.default_rng(0)
     first = quat.normalize(rng.normal(size=(2, 5, 3, 4)))
@@ -474,7 +474,7 @@ def test_fills_that_part_ways_are_not_averaged():
     for g, degrees in enumerate(turns):
         half = np.radians(degrees) / 2
         other[g, 2, 1] = quat.mul(np.array([np.cos(half), 0.0, np.sin(half), 0.0]), first[g, 2, 1])
-    rot, pos = _average(first, positions, other, positions + 1.0, 0)
+    rot, pos = _average(first, positions, other, positions + 1.0, 0, _parting(first, other))
     np.testing.assert_allclose(rot[0], quat.normalize(first[0] + other[0]), atol=1e-12)
     np.testing.assert_allclose(pos[0, :, 0], positions[0, :, 0] + 0.5)
     np.testing.assert_allclose(rot[1], first[1], atol=1e-12)

@@ -179,12 +179,16 @@ class RTNModel(Model):
             fill = reflect(*fill, self.mirror) if mirrored else fill
             fill = (fill[0][:, ::-1], fill[1][:, ::-1]) if backwards else fill
             if backwards in ways:
-                parting = np.maximum(parting, _parting(ways[backwards][0], fill[0]))
-            ways[backwards] = _average(*ways[backwards], *fill, trajectory) if backwards in ways else fill
+                apart = _parting(ways[backwards][0], fill[0])
+                parting = np.maximum(parting, apart)
+                fill = _average(*ways[backwards], *fill, trajectory, apart)
+            ways[backwards] = fill
+        mean_rot, mean_pos = ways[False]
         if True in ways:
-            parting = np.maximum(parting, _parting(ways[False][0], ways[True][0]))
-        mean_rot, mean_pos = (_average(*ways[False], *ways[True], trajectory, _backward_share(gap.length))
-                              if True in ways else ways[False])
+            apart = _parting(mean_rot, ways[True][0])
+            parting = np.maximum(parting, apart)
+            mean_rot, mean_pos = _average(mean_rot, mean_pos, *ways[True], trajectory, apart,
+                                          _backward_share(gap.length))
         tile = lambda a: np.concatenate([a] * copies)  # noqa: E731
         if not varied:
             return tile(mean_rot), tile(mean_pos), parting
@@ -196,13 +200,15 @@ class RTNModel(Model):
         return quat.mul(turn, tile(mean_rot)), tile(mean_pos) + shift, parting
 
     def _mirror_image(self, gap):
-        """``gap`` mirrored left/right."""
-        past = reflect(gap.past_rotations, gap.past_positions, self.mirror)
-        target = reflect(gap.target_rotations, gap.target_positions, self.mirror)
-        after = (None, None) if gap.after_rotations is None else reflect(gap.after_rotations, gap.after_positions,
-                                                                          self.mirror)
-        return replace(gap, past_rotations=past[0], past_positions=past[1], target_rotations=target[0],
-                       target_positions=target[1], after_rotations=after[0], after_positions=after[1])
+        """``gap`` mirrored left/right (its frames in one call: each is mirrored alone)."""
+        has_after = gap.after_rotations is not None
+        rot = [gap.past_rotations, gap.target_rotations[:, None]] + [gap.after_rotations] * has_after
+        pos = [gap.past_positions, gap.target_positions[:, None]] + [gap.after_positions] * has_after
+        rot, pos = reflect(np.concatenate(rot, axis=1), np.concatenate(pos, axis=1), self.mirror)
+        p = gap.past_rotations.shape[1]
+        after = (rot[:, p + 1:], pos[:, p + 1:]) if has_after else (None, None)
+        return replace(gap, past_rotations=rot[:, :p], past_positions=pos[:, :p], target_rotations=rot[:, p],
+                       target_positions=pos[:, p], after_rotations=after[0], after_positions=after[1])
 
     def _generate(self, gap, noise, blend):
         """The network's blended frames for ``gap`` (B gaps) with variation ``noise`` (B, noise_dim)."""
@@ -211,14 +217,14 @@ class RTNModel(Model):
         rot, pos = self._context(gap.past_rotations, gap.past_positions)
         parents, lay = self.skeleton.parents, self.layout
         turn, origin = canonical_frame(rot[:, -1], pos[:, -1], parents, lay)
-        rot, pos = move(rot, pos, turn, origin)
-        t_rot, t_pos = move(gap.target_rotations[:, None], gap.target_positions[:, None], turn, origin)
+        keys = [(gap.target_rotations, gap.target_positions)] + ([after] if after is not None else [])
+        p = rot.shape[1]   # the past and the keys moved in one call: each frame is moved alone
+        moved, placed = move(np.concatenate([rot] + [r[:, None] for r, _ in keys], axis=1),
+                             np.concatenate([pos] + [q[:, None] for _, q in keys], axis=1), turn, origin)
+        rot, t_rot, a_rot = orient(moved[:, :p], moved[:, p], None if after is None else moved[:, p + 1])
+        pos, t_pos = placed[:, :p], placed[:, p]
         if after is not None:
-            a_rot, a_pos = move(after[0][:, None], after[1][:, None], turn, origin)
-        rot, t_rot, a_rot = orient(rot, t_rot[:, 0], None if after is None else a_rot[:, 0])
-        t_pos = t_pos[:, 0]
-        if after is not None:
-            after = (a_rot, a_pos[:, 0])
+            after = (a_rot, placed[:, p + 1])
         past = frame_features(rot, pos, parents, lay)
         target = target_features(t_rot, t_pos, parents, lay, after)
         frames = self._session(len(past)).run(["frames"], {
@@ -285,7 +291,7 @@ def _backward_share(n):
     return np.interp(np.arange(1, n + 1) / (n + 1), [0.0, 1.0], BACKWARD_SHARE)
 
 
-def _average(rotations, positions, other_rotations, other_positions, trajectory, share=0.5):
+def _average(rotations, positions, other_rotations, other_positions, trajectory, worst, share=0.5):
     """The mean of two fills of the same gaps: rotations (B, n, J, 4) normalised after taking the
     other's in the sign nearer each, and the trajectory joint's translation; other translations are
     the first fill's (the network does not generate them).
@@ -294,11 +300,11 @@ def _average(rotations, positions, other_rotations, other_positions, trajectory,
     to the right, their mean is neither and jumps where they are half a turn apart: a gap whose two
     fills differ anywhere (any joint, any frame) by more than AGREEMENT[0] degrees is
     averaged less, and beyond AGREEMENT[1] not at all (one weight a gap: no pop in time).
+    ``worst`` (B,): how far the two part (:func:`_parting`, which the caller has measured already);
     ``share``: the other's part of the mean, one for every frame or one for each (n,).
     """
     dot = np.sum(rotations * other_rotations, axis=-1)
     other_rotations = np.where((dot < 0)[..., None], -other_rotations, other_rotations)
-    worst = _parting(rotations, other_rotations)
     full, none = AGREEMENT
     weight = np.clip((none - worst) / (none - full), 0.0, 1.0)[:, None, None] * np.reshape(share, (1, -1, 1))
     positions = positions.copy()
