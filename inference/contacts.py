@@ -30,8 +30,9 @@ the generated frames only (keys and the frames outside gaps are never changed):
    where the body travels over it (a push-off) or it stands still (a pivot on the ball of the foot);
 5. two-bone IK (hip, knee, ankle: :mod:`.leg_ik`) puts the ankle on its target, the knee turning in the
    plane of the leg (a person's knee's bend blurred over a few frames where the leg is nearly straight and
-   the ankle is not held, :func:`.leg_ik.smoothed`); the foot keeps its world rotation but turns so that its
-   toe reaches the toe's target. Where a toe is held and its ankle is not, the ankle's target is first
+   the ankle is not held or landed within ``LANDING``, :func:`.leg_ik.smoothed`: held exactly from the frame it
+   lands, a leg landing nearly straight snapped its knee in one frame); the foot keeps its world rotation but
+   turns so that its toe reaches the toe's target. Where a toe is held and its ankle is not, the ankle's target is first
    moved onto the foot's length about the toe's (:func:`.leg_ik.pivoted`), so the foot pivots on the held
    toe rather than dragging it.
 
@@ -70,6 +71,7 @@ STANDING = 0.35                   # of the body's height: hips this far above a 
 TRAVELS = 0.15                    # body heights a second: hips this fast travel over a standing toe (a push-off)
 STILL = 0.05                      # body heights a second: a toe this slow stands still (a pivot on its ball)
 MAX_SWING = 2.0                   # seconds: a foot off the ground longer is not stepping (a swing lasts under one)
+LANDING = 0.1                     # seconds: a hold's first frames, its nearly straight knee's bend still blurred
 HOP = LOW                         # of the body's height: the most a swing clears its ground while no other leg stands
 # a quadruped's paws: of its leg's length (MANN's Placement height), a person's thresholds in leg lengths
 # (about half the body's height) for LOW, looser for SLOW (experiments.md, "Planted paws")
@@ -169,7 +171,8 @@ def plant(motion, gaps, height, floored=False):
     for k, leg in enumerate(found):
         ankle = reachable(gpos[:, leg.hip], gpos[:, leg.foot], held[:, k] - below[:, k], motion.skeleton.offsets, leg)
         if not leg.paw:
-            ankle = smoothed(gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.foot], ankle, motion.fps, ~stood[:, k])
+            free = ~stood[:, k] | landing(stood[:, k], fade_frames(motion.fps, LANDING))
+            ankle = smoothed(gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.foot], ankle, motion.fps, free)
         toe = toe_targets[k][rows] if k in toe_targets else None
         rotations[rows] = solve_leg(rotations[rows], grot[rows], gpos[rows], parents, leg, ankle[rows], toe, u)
     return replace(motion, rotations=rotations)
@@ -278,6 +281,15 @@ def within(centre, point, radius):
     way = point - centre
     far = np.linalg.norm(way, axis=-1, keepdims=True)
     return centre + way * np.minimum(1.0, radius / np.maximum(far, 1e-9))
+
+
+def landing(contact, frames):
+    """(F,) bool: the first ``frames`` frames of each run of ``contact`` (F,) bool that begins after a frame without it:
+    a foot landing."""
+    out = np.zeros_like(contact)
+    for start in np.flatnonzero(contact[1:] & ~contact[:-1]) + 1:
+        out[start:start + frames] = contact[start:start + frames]
+    return out
 
 
 def nearness(contact, fade):

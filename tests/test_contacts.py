@@ -351,10 +351,12 @@ def test_a_released_lock_fades_as_fast_in_time_at_any_frame_rate(fps):
 
 def test_planting_hardly_adds_to_the_knees_acceleration(filled):
     """A lock the leg reaches only straight (the body has moved on) is eased back toward the hip
-    (``STRAIGHT`` to ``TOP`` of the leg's length), and a short swing's arc is no sharper than ``ARC``: at
-    its full length such a lock snapped the knee straight and back within a few frames, and an arc squeezed
-    into the frames before a landing kicked it up and down (the knees' largest acceleration in a gap, mean
-    over the gaps, 1.50 times the unplanted fill's; 1.23 now)."""
+    (``STRAIGHT`` to ``TOP`` of the leg's length), a short swing's arc is no sharper than ``ARC``, and a nearly
+    straight knee's bend is blurred over a landing's first frames (``LANDING``): at its full length such a lock
+    snapped the knee straight and back within a few frames, an arc squeezed into the frames before a landing
+    kicked it up and down, and a leg held exactly from the frame it landed snapped its knee there (the knees'
+    largest acceleration in a gap, mean over the gaps, 1.50 times the unplanted fill's; 1.25 before the landing's
+    blur, 1.20 with it)."""
     motion, gaps, fill, planted = filled
     knees = [motion.skeleton.index("LeftLeg"), motion.skeleton.index("RightLeg")]
 
@@ -363,4 +365,4 @@ def test_planting_hardly_adds_to_the_knees_acceleration(filled):
         acceleration = np.linalg.norm(w[2:] - 2 * w[1:-1] + w[:-2], axis=-1)
         return np.mean([acceleration[s - 1:e].max() for s, e in gaps])
 
-    assert largest(planted) < 1.3 * largest(fill), (largest(planted), largest(fill))
+    assert largest(planted) < 1.22 * largest(fill), (largest(planted), largest(fill))
