@@ -9,7 +9,7 @@ import pytest
 
 from inference.anatomy import legs
 from inference.bvh import parse_bvh
-from inference.contacts import (ARC, GROUND, LIFT, LIFT_HIGH, MAX_SWING, REACH, contacts, fade_frames, held_contacts,
+from inference.contacts import (ARC, GROUND, LIFT, LIFT_HIGH, MAX_SWING, REACH, fade_frames, held_contacts,
                                 lifts, offsets, plant)
 from inference.guard import ground
 from inference.inbetween import fill_gaps
