@@ -124,7 +124,7 @@ def trained_rtn(lafan1_zip, tmp_path_factory):
         run = folder / "run"
         run_training(_rtn_command(lafan1_zip, folder), check=True)
         run_training([sys.executable, "-m", "training", "export", str(run / "checkpoint.pt"), "-o",
-                        str(run / "rtn.onnx")], check=True)
+                      str(run / "rtn.onnx")], check=True)
 
     folder = once(tmp_path_factory, "rtn", build)
     run = folder / "run"

@@ -79,7 +79,7 @@ def refused(capsys, folder, argv, *words):
     ("follow-path", "--tau", "-1", "give 0 to 10"),
 ])
 def test_an_option_out_of_bounds_is_refused_before_anything_runs(human, tmp_path, capsys, command, option, value,
-                                                                  words):
+                                                                 words):
     given = {"fill": {"--gap": "40:70"}, "superres": {"--every": "10"}, "variants": {"--gap": "40:70"},
              "walk": {"--from": "60", "--frames": "10"}, "follow-path": {}}[command]
     options = [word for pair in {**given, option: value}.items() for word in pair]

@@ -96,8 +96,8 @@ def test_a_retargeted_cache_made_from_every_clip_is_not_served_to_a_hold_out(run
 
 def test_a_resumed_run_keeps_its_clips_held_out(run, sources):
     again = run_training([sys.executable, "-m", "training", "rtn", *run["data"], "--out", str(run["out"]),
-                            "--steps", "3", "--batch", "4", "--max-gap", "10", "--validate-every", "10",
-                            "--validation-windows", "16", "--cache", str(run["cache"]), "--threads", "1"])
+                          "--steps", "3", "--batch", "4", "--max-gap", "10", "--validate-every", "10",
+                          "--validation-windows", "16", "--cache", str(run["cache"]), "--threads", "1"])
     assert again.returncode == 0, again.stderr[-2000:]
     assert f"holding out {HELD} too" in again.stderr
     meta = torch.load(run["out"] / "checkpoint.pt", weights_only=True)["meta"]
@@ -108,9 +108,9 @@ def test_init_keeps_them_held_out_on_other_data(run, sources, tmp_path):
     """Fine-tuning (``--init``) on data without the held-out clip: nothing to refuse, still named."""
     out = tmp_path / "tuned"
     tuned = run_training([sys.executable, "-m", "training", "rtn", "--data", str(sources[0]), "--out", str(out),
-                            "--init", str(run["out"] / "checkpoint.pt"), "--steps", "4", "--batch", "4",
-                            "--max-gap", "10", "--validate-every", "10", "--validation-windows", "16", "--cache",
-                            str(run["cache"]), "--threads", "1"])
+                          "--init", str(run["out"] / "checkpoint.pt"), "--steps", "4", "--batch", "4",
+                          "--max-gap", "10", "--validate-every", "10", "--validation-windows", "16", "--cache",
+                          str(run["cache"]), "--threads", "1"])
     assert tuned.returncode == 0, tuned.stderr[-2000:]
     meta = torch.load(out / "checkpoint.pt", weights_only=True)["meta"]
     assert meta["held_out"] == [HELD] and sorted(map(clip_stem, meta["data_files"])) == sorted(Path(n).stem for n in LAFAN1)
@@ -120,8 +120,8 @@ def test_an_unknown_name_is_refused_before_anything_trains(sources, tmp_path):
     """One line naming the clip and the data set, exit code 2, no run folder (the Motion VAE's command)."""
     out = tmp_path / "run"
     result = run_training([sys.executable, "-m", "training", "mvae", "--data", str(sources[0]), "--out", str(out),
-                             "--hold-out", f"walk4_subject1,{HELD}", "--steps", "1", "--threads", "1",
-                             "--cache", str(tmp_path / "cache")])
+                           "--hold-out", f"walk4_subject1,{HELD}", "--steps", "1", "--threads", "1",
+                           "--cache", str(tmp_path / "cache")])
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert lines[-1].startswith(f"error: --hold-out {HELD}: no clip of that name in {sources[0]}")

@@ -81,7 +81,7 @@ def test_labels_command_draws_a_timeline_per_clip(dog_zip, tmp_path):
         clip.write_bytes(z.read(member))
     out = tmp_path / "labels"
     result = run_training([sys.executable, "-m", "training", "labels", "--data", str(clip), "--out", str(out),
-                             "--cache", str(tmp_path / "cache")])
+                           "--cache", str(tmp_path / "cache")])
     assert result.returncode == 0, result.stderr
     assert (out / "D1_059_KAN01_001.png").read_bytes()[:4] == b"\x89PNG"
     segments = json.loads((out / "labels.json").read_text())["clips"]["D1_059_KAN01_001"]
@@ -211,8 +211,8 @@ def test_a_run_from_another_runs_weights_takes_its_dropout_unless_given(run, dog
     for name, data, extra in (("kept", carried, []), ("given", dog_zip, ["--dropout", "0.1"])):
         out = tmp_path / name
         result = run_training([sys.executable, "-m", "training", "mann", "--data", str(data), "--out", str(out),
-                                 "--init", str(run["checkpoint"]), "--steps", "5", "--batch", "8",
-                                 "--validate-every", "100", "--cache", str(cache), "--threads", "1", *extra])
+                               "--init", str(run["checkpoint"]), "--steps", "5", "--batch", "8",
+                               "--validate-every", "100", "--cache", str(cache), "--threads", "1", *extra])
         assert result.returncode == 0, result.stderr[-2000:]
         assert f"150: {math.ceil(150 * len(split[0].frames.samples) / 8)}, 310:" in result.stderr
         made[name] = torch.load(out / "checkpoint.pt", map_location="cpu", weights_only=True)
@@ -234,7 +234,7 @@ def test_a_run_starts_from_a_mann_model_file(run, dog_zip, cache, tmp_path):
 
     model = tmp_path / "mann-int8.onnx"
     run_training([sys.executable, "-m", "training", "export", str(run["checkpoint"]), "-o", str(model),
-                    "--weights", "int8"], check=True)
+                  "--weights", "int8"], check=True)
     mann = family("mann")
     state = of_model_file(model, mann)
     source = torch.load(run["checkpoint"], map_location="cpu", weights_only=True)
@@ -246,8 +246,8 @@ def test_a_run_starts_from_a_mann_model_file(run, dog_zip, cache, tmp_path):
 
     out = tmp_path / "tuned"
     result = run_training([sys.executable, "-m", "training", "mann", "--data", str(dog_zip), "--out", str(out),
-                             "--init", str(model), "--dropout", "0", "--steps", "6", "--batch", "8",
-                             "--validate-every", "100", "--cache", str(cache), "--threads", "1"])
+                           "--init", str(model), "--dropout", "0", "--steps", "6", "--batch", "8",
+                           "--validate-every", "100", "--cache", str(cache), "--threads", "1"])
     assert result.returncode == 0, result.stderr[-2000:]
     assert f"starting from the weights of {model} at step 4" in result.stderr
     tuned = torch.load(out / "checkpoint.pt", map_location="cpu", weights_only=True)
@@ -255,14 +255,15 @@ def test_a_run_starts_from_a_mann_model_file(run, dog_zip, cache, tmp_path):
     moved = (tuned["model"]["layers.0.weight"] - state["model"]["layers.0.weight"]).abs().max()
     assert 0 < moved < 1e-2
 
+    # a fine-tune of N steps is --steps 4 + N
     result = run_training([sys.executable, "-m", "training", "mann", "--data", str(dog_zip), "--out",
-                             str(tmp_path / "short"), "--init", str(model), "--steps", "4", "--cache", str(cache)])   # a fine-tune of N steps is --steps 4 + N
+                           str(tmp_path / "short"), "--init", str(model), "--steps", "4", "--cache", str(cache)])
     assert result.returncode == 2 and "its weights are at step 4 and --steps counts the whole run" in result.stderr
     assert not (tmp_path / "short").exists()
 
     rtn = tmp_path / "not-a-dog.onnx"
     rtn.write_bytes((ROOT / "inference" / "models" / "rtn-human.onnx").read_bytes())
     result = run_training([sys.executable, "-m", "training", "mann", "--data", str(dog_zip), "--out",
-                             str(tmp_path / "refused"), "--init", str(rtn), "--steps", "6", "--cache", str(cache)])
+                           str(tmp_path / "refused"), "--init", str(rtn), "--steps", "6", "--cache", str(cache)])
     assert result.returncode == 2 and f"{rtn}: a rtn model; --init needs a mann model" in result.stderr
     assert not (tmp_path / "refused").exists()

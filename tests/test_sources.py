@@ -115,9 +115,9 @@ def test_a_short_run_on_both_trains_validates_and_exports(sources, cache, tmp_pa
     run = tmp_path / "run"
     data = [arg for s in sources for arg in ("--data", str(s))]
     run_training([sys.executable, "-m", "training", "rtn", *data, "--subjects", "1,2,3,4", "--out", str(run),
-                    "--steps", "3", "--batch", "8", "--max-gap", "12", "--validate-every", "3", "--proportions", "0.1",
-                    "--validation-windows", "16",
-                    "--cache", str(cache), "--threads", "1"], check=True)
+                  "--steps", "3", "--batch", "8", "--max-gap", "12", "--validate-every", "3", "--proportions", "0.1",
+                  "--validation-windows", "16",
+                  "--cache", str(cache), "--threads", "1"], check=True)
     state = torch.load(run / "checkpoint.pt", weights_only=True)
     meta = state["meta"]
     assert meta["data"] == [str(s) for s in sources] and meta["subjects"] == SUBJECTS

@@ -66,7 +66,7 @@ def test_resume_continues_where_the_run_stopped(trained_rtn, lafan1_zip, tmp_pat
 
     model = run / "resumed.onnx"
     run_training([sys.executable, "-m", "training", "export", str(run / "checkpoint.pt"), "-o", str(model),
-                    "--weights", "int8", "--data", str(lafan1_zip), "--cache", str(trained_rtn["cache"])], check=True)
+                  "--weights", "int8", "--data", str(lafan1_zip), "--cache", str(trained_rtn["cache"])], check=True)
     meta = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"]).get_modelmeta()
     assert meta.custom_metadata_map["betwixt.weights"] == "int8"
     card = model.with_suffix(".md").read_text()
@@ -189,13 +189,14 @@ def test_a_model_file_keeps_its_skeleton_s_end_sites_and_an_older_one_gains_them
     onnx.save(proto, str(tmp_path / "older.onnx"))
     assert open_model(tmp_path / "older.onnx").skeleton.end_sites == ()
     run_training([sys.executable, "-m", "training", "convert", str(tmp_path / "older.onnx"), "-o",
-                    str(tmp_path / "newer.onnx"), "--data", str(lafan1_zip), "--cache", str(trained_rtn["cache"])], check=True)
+                  str(tmp_path / "newer.onnx"), "--data", str(lafan1_zip), "--cache", str(trained_rtn["cache"])],
+                 check=True)
     gained = open_model(tmp_path / "newer.onnx")
     assert [j for j, _ in gained.skeleton.end_sites] == [j for j, _ in kept]
     np.testing.assert_array_equal([o for _, o in gained.skeleton.end_sites], [o for _, o in kept])
     assert gained.metadata["betwixt.weights"] == meta["betwixt.weights"]
     result = run_training([sys.executable, "-m", "training", "convert", str(tmp_path / "newer.onnx"), "-o",
-                             str(tmp_path / "again.onnx"), "--data", str(lafan1_zip)])
+                           str(tmp_path / "again.onnx"), "--data", str(lafan1_zip)])
     assert result.returncode == 2 and "nothing to convert" in result.stderr
 
 
@@ -210,7 +211,7 @@ def test_init_from_a_model_file_starts_from_the_weights_it_ships(trained_rtn, tm
     source = load(trained_rtn["checkpoint"])
     model = tmp_path / f"rtn-{weights}.onnx"
     run_training([sys.executable, "-m", "training", "export", str(trained_rtn["checkpoint"]), "-o", str(model),
-                    "--weights", weights], check=True)
+                  "--weights", weights], check=True)
     state = of_model_file(model, family("rtn"))
     assert state["step"] == source["step"] and state["config"] == json.loads(json.dumps(source["config"]))
     for name in ("frame_mean", "frame_std", "target_mean", "target_std", "reference_pose"):
@@ -296,7 +297,7 @@ def test_export_carries_metadata_and_matches_torch(trained_rtn):
 
 def test_a_bad_data_set_is_one_clear_error(tmp_path):
     result = run_training([sys.executable, "-m", "training", "rtn", "--data", str(tmp_path / "none.zip"),
-                             "--out", str(tmp_path / "run")])
+                           "--out", str(tmp_path / "run")])
     assert result.returncode == 2
     assert result.stderr.strip() == f"error: {tmp_path / 'none.zip'}: no such file or folder; --data takes a " \
                                     "folder or a .zip/.tar.xz of BVH files"
@@ -558,7 +559,8 @@ def test_an_earlier_checkpoint_is_converted_once_then_resumes_and_exports(traine
     resumed = run_training(args)
     assert resumed.returncode == 0 and "resuming" in resumed.stderr, resumed.stderr
     assert load(run / "checkpoint.pt")["step"] == 5
-    run_training([sys.executable, "-m", "training", "export", str(run / "checkpoint.pt"), "-o", str(tmp_path / "m.onnx")], check=True)
+    run_training([sys.executable, "-m", "training", "export", str(run / "checkpoint.pt"), "-o",
+                  str(tmp_path / "m.onnx")], check=True)
     assert "- Steps 0 to 4: `python -m training rtn --subjects 1,2,3,4" in (tmp_path / "m.md").read_text()
 
 
@@ -582,7 +584,8 @@ def test_an_earlier_model_file_is_refused_with_what_to_do_and_converted_once(tra
     onnx.save(proto, str(tmp_path / "old.onnx"))
     with pytest.raises(BetwixtError, match="format version 1.*python -m training convert old.onnx"):
         open_model(tmp_path / "old.onnx")
-    run_training([sys.executable, "-m", "training", "convert", str(tmp_path / "old.onnx"), "-o", str(tmp_path / "new.onnx")], check=True)
+    run_training([sys.executable, "-m", "training", "convert", str(tmp_path / "old.onnx"), "-o",
+                  str(tmp_path / "new.onnx")], check=True)
     new, original = open_model(tmp_path / "new.onnx"), open_model(trained_rtn["model"])
     rng = np.random.default_rng(0)
     rot = rng.standard_normal((1, 10, 22, 4))
@@ -616,7 +619,7 @@ def test_validation_measures_as_many_held_out_windows_as_asked(lafan1_zip, train
                 b = to_torch(val.sample(size, n, rng, keep_after=1.0), torch.device("cpu"))
                 with torch.no_grad():
                     terms.append([t.item() * size for t in frames_loss(predicted(model, norm, b, n), b, norm, parents,
-                                                                          val.layout.trajectory)[1:]])
+                                                                       val.layout.trajectory)[1:]])
             scores += list(np.sqrt(np.sum(terms, axis=0) / sum(sizes)))
         return scores
 
