@@ -16,6 +16,7 @@ smoothed and the feet held where the poses stood them (:mod:`.stance`).
 
 import base64
 from dataclasses import replace
+from functools import cached_property
 
 import numpy as np
 
@@ -230,16 +231,21 @@ class MVAEModel(Model):
         far its own floor is above that; or, for None, the data's mean pose (still) after SETTLE s of
         standing still, on the model's floor."""
         if start is None:
-            pose = np.asarray(self.file.normalisation["pose_mean"], dtype=np.float64)[None].copy()
-            pose[:, :3] = 0.0
-            pose[:, slice(*fields(len(self.skeleton))["velocities"])] = 0.0
-            still = desired(Path(np.array([0.0, SETTLE]), np.zeros((2, 2)), facing=np.zeros(2)), self.fps, HORIZON,
-                            self.actions, np.inf)
-            frames = still.frames - 1
-            return self._along(pose, [(np.zeros(3), 0.0)], [still], frames)[:, -1].astype(np.float64), 0.0
+            return self._standing_start.copy(), 0.0
         motion, frame = self._start(*start, 1, 1)
         level = floor(motion.frames(max(0, frame + 1 - self.past), frame + 1), []) - self.floor
         return poses(_lowered(motion.frames(frame - 1, frame + 1), level), self.pair)[0], level
+
+    @cached_property
+    def _standing_start(self):
+        """The data's mean pose (1, D) after SETTLE s of standing still: the same for every path that gives no
+        start (its roll-outs are drawn from a fixed seed), so settled once per model (a second a time)."""
+        pose = np.asarray(self.file.normalisation["pose_mean"], dtype=np.float64)[None].copy()
+        pose[:, :3] = 0.0
+        pose[:, slice(*fields(len(self.skeleton))["velocities"])] = 0.0
+        still = desired(Path(np.array([0.0, SETTLE]), np.zeros((2, 2)), facing=np.zeros(2)), self.fps, HORIZON,
+                        self.actions, np.inf)
+        return self._along(pose, [(np.zeros(3), 0.0)], [still], still.frames - 1)[:, -1].astype(np.float64)
 
     def _along(self, pose, roots, wants, frames, progress=None):
         """The poses (B, frames, D) of B characters from raw poses ``pose`` (B, D) at ``roots`` (origin,
