@@ -4,11 +4,12 @@ Written by hand because no maintained numpy-only BVH library exists that runs in
 Python, keeps End Sites and per-joint channel layouts, and reports errors by line. Blender's own
 importer builds scene objects, so it serves as the independent cross-check in the tests instead.
 
-The hierarchy is small and parsed token by token with line numbers; the motion block is the bulk,
-split line by line (each line one whole frame) and converted in one numpy call, with a slower pass
-only to explain a failure.
+The hierarchy is small and parsed token by token with line numbers; the motion block is the bulk, read
+by numpy's C text reader (each line one whole frame), with a slower pass only to explain a failure.
 """
 
+import io
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -233,15 +234,21 @@ def _parse_motion_header(tokens):
 
 
 def _parse_values(lines, first, n_frames, n_channels, source):
-    # line by line, so that a short line and a long one cannot shift values between frames unnoticed
-    rows = [words for words in map(str.split, lines[first - 1:]) if words]
-    expected_rows = n_frames if n_channels else 0   # without channels every frame line is blank
+    # numpy's reader refuses a line whose count differs from the first's, so a short line and a long one
+    # cannot shift values between frames unnoticed; blank lines it skips
     values = None
-    if len(rows) == expected_rows and all(len(words) == n_channels for words in rows):
+    if n_channels:
         try:
-            values = np.array(rows, dtype=np.float64).reshape(n_frames, n_channels)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)   # "input contained no data": refused below
+                values = np.loadtxt(io.StringIO("\n".join(lines[first - 1:])), dtype=np.float64, comments=None,
+                                    ndmin=2)
         except ValueError:
             pass
+        if values is not None and values.shape != (n_frames, n_channels):
+            values = None
+    elif not any(line.strip() for line in lines[first - 1:]):   # without channels every frame line is blank
+        values = np.zeros((n_frames, 0))
     if values is None:
         _explain_bad_block(lines, first, n_frames, n_channels, source)
     bad = ~np.isfinite(values)
