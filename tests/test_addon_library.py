@@ -184,7 +184,7 @@ def test_fbx_export_holds_a_take_per_transition(rig, tmp_path):
 
 
 @pytest.fixture
-def rigify_rig(betwixt_addon, lafan1_zip):  # noqa: F811
+def rigify_rig(betwixt_addon, lafan1_zip, tmp_path_factory):  # noqa: F811
     """A rig Rigify generated from its human metarig, with two of the stretches keyed on its controls as two
     actions (as tests/test_addon_rigify.py keys the capture), both ticked, the first assigned."""
     import addon_utils
@@ -194,7 +194,7 @@ def rigify_rig(betwixt_addon, lafan1_zip):  # noqa: F811
     assert addon_utils.enable("rigify", default_set=True) is not None
     with zipfile.ZipFile(lafan1_zip) as z:
         capture = parse_bvh(z.read("obstacles1_subject5.bvh"), "obstacles1_subject5")
-    rig = generated("human")
+    rig = generated("human", tmp_path_factory)
     model = model_for(bpy.context, rig, "fill")
     for name in ("walk", "slow"):
         action = bpy.data.actions.new(name)

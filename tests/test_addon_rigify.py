@@ -15,6 +15,7 @@ import bpy
 import numpy as np
 import pytest
 
+from conftest import once
 from inference.bvh import parse_bvh
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,15 +39,19 @@ def betwixt(tmp_path_factory, lafan1_zip):
     sys.path.remove(str(folder))
 
 
-def generated(metarig):
-    """A new 30 fps scene holding the rig Rigify generates from its ``metarig`` ("human", "wolf"), active."""
-    bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.context.scene.render.fps = 30
-    getattr(bpy.ops.object, f"armature_{metarig}_metarig_add")()
-    bpy.ops.pose.rigify_generate()
-    rig = bpy.context.active_object
-    bpy.data.objects.remove(bpy.data.objects["metarig"])
-    return rig
+def generated(metarig, tmp_path_factory):
+    """A new 30 fps scene holding the rig Rigify generates from its ``metarig`` ("human", "wolf"), active:
+    generated once per test run (some 5 s each) and opened afresh from its file for each caller."""
+    def build(folder):
+        bpy.ops.wm.read_homefile(use_empty=True)
+        bpy.context.scene.render.fps = 30
+        getattr(bpy.ops.object, f"armature_{metarig}_metarig_add")()
+        bpy.ops.pose.rigify_generate()
+        bpy.data.objects.remove(bpy.data.objects["metarig"])
+        bpy.ops.wm.save_as_mainfile(filepath=str(folder / "rig.blend"))
+
+    bpy.ops.wm.open_mainfile(filepath=str(once(tmp_path_factory, f"rigify-{metarig}", build) / "rig.blend"))
+    return bpy.context.active_object
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +63,7 @@ def keyed_rigs(betwixt, lafan1_zip, tmp_path_factory):
     from betwixt.addon.preferences import model_for
     out = {}
     for ik_fk in (0.0, 1.0):
-        rig = generated("human")
+        rig = generated("human", tmp_path_factory)
         for limb in LIMBS:
             for side in "LR":
                 rig.pose.bones[f"{limb}.{side}"]["IK_FK"] = ik_fk
@@ -312,12 +317,12 @@ def test_esc_while_the_rig_is_read_or_its_controls_baked_leaves_the_scene_as_it_
     assert "torso" in keyed_bones(betwixt, rig, *GAP)             # run to its end, the same steps key
 
 
-def test_a_rigify_wolf_reads_as_the_dog_and_follow_path_keys_its_controls(betwixt):
+def test_a_rigify_wolf_reads_as_the_dog_and_follow_path_keys_its_controls(betwixt, tmp_path_factory):
     """A four-legged control rig: Rigify's wolf, generated, plays the dog's skeleton (its deform bones, the
     tail left to the model's average pose), its controls (torso, paw IK, heels, poles) are detected, and the
     dog's Follow Path walks it through keys on those controls alone."""
     from test_addon_locomotion import bezier, follow_with
-    rig = generated("wolf")
+    rig = generated("wolf", tmp_path_factory)
     assert bpy.ops.betwixt.detect_mapping() == {"FINISHED"}
     mapped = {item.joint: item.bone for item in rig.data.betwixt_joints if item.bone}
     assert len(mapped) == 19 and "Tail" not in mapped and all(b.startswith("DEF-") for b in mapped.values())
@@ -335,7 +340,7 @@ def test_a_rigify_wolf_reads_as_the_dog_and_follow_path_keys_its_controls(betwix
     assert 0.6 < hips[:, 0, 2, 3].min() and hips[:, 0, 2, 3].max() < 0.9   # about its rest height, 0.79 m
 
 
-def test_a_dog_keyed_onto_the_wolf_reads_back_as_itself(betwixt, dog_zip):
+def test_a_dog_keyed_onto_the_wolf_reads_back_as_itself(betwixt, dog_zip, tmp_path_factory):
     """The dog's motion keyed onto Rigify's wolf through its controls reads back as that motion: the wolf's
     chest (spine.008, which carries its shoulders) plays the dog's Spine1, which carries the dog's, and
     each control's deform bone is keyed with its head where the model's joint is, not where the rig's
@@ -345,7 +350,7 @@ def test_a_dog_keyed_onto_the_wolf_reads_back_as_itself(betwixt, dog_zip):
     from betwixt.addon import plan as reading
     from betwixt.addon.preferences import model_for
     from inference.motion import forward_kinematics
-    rig = generated("wolf")
+    rig = generated("wolf", tmp_path_factory)
     bpy.context.scene.render.fps = 60
     with zipfile.ZipFile(dog_zip) as z:
         name = next(n for n in z.namelist() if n.endswith("D1_008_KAN01_002.bvh"))
