@@ -45,6 +45,7 @@ import numpy as np
 from ..inference import quat
 from ..inference.anatomy import legs, pelvis
 from ..inference.errors import BetwixtError
+from ..inference.motion import depth_levels
 from ..inference.retarget import Retargeting, calibrate, length_ratio, natural_stance
 from .rig import affine_inverse, compose, matrix_to_quat, rotation_part
 
@@ -196,7 +197,6 @@ def to_rig(retarget, rotations, positions, location, rotation, scale, heads=None
     want_rot, placed = retarget.to_world(rotations, positions)
     moved = heads is not None
     heads = heads if moved else placed
-    k_of = dict(zip(retarget.bones.tolist(), range(len(retarget.bones))))
     # wanted armature-space rotations (3x3) and heads of the mapped bones
     want_rot = rotation_part(world).T @ retarget.axes @ want_rot
     inv_world = affine_inverse(world)
@@ -205,16 +205,25 @@ def to_rig(retarget, rotations, positions, location, rotation, scale, heads=None
     rel = rig.relative
     frames = rotations.shape[0]
     pose = np.empty((frames, len(rig), 4, 4))
-    for b, p in enumerate(rig.parents):
-        above = rel[b] if p < 0 else pose[:, p] @ rel[b]
-        k = k_of.get(b)
-        if k is not None:
-            rotation[:, b] = matrix_to_quat(np.swapaxes(rotation_part(above), -1, -2) @ want_rot[:, k])
-            if int(retarget.joints[k]) in retarget.positional and not rig.connected[b]:
-                head = np.concatenate([want_head[:, k], np.ones((frames, 1))], -1)
-                location[:, b] = (affine_inverse(above) @ head[..., None])[:, :3, 0]
-        loc = np.zeros_like(location[:, b]) if rig.connected[b] else location[:, b]
-        pose[:, b] = above @ compose(loc, rotation[:, b], scale[:, b])
-        if moved and k is not None:
-            pose[:, b, :3, 3] = want_head[:, k]
+    mapped = np.full(len(rig), -1)
+    mapped[retarget.bones] = np.arange(len(retarget.bones))
+    positional = np.isin(retarget.joints, retarget.positional)
+    for bones in depth_levels(tuple(rig.parents.tolist())):   # a depth's bones at once: their parents are placed
+        parents = rig.parents[bones]
+        above = np.broadcast_to(rel[bones], (frames,) + rel[bones].shape) if parents[0] < 0 else \
+            pose[:, parents] @ rel[bones]
+        ks = mapped[bones]
+        turned = ks >= 0
+        if turned.any():
+            b, k, over = bones[turned], ks[turned], above[:, turned]
+            rotation[:, b] = matrix_to_quat(np.swapaxes(rotation_part(over), -1, -2) @ want_rot[:, k])
+            moving = positional[k] & ~rig.connected[b]
+            if moving.any():
+                head = np.concatenate([want_head[:, k[moving]], np.ones((frames, moving.sum(), 1))], -1)
+                location[:, b[moving]] = (affine_inverse(over[:, moving]) @ head[..., None])[..., :3, 0]
+        loc = np.where(rig.connected[bones][:, None], 0.0, location[:, bones])
+        placed = above @ compose(loc, rotation[:, bones], scale[:, bones])
+        if moved:
+            placed[..., :3, 3][:, turned] = want_head[:, ks[turned]]
+        pose[:, bones] = placed
     return location, rotation, pose

@@ -137,10 +137,10 @@ class Motion:
 
 
 @lru_cache(maxsize=64)
-def _depth_levels(parents):
+def depth_levels(parents):
     """The joints grouped by depth, root level first: each group's parents all lie in earlier ones.
     ``parents`` is a tuple; cached, as a fill runs forward kinematics on the same few skeletons and
-    chains several times."""
+    chains several times (and poses the same rig's bones, :func:`..addon.retarget.to_rig`)."""
     depth = np.zeros(len(parents), dtype=np.int64)
     for j, p in enumerate(parents):   # parents come first
         depth[j] = 0 if p < 0 else depth[p] + 1
@@ -163,7 +163,7 @@ def forward_kinematics(rotations, positions, parents):
     positions = np.moveaxis(np.broadcast_to(positions, lead + (3,)), -2, 0)
     grot = np.empty(rotations.shape, dtype=dtype)
     gpos = np.empty(positions.shape, dtype=dtype)
-    roots, *levels = _depth_levels(tuple(parents.tolist()))
+    roots, *levels = depth_levels(tuple(parents.tolist()))
     grot[roots] = rotations[roots]
     gpos[roots] = positions[roots]
     for js in levels:
