@@ -17,7 +17,7 @@ import numpy as np
 
 from . import quat
 from .errors import BetwixtError
-from .motion import AXES, forward_kinematics
+from .motion import AXES, forward_kinematics, forward_positions
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,11 @@ def chain(parents, joint):
 def chain_transform(rotations, positions, parents, joint):
     """World rotation and position of ``joint`` (…, 4) and (…, 3), from its chain alone."""
     c = chain(parents, joint)
+    if len(c) == 1:   # a root is where it is: forward kinematics' copy of it, without its setting up
+        lead = np.broadcast_shapes(rotations.shape[:-2], positions.shape[:-2])
+        dtype = np.result_type(rotations, positions)
+        return (np.broadcast_to(rotations[..., joint, :], lead + (4,)).astype(dtype),
+                np.broadcast_to(positions[..., joint, :], lead + (3,)).astype(dtype))
     grot, gpos = forward_kinematics(rotations[..., c, :], positions[..., c, :], np.arange(len(c)) - 1)
     return grot[..., -1, :], gpos[..., -1, :]
 
@@ -171,7 +176,7 @@ def target_features(rotations, positions, parents, layout, after=None):
     known = np.zeros((b, 1))
     here = None
     if after is not None:
-        _, world = forward_kinematics(np.stack([rotations, after[0]]), np.stack([positions, after[1]]), parents)
+        world = forward_positions(np.stack([rotations, after[0]]), np.stack([positions, after[1]]), parents)
         velocity = ((world[1] - world[0]) * (layout.fps / layout.height)).reshape(b, -1)
         known[:] = 1.0
         here = world[0, :, layout.trajectory]

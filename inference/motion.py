@@ -174,6 +174,25 @@ def forward_kinematics(rotations, positions, parents):
     return np.ascontiguousarray(np.moveaxis(grot, 0, -2)), np.ascontiguousarray(np.moveaxis(gpos, 0, -2))
 
 
+def forward_positions(rotations, positions, parents):
+    """The world positions alone of :func:`forward_kinematics`, through rotation matrices: a matrix product a
+    depth where the quaternions take some thirty small operations, so a fill's target key and the frame after
+    it (eight poses) take 0.15 ms rather than 0.38. They differ from :func:`forward_kinematics`' in the last
+    bits (1e-13 of their size): for inputs the network reads in 32 bits, not where the rotations go on."""
+    parents = np.asarray(parents)
+    turns = quat.to_matrix(np.moveaxis(rotations, -2, 0))             # (J, ..., 3, 3), joints first as above
+    offsets = np.moveaxis(positions, -2, 0)[..., None]                 # (J, ..., 3, 1)
+    gmat, gpos = np.empty(turns.shape), np.empty(offsets.shape)
+    roots, *levels = depth_levels(tuple(parents.tolist()))
+    gmat[roots], gpos[roots] = turns[roots], offsets[roots]
+    for js in levels:
+        ps = parents[js]
+        turn = gmat[ps]
+        gmat[js] = turn @ turns[js]
+        gpos[js] = turn @ offsets[js] + gpos[ps]
+    return np.ascontiguousarray(np.moveaxis(gpos[..., 0], 0, -2))
+
+
 def inverse_kinematics(grot, gpos, parents):
     """World to local, the inverse of :func:`forward_kinematics`."""
     rot = grot.copy()

@@ -8,7 +8,7 @@ import pytest
 from inference import quat
 from inference.bvh import parse_bvh
 from inference.errors import BetwixtError
-from inference.motion import (Motion, Skeleton, forward_kinematics, guess_up_axis, height,
+from inference.motion import (Motion, Skeleton, forward_kinematics, forward_positions, guess_up_axis, height,
                               inverse_kinematics)
 from rotations import angle_between, random_quats, same_rotation
 
@@ -76,6 +76,20 @@ def test_forward_kinematics_matches_matrix_chains(rng):
 def test_forward_kinematics_on_real_data(cmu):
     clip = cmu.frames(0, 300)
     assert np.abs(clip.global_transforms()[1] - naive_fk(clip)).max() < 1e-9
+
+
+def test_forward_positions_are_forward_kinematics_to_the_32_bit_inputs_the_network_reads(rng, cmu):
+    """The matrix route to world positions (a fill's target key and the frame after it) agrees with the
+    quaternions' to the last bits, so that the network's 32-bit inputs are the same."""
+    for motion in (random_motion(rng), cmu.frames(0, 300)):
+        gpos = motion.global_transforms()[1]
+        fast = forward_positions(motion.rotations, motion.positions, motion.skeleton.parents)
+        assert fast.shape == gpos.shape and np.abs(fast - gpos).max() < 1e-12 * np.abs(gpos).max()
+        assert np.mean(fast.astype(np.float32) == gpos.astype(np.float32)) > 0.999
+    batch = forward_positions(np.stack([motion.rotations[:4]] * 2), np.stack([motion.positions[:4]] * 2),
+                              motion.skeleton.parents)
+    assert np.array_equal(batch[1], forward_positions(motion.rotations[:4], motion.positions[:4],
+                                                      motion.skeleton.parents))
 
 
 def test_rest_pose_is_the_sum_of_offsets():
