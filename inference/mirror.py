@@ -261,16 +261,25 @@ def mirror(motion, axis=None, reflections=None):
 
 
 def reflection(parents, partner, world, reflections):
-    """What :func:`reflect` multiplies by, for a skeleton's ``parents``, its :func:`mirror_map`
-    ``partner``, the :func:`world_reflection` and the joints' :func:`local_reflections`: computed
-    once where many frames are mirrored a few at a time (the runtime's fills)."""
+    """What :func:`reflect` takes, for a skeleton's ``parents``, its :func:`mirror_map` ``partner``, the
+    :func:`world_reflection` and the joints' :func:`local_reflections`: computed once where many frames are
+    mirrored a few at a time (the runtime's fills). A joint's rotation ``q`` mirrors to ``h q k``, ``h`` and
+    ``k`` half turns about an axis (or none): a quaternion with one component of 1, so that each component of
+    the product is one of ``q``'s, its sign perhaps turned. Those (which of the partner's components, and
+    the sign) are found here once, by the product itself, so that :func:`reflect` is a gather."""
     above = np.where((np.asarray(parents) < 0)[:, None], world, reflections[np.maximum(parents, 0)])
-    return _half_turns(above), _half_turns(reflections), above, np.asarray(partner)
+    before, after, partner = _half_turns(above), _half_turns(reflections), np.asarray(partner)
+    basis = np.eye(4)[:, None]                                                  # (4 components, 1, 4)
+    product = quat.mul(quat.mul(before, basis), after)[:, partner]             # (4 components, J, 4): one of ±1
+    component = np.abs(product).argmax(axis=0)                                 # (J, 4)
+    sign = np.take_along_axis(product, component[None], axis=0)[0]
+    return partner[:, None] * 4 + component, sign, above[partner], partner
 
 
 def reflect(rotations, positions, reflection):
     """Local rotations (..., J, 4) and translations (..., J, 3) mirrored by a :func:`reflection`:
     :func:`mirror`'s arithmetic on bare arrays. Applied twice it gives the arrays back (rotations
     possibly as ``-q``)."""
-    before, after, scale, partner = reflection
-    return quat.mul(quat.mul(before, rotations), after)[..., partner, :], (positions * scale)[..., partner, :]
+    source, sign, scale, partner = reflection
+    flat = rotations.reshape(rotations.shape[:-2] + (-1,))
+    return flat[..., source] * sign, positions[..., partner, :] * scale
