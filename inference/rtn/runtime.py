@@ -180,13 +180,13 @@ class RTNModel(Model):
             fill = (fill[0][:, ::-1], fill[1][:, ::-1]) if backwards else fill
             if backwards in ways:
                 apart = _parting(ways[backwards][0], fill[0])
-                parting = np.maximum(parting, apart)
+                parting = np.maximum(parting, apart[1])
                 fill = _average(*ways[backwards], *fill, trajectory, apart)
             ways[backwards] = fill
         mean_rot, mean_pos = ways[False]
         if True in ways:
             apart = _parting(mean_rot, ways[True][0])
-            parting = np.maximum(parting, apart)
+            parting = np.maximum(parting, apart[1])
             mean_rot, mean_pos = _average(mean_rot, mean_pos, *ways[True], trajectory, apart,
                                           _backward_share(gap.length))
         tile = lambda a: np.concatenate([a] * copies)  # noqa: E731
@@ -291,7 +291,7 @@ def _backward_share(n):
     return np.interp(np.arange(1, n + 1) / (n + 1), [0.0, 1.0], BACKWARD_SHARE)
 
 
-def _average(rotations, positions, other_rotations, other_positions, trajectory, worst, share=0.5):
+def _average(rotations, positions, other_rotations, other_positions, trajectory, parting, share=0.5):
     """The mean of two fills of the same gaps: rotations (B, n, J, 4) normalised after taking the
     other's in the sign nearer each, and the trajectory joint's translation; other translations are
     the first fill's (the network does not generate them).
@@ -300,10 +300,10 @@ def _average(rotations, positions, other_rotations, other_positions, trajectory,
     to the right, their mean is neither and jumps where they are half a turn apart: a gap whose two
     fills differ anywhere (any joint, any frame) by more than AGREEMENT[0] degrees is
     averaged less, and beyond AGREEMENT[1] not at all (one weight a gap: no pop in time).
-    ``worst`` (B,): how far the two part (:func:`_parting`, which the caller has measured already);
-    ``share``: the other's part of the mean, one for every frame or one for each (n,).
+    ``parting``: the two's rotations' dot products and how far they part (:func:`_parting`, which the caller
+    has measured already); ``share``: the other's part of the mean, one for every frame or one for each (n,).
     """
-    dot = np.sum(rotations * other_rotations, axis=-1)
+    dot, worst = parting
     other_rotations = np.where((dot < 0)[..., None], -other_rotations, other_rotations)
     full, none = AGREEMENT
     weight = np.clip((none - worst) / (none - full), 0.0, 1.0)[:, None, None] * np.reshape(share, (1, -1, 1))
@@ -313,6 +313,7 @@ def _average(rotations, positions, other_rotations, other_positions, trajectory,
 
 
 def _parting(rotations, other_rotations):
-    """(B,) degrees: the most two fills (B, n, J, 4) of the same gaps turn any joint apart on any frame."""
-    dot = np.abs(np.sum(rotations * other_rotations, axis=-1))
-    return 2 * np.degrees(np.arccos(np.minimum(dot, 1.0))).max(axis=(1, 2))
+    """``(dot (B, n, J), degrees (B,))``: two fills' (B, n, J, 4) of the same gaps rotations' dot products, and the
+    most they turn any joint apart on any frame."""
+    dot = np.sum(rotations * other_rotations, axis=-1)
+    return dot, 2 * np.degrees(np.arccos(np.minimum(np.abs(dot), 1.0))).max(axis=(1, 2))
