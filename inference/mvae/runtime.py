@@ -239,7 +239,7 @@ class MVAEModel(Model):
     @cached_property
     def _standing_start(self):
         """The data's mean pose (1, D) after SETTLE s of standing still: the same for every path that gives no
-        start (its roll-outs are drawn from a fixed seed), so settled once per model (a second a time)."""
+        start (its roll-outs are drawn from a fixed seed), so settled once per model."""
         pose = np.asarray(self.file.normalisation["pose_mean"], dtype=np.float64)[None].copy()
         pose[:, :3] = 0.0
         pose[:, slice(*fields(len(self.skeleton))["velocities"])] = 0.0
