@@ -54,11 +54,6 @@ def chain(parents, joint):
 def chain_transform(rotations, positions, parents, joint):
     """World rotation and position of ``joint`` (…, 4) and (…, 3), from its chain alone."""
     c = chain(parents, joint)
-    if len(c) == 1:   # a root is where it is: forward kinematics' copy of it, without its setting up
-        lead = np.broadcast_shapes(rotations.shape[:-2], positions.shape[:-2])
-        dtype = np.result_type(rotations, positions)
-        return (np.broadcast_to(rotations[..., joint, :], lead + (4,)).astype(dtype),
-                np.broadcast_to(positions[..., joint, :], lead + (3,)).astype(dtype))
     grot, gpos = forward_kinematics(rotations[..., c, :], positions[..., c, :], np.arange(len(c)) - 1)
     return grot[..., -1, :], gpos[..., -1, :]
 

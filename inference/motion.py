@@ -159,6 +159,9 @@ def forward_kinematics(rotations, positions, parents):
     parents = np.asarray(parents)
     lead = np.broadcast_shapes(rotations.shape[:-1], positions.shape[:-1])
     dtype = np.result_type(rotations, positions)
+    if (parents < 0).all():   # roots only (a chain of one joint): each is where it is
+        return (np.broadcast_to(rotations, lead + (4,)).astype(dtype),
+                np.broadcast_to(positions, lead + (3,)).astype(dtype))
     rotations = np.moveaxis(np.broadcast_to(rotations, lead + (4,)), -2, 0)
     positions = np.moveaxis(np.broadcast_to(positions, lead + (3,)), -2, 0)
     grot = np.empty(rotations.shape, dtype=dtype)
