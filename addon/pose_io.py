@@ -30,6 +30,7 @@ POINT_FLOATS = ("co", "handle_left", "handle_right")
 POINT_ENUMS = ("interpolation", "handle_left_type", "handle_right_type", "type", "easing")
 POINT_SCALARS = ("back", "amplitude", "period")
 POINT_BOOLS = ("select_control_point", "select_left_handle", "select_right_handle")
+FEW_HANDLES = 16   # keys whose handles are written one by one rather than the curve's whole arrays
 
 
 def active_armature(context):
@@ -325,9 +326,20 @@ def _added_enums():
     return np.array([_enum(name, value) for name, value in zip(POINT_ENUMS, added)], np.uint8)[:, None, None]
 
 
+@functools.cache
+def _placed_handles():
+    """By handle type (a byte): whether Blender places the handle itself when the curve updates (automatic,
+    vector). A table to index, where ``np.isin`` would cost tens of microseconds a curve."""
+    placed = np.zeros(256, bool)
+    placed[[_enum("handle_left_type", t) for t in ("AUTO", "AUTO_CLAMPED", "VECTOR")]] = True
+    return placed
+
+
 def write_points(fc, data):
     """Replace a curve's keyframes with ``data`` (:class:`Points`, or a mapping of the same arrays), in one bulk
-    write: a property that holds on every key what Blender gives a new key is left as it gives it."""
+    write: a property that holds on every key what Blender gives a new key is left as it gives it, and handles
+    that Blender places itself are left to it (the few that are the keys' own, freed beside a fill's gaps, are
+    set one by one)."""
     data = Points.of(data)
     points = fc.keyframe_points
     n = data.count
@@ -338,13 +350,18 @@ def write_points(fc, data):
             points.remove(points[-1], fast=True)
     if n:
         points.add(n)
-        _, enums, _, flags = data.blocks
-        written = (np.ones(len(POINT_FLOATS), bool), ~(enums == _added_enums()).all(axis=(1, 2)),
+        floats, enums, _, flags = data.blocks
+        own = np.flatnonzero(~_placed_handles()[enums[1:3, :, 0]].all(axis=0))
+        whole = len(own) > FEW_HANDLES
+        written = ((True, whole, whole), ~(enums == _added_enums()).all(axis=(1, 2)),
                    np.ones(len(POINT_SCALARS), bool), ~flags.all(axis=(1, 2)))   # added keys are selected
         for (names, *_), block, write in zip(Points.KINDS, data.blocks, written):
             for name, row, w in zip(names, block, write):
                 if w:
                     points.foreach_set(name, np.ascontiguousarray(row).reshape(-1))   # else one item at a time
+        if not whole:
+            for i, left, right in zip(own.tolist(), floats[1, own].tolist(), floats[2, own].tolist()):
+                points[i].handle_left, points[i].handle_right = left, right
     fc.update()
 
 
