@@ -135,16 +135,8 @@ def plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames,
     action = channels.action.name if channels is not None else None
     drive, turns = None, ()
     if rig.source is None:
-        parts = []
-        for start in range(0, len(frames), CHUNK):
-            part = frames[start:start + CHUNK]
-            location, rotation, scale, raw = sample(obj, channels, rig, part, retarget.bones)
-            unusable(rig, part, np.concatenate([location, rotation, scale], axis=-1), channels)
-            parts.append((location, rotation, scale, raw, *retarget.to_model(rig.pose(location, rotation, scale))))
-            yield (start + len(part)) / len(frames)
-        location, rotation, scale, rotations, positions = (np.concatenate([p[k] for p in parts]) for k in (0, 1, 2, 4, 5))
-        rotations = quat.unroll(rotations)   # signs continuous across the parts, as in one
-        raw = {b: np.concatenate([p[3][b] for p in parts]) for b in parts[0][3]}
+        location, rotation, scale, raw, rotations, positions = yield from _read_curves(obj, channels, rig, retarget,
+                                                                                   gaps, frames)
     else:
         real, bones = rig.source
         entries = controls.active(obj, channels, controls.on_skeleton(obj, controls.entries_for(obj), model.skeleton),
@@ -172,6 +164,43 @@ def plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames,
     motion = Motion(model.skeleton, rotations, positions, model.layout.fps, name=action or obj.name)
     return Plan(obj.name, action, channels and channels.slot_identifier, model, rig, retarget, int(frames[0]),
                 gaps, fps, motion, location, rotation, scale, raw, detected, drive=drive, turns=turns)
+
+
+def _read_curves(obj, channels, rig, retarget, gaps, frames):
+    """Steps that return a plain rig's channels on ``frames`` (location, rotation, scale, raw: see
+    :func:`.pose_io.sample`) and its motion in the model's space (rotations, positions), CHUNK frames at a time.
+
+    The frames strictly inside the ``gaps`` are the model's to make, and nothing reads its skeleton's pose there:
+    the mapped bones' turns (their rotation channels) are read only on the other frames, the keys and their
+    context, and each frame of a gap holds them as the last frame before it (its first key) has them (on
+    Decompress, a key every second, that is one frame in 30). Every other channel is read on every frame: the
+    writing keeps them."""
+    made = np.zeros(len(frames), dtype=bool)
+    for a, b in gaps:
+        made |= (frames > a) & (frames < b)
+    n, rows = len(frames), [np.flatnonzero(~made), np.flatnonzero(made)]
+    location, rotation, scale = np.empty((n, len(rig), 3)), np.empty((n, len(rig), 4)), np.empty((n, len(rig), 3))
+    raw, motion, done = {}, [], 0
+    for turned, kept in zip((True, False), rows):
+        for start in range(0, len(kept), CHUNK):
+            r = kept[start:start + CHUNK]
+            part = sample(obj, channels, rig, frames[r], retarget.bones, turned)
+            unusable(rig, frames[r], np.concatenate(part[:3], axis=-1), channels)
+            location[r], rotation[r], scale[r] = part[:3]
+            for b, values in part[3].items():
+                raw.setdefault(b, np.empty((n, values.shape[1])))[r] = values
+            if turned:
+                motion.append(retarget.to_model(rig.pose(*part[:3])))
+            done += len(r)
+            yield done / n
+    last = np.maximum(np.cumsum(~made) - 1, 0)   # each frame's last read frame, as an index into rows[0]
+    held = rows[0][last[made]]
+    for b in retarget.bones.tolist():
+        rotation[made, b] = rotation[held, b]
+        raw[b][made] = raw[b][held]
+    rotations = quat.unroll(np.concatenate([m[0] for m in motion]))   # signs continuous across the parts
+    positions = np.concatenate([m[1] for m in motion])
+    return location, rotation, scale, raw, rotations[last], positions[last]
 
 
 def split_chains(skeleton, retarget, rig):

@@ -158,13 +158,14 @@ def world_matrix(obj):
     return np.array(obj.matrix_world, dtype=np.float64)
 
 
-def sample(obj, channels, rig, frames, bones=None):
+def sample(obj, channels, rig, frames, bones=None, turned=True):
     """Bone channels on ``frames``: location, rotation (quaternions), scale ``(frames, bones, …)`` and
     the rotation channels as keyed ``{bone: (frames, 3|4)}``.
 
     Animated channels are their F-curves' values, the others the pose's current values (all of them
     with ``channels`` None: an armature without an action). Only ``bones`` and their ancestors are
-    read (the rest stay at rest): nothing else moves them.
+    read (the rest stay at rest): nothing else moves them. Without ``turned``, the rotation channels of
+    ``bones`` themselves are not read (at rest, zero): where the model makes their turns.
     """
     frames = np.asarray(frames, dtype=np.float64).tolist()   # Python floats, made once for every curve
     n = len(frames)
@@ -172,14 +173,18 @@ def sample(obj, channels, rig, frames, bones=None):
     rotation = np.tile([1.0, 0.0, 0.0, 0.0], (n, len(rig), 1))
     scale = np.ones((n, len(rig), 3))
     raw = {}
+    unread = set() if turned or bones is None else set(np.asarray(bones).tolist())
     for b in _with_ancestors(rig, range(len(rig)) if bones is None else bones):
         name = rig.names[b]
         pb = obj.pose.bones[name]
         mode = rig.rotation_modes[b]
         rot_prop = channel_path(mode)
         location[:, b] = _channel(channels, name, "location", 3, pb.location, frames)
-        raw[b] = _channel(channels, name, rot_prop, channel_count(mode), getattr(pb, rot_prop), frames)
-        rotation[:, b] = channels_to_quat(raw[b], mode)
+        if b in unread:
+            raw[b] = np.zeros((n, channel_count(mode)))
+        else:
+            raw[b] = _channel(channels, name, rot_prop, channel_count(mode), getattr(pb, rot_prop), frames)
+            rotation[:, b] = channels_to_quat(raw[b], mode)
         scale[:, b] = _channel(channels, name, "scale", 3, pb.scale, frames)
     return location, rotation, scale, raw
 
