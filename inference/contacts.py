@@ -167,14 +167,16 @@ def plant(motion, gaps, height, floored=False):
         held[:, k] = pivoted(held[:, k], toe_held[:, i], length, weight)
     toe_targets = dict(zip(toed, np.moveaxis(toe_held, 1, 0)))
     rows = np.flatnonzero(generated)
-    rotations = motion.rotations.copy()
+    solved, g, p = motion.rotations[rows], grot[rows], gpos[rows]   # each leg turns joints of its own
     for k, leg in enumerate(found):
         ankle = reachable(gpos[:, leg.hip], gpos[:, leg.foot], held[:, k] - below[:, k], motion.skeleton.offsets, leg)
         if not leg.paw:
             free = ~stood[:, k] | landing(stood[:, k], fade_frames(motion.fps, LANDING))
             ankle = smoothed(gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.foot], ankle, motion.fps, free)
         toe = toe_targets[k][rows] if k in toe_targets else None
-        rotations[rows] = solve_leg(rotations[rows], grot[rows], gpos[rows], parents, leg, ankle[rows], toe, u)
+        solved = solve_leg(solved, g, p, parents, leg, ankle[rows], toe, u)
+    rotations = motion.rotations.copy()
+    rotations[rows] = solved
     return replace(motion, rotations=rotations)
 
 
@@ -321,14 +323,16 @@ def steps(path, contact, generated, up, reach, swing):
     out = contact.copy()
     frames = len(path)
     for k in range(path.shape[1]):
-        flat = np.delete(path[:, k], up, axis=-1).tolist()   # plain floats: a frame at a time, many frames
+        # plain floats, a frame at a time: two lists of them, not a list a frame (tens of thousands of lists
+        # on a long Decompress, and in Blender's crowded heap the garbage collections they set off)
+        xs, ys = np.delete(path[:, k], up, axis=-1).T.tolist()
         t, anchor = 0, None
         while t < frames:
             if not out[t, k]:
                 t, anchor = t + 1, None
                 continue
-            if anchor is None or math.dist(flat[t], anchor) <= reach:
-                anchor = flat[t] if anchor is None else anchor
+            if anchor is None or math.hypot(xs[t] - anchor[0], ys[t] - anchor[1]) <= reach:
+                anchor = (xs[t], ys[t]) if anchor is None else anchor
                 t += 1
                 continue
             # a swing: ``swing`` generated frames from t (or, at a user frame, before it), then a new step
@@ -343,7 +347,7 @@ def steps(path, contact, generated, up, reach, swing):
                 while begin > max(t - swing, 0) and generated[begin - 1] and out[begin - 1, k]:
                     begin -= 1
                 out[begin:t, k] = False
-                anchor = flat[t]
+                anchor = (xs[t], ys[t])
                 t += 1
     return out
 
