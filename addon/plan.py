@@ -135,8 +135,8 @@ def plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames,
     action = channels.action.name if channels is not None else None
     drive, turns = None, ()
     if rig.source is None:
-        location, rotation, scale, raw, rotations, positions = yield from _read_curves(obj, channels, rig, retarget,
-                                                                                   gaps, frames)
+        read = yield from _read_curves(obj, channels, rig, retarget, gaps, frames)
+        location, rotation, scale, raw, rotations, positions = read
     else:
         real, bones = rig.source
         entries = controls.active(obj, channels, controls.on_skeleton(obj, controls.entries_for(obj), model.skeleton),
