@@ -84,14 +84,23 @@ def bone_edits(plan, motion, gaps, step):
     return edits
 
 
+GAPS_AT_ONCE = 64   # rotation_channels' gaps side by side: a long Decompress's all at once are tens of megabytes
+
+
 def rotation_channels(plan, rotation, bones, starts, counts):
     """{bone: rotation channel values (frames, 3|4)} of the quaternions ``rotation`` (frames, rig bones, 4).
 
     The frames are ``counts[i]`` frames of each gap in turn; in each gap every bone's channels continue
     from their keyed value on the gap's first key, ``starts[i]`` (Euler angles and quaternion signs
     have more than one value per rotation). Continuity runs frame by frame, so all gaps and all bones
-    of one rotation mode go through it together: gaps side by side, padded to the longest.
+    of one rotation mode go through it together: gaps side by side, padded to the longest, GAPS_AT_ONCE at a time.
     """
+    if len(counts) > GAPS_AT_ONCE:   # in parts (each gap's channels are its own): large temporaries cost page faults
+        cut = np.r_[0, np.cumsum(counts)]
+        parts = [rotation_channels(plan, rotation[cut[i]:cut[min(i + GAPS_AT_ONCE, len(counts))]], bones,
+                                   starts[i:i + GAPS_AT_ONCE], counts[i:i + GAPS_AT_ONCE])
+                 for i in range(0, len(counts), GAPS_AT_ONCE)]
+        return {b: np.concatenate([p[b] for p in parts]) for b in parts[0]}
     gap = np.repeat(np.arange(len(counts)), counts)
     at = np.arange(len(gap)) - np.repeat(np.cumsum(counts) - counts, counts)   # frame within its gap
     padded = np.tile([1.0, 0.0, 0.0, 0.0], (max(counts, default=0), len(counts), len(bones), 1))

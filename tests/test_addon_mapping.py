@@ -256,10 +256,15 @@ def test_affine_inverse_inverts_turned_scaled_sheared_and_moved_matrices(betwixt
     np.testing.assert_allclose(affine_inverse(m[7]), np.linalg.inv(m[7]), atol=1e-9)
 
 
-def test_rotation_channels_of_many_gaps_at_once_continue_from_each_gap_s_key(betwixt_addon):
-    """All gaps and bones converted together give what each gap alone gives, from its own first key."""
+@pytest.mark.parametrize("at_once", [None, 1], ids=["together", "in parts"])
+def test_rotation_channels_of_many_gaps_at_once_continue_from_each_gap_s_key(betwixt_addon, monkeypatch, at_once):
+    """All gaps and bones converted together, or in parts of the gaps (a long Decompress's), give what each gap
+    alone gives, from its own first key."""
     from types import SimpleNamespace
+    from betwixt.addon import writing
     from betwixt.addon.writing import rotation_channels
+    if at_once is not None:
+        monkeypatch.setattr(writing, "GAPS_AT_ONCE", at_once)
     from betwixt.addon.rig import channels_to_quat, quat_to_channels, quat_to_euler
     from betwixt.inference import quat
     rng = np.random.default_rng(3)
