@@ -31,6 +31,7 @@ POINT_ENUMS = ("interpolation", "handle_left_type", "handle_right_type", "type",
 POINT_SCALARS = ("back", "amplitude", "period")
 POINT_BOOLS = ("select_control_point", "select_left_handle", "select_right_handle")
 FEW_HANDLES = 16   # keys whose handles are written one by one rather than the curve's whole arrays
+MERGED_KEYS = 200_000   # keys of curves alike merged at once: a long Decompress's 69 curves are tens of megabytes
 
 
 def active_armature(context):
@@ -521,11 +522,13 @@ class Merges:
             frames, _, old = curves[members[0]]
             frames = np.asarray(frames, np.float64)
             take, sides = self.plan(old["co"][0::2].astype(np.float64), frames)
-            values = np.stack([curves[i][1] for i in members])
-            merged = Points.stacked([curves[i][2] for i in members]).joined(self.fresh(frames, values), take)
-            _outer_handles_kept(merged, sides)
-            for k, i in enumerate(members):
-                out[i] = merged.curve(k)
+            step = max(1, MERGED_KEYS // max(len(take), 1))
+            for part in (members[k:k + step] for k in range(0, len(members), step)):
+                values = np.stack([curves[i][1] for i in part])
+                merged = Points.stacked([curves[i][2] for i in part]).joined(self.fresh(frames, values), take)
+                _outer_handles_kept(merged, sides)
+                for k, i in enumerate(part):
+                    out[i] = merged.curve(k)
         return out
 
 

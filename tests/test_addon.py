@@ -783,6 +783,26 @@ def test_decompress_turns_sparse_keys_into_dense_motion(addon, clip):
         assert np.array_equal(data["co"].reshape(-1, 2)[at_keys], before[key]["co"].reshape(-1, 2))
 
 
+def test_decompress_writes_the_same_keys_however_its_curves_are_batched(addon, clip, monkeypatch):
+    """Curves merged together or one by one, handles written whole or key by key (pose_io's MERGED_KEYS and
+    FEW_HANDLES, which a long action's size decides): every keyframe property the same."""
+    from betwixt.addon import pose_io
+    path, _ = clip
+    written = []
+    for merged, few in ((pose_io.MERGED_KEYS, pose_io.FEW_HANDLES), (1, 10 ** 6)):
+        monkeypatch.setattr(pose_io, "MERGED_KEYS", merged)
+        monkeypatch.setattr(pose_io, "FEW_HANDLES", few)
+        obj = import_bvh(path)
+        for fc in channels(obj).curves().values():
+            for k in reversed(list(fc.keyframe_points)):
+                if round(k.co[0]) % 15 != 1:
+                    fc.keyframe_points.remove(k, fast=True)
+            fc.update()
+        assert bpy.ops.betwixt.decompress() == {"FINISHED"}
+        written.append(snapshot(obj))
+    assert len(written[0]) > 60 and same_keys(*written)
+
+
 def test_variants_are_actions_to_compare_and_one_is_applied(addon, clip):
     path, _ = clip
     obj = import_bvh(path)
