@@ -688,6 +688,8 @@ def test_feet_planted_on_a_rig_of_other_proportions_stand_still_on_it(addon, moc
     still = steps["rig"] < 0.01
     assert still.sum() > 20 and rig_steps[still].max() < 0.05
     assert np.abs(steps["model"] - rig_steps)[still].max() > 0.5
+
+
 def test_fill_gaps_names_a_gap_the_model_was_unsure_of(addon, lafan1_zip, tmp_path, capfd):
     """With the shipped model, Fill Gaps over fallAndGetUp1's frames 3370-3430 (a gap whose fills as it is,
     mirrored and backwards part: test_runtime.py) warns the animator where to look."""
