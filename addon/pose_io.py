@@ -256,8 +256,7 @@ class Points(Mapping):
     """Every property of a curve's keyframes (``keyframe_points.foreach_get``'s arrays by name), held in one
     array per kind of property, (properties, keys, width): two floats, an enum, a scalar, a flag. Merging
     keys is then a gather per kind rather than per property, and curves alike (:meth:`stacked`) merge as one.
-    Enums are bytes, as Blender stores them: ``foreach`` then copies them whole, not key by key (a fifth of
-    the time).
+    Enums are bytes, as Blender stores them: ``foreach`` then copies them whole, not key by key.
     """
 
     KINDS = ((POINT_FLOATS, np.float32, 2), (POINT_ENUMS, np.uint8, 1), (POINT_SCALARS, np.float32, 1),
