@@ -111,29 +111,38 @@ def joined(motion, gaps, reach=JOIN):
     the model's frames (a scene at another rate converts it); at a person's 30 fps and a dog's 60 alike, five
     of them took the keys' acceleration below the capture's and the fill nearer it."""
     frames = motion.n_frames
-    rotations = quat.unroll(motion.rotations)
-    x = np.concatenate([rotations.reshape(frames, -1), motion.positions.reshape(frames, -1)], axis=1)
-    changed = np.zeros(frames, dtype=bool)
-    moves = {}   # a window's shape -> the matrix that takes its frames to the free ones' moves
+    windows = []
     for (start, key), (same, end) in zip(gaps[:-1], gaps[1:]):
         if key != same:
             continue
         before, after = min(reach, (key - start - 1) // 2), min(reach, (end - key - 1) // 2)
         rows = np.arange(max(key - before - 2, 0), min(key + after + 3, frames))
         free = np.flatnonzero((rows >= key - before) & (rows <= key + after) & (rows != key))
-        if not len(free) or len(rows) < 3:
-            continue
+        if len(free) and len(rows) >= 3:
+            windows.append((rows, free))
+    if not windows:
+        return motion
+    # only the windows' rows, as a whole motion's channels would be: the rotations' signs continuous from the
+    # first frame (quat.unroll's flips), each row its joints' quaternions then positions
+    read = np.unique(np.concatenate([rows for rows, _ in windows]))
+    q = motion.rotations
+    flips = np.cumprod(np.where(np.sum(q[1:] * q[:-1], axis=-1) < 0.0, -1.0, 1.0), axis=0)
+    signs = np.concatenate([np.ones((1, q.shape[1])), flips])[read]
+    x = np.concatenate([(q[read] * signs[..., None]).reshape(len(read), -1),
+                        motion.positions[read].reshape(len(read), -1)], axis=1)
+    changed = np.zeros(len(read), dtype=bool)
+    moves = {}   # a window's shape -> the matrix that takes its frames to the free ones' moves
+    for rows, free in windows:
+        at = np.searchsorted(read, rows)
         shape = (len(rows), *free)
         if shape not in moves:
             second = np.diff(np.eye(len(rows)), 2, axis=0)                 # (rows - 2, rows): accelerations
             moves[shape] = np.linalg.pinv(second[:, free]) @ second
-        x[rows[free]] -= moves[shape] @ x[rows]
-        changed[rows[free]] = True
-    if not changed.any():
-        return motion
-    joints = rotations.shape[1]
-    rotations = motion.rotations.copy()
-    rotations[changed] = quat.normalize(x[changed, :4 * joints].reshape(-1, joints, 4))
+        x[at[free]] -= moves[shape] @ x[at]
+        changed[at[free]] = True
+    joints, made = q.shape[1], read[changed]
+    rotations = q.copy()
+    rotations[made] = quat.normalize(x[changed, :4 * joints].reshape(-1, joints, 4))
     positions = motion.positions.copy()
-    positions[changed] = x[changed, 4 * joints:].reshape(-1, *positions.shape[1:])
+    positions[made] = x[changed, 4 * joints:].reshape(-1, *positions.shape[1:])
     return replace(motion, rotations=rotations, positions=positions)
