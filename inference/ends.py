@@ -123,12 +123,10 @@ def joined(motion, gaps, reach=JOIN):
     if not windows:
         return motion
     # only the windows' rows, as a whole motion's channels would be: the rotations' signs continuous from the
-    # first frame (quat.unroll's flips), each row its joints' quaternions then positions
+    # first frame (quat.unroll's), each row its joints' quaternions then positions
     read = np.unique(np.concatenate([rows for rows, _ in windows]))
     q = motion.rotations
-    flips = np.cumprod(np.where(np.sum(q[1:] * q[:-1], axis=-1) < 0.0, -1.0, 1.0), axis=0)
-    signs = np.concatenate([np.ones((1, q.shape[1])), flips])[read]
-    x = np.concatenate([(q[read] * signs[..., None]).reshape(len(read), -1),
+    x = np.concatenate([(q[read] * quat.unroll_signs(q)[read][..., None]).reshape(len(read), -1),
                         motion.positions[read].reshape(len(read), -1)], axis=1)
     changed = np.zeros(len(read), dtype=bool)
     moves = {}   # a window's shape -> the matrix that takes its frames to the free ones' moves

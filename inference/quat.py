@@ -146,11 +146,18 @@ def unroll(q, axis=0):
     is negative; the cumulative product of those flips does it without a Python loop.
     """
     q = np.moveaxis(q, axis, 0)
-    dots = np.sum(q[1:] * q[:-1], axis=-1)
-    flips = np.cumprod(np.where(dots < 0.0, -1.0, 1.0), axis=0)
     out = q.copy()
-    out[1:] *= flips[..., None]
+    out[1:] *= unroll_signs(q)[1:, ..., None]
     return np.moveaxis(out, 0, axis)
+
+
+def unroll_signs(q, axis=0):
+    """(…) ±1 for each quaternion of ``q`` (…, 4) along ``axis``, the first 1: what :func:`unroll` turns each by,
+    for a caller that needs a few frames of the unrolled motion, not all of them."""
+    q = np.moveaxis(q, axis, 0)
+    signs = np.ones(q.shape[:-1])
+    signs[1:] = np.cumprod(np.where(np.sum(q[1:] * q[:-1], axis=-1) < 0.0, -1.0, 1.0), axis=0)
+    return np.moveaxis(signs, 0, axis)
 
 
 def slerp(a, b, t):
