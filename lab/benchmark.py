@@ -25,7 +25,7 @@ Beside the protocol, :func:`floor_gaps` measures whether the fills of FLOOR_GAP 
 floor (:mod:`.floor_metrics`, issue 43), each beside the capture's on the same frames.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -62,6 +62,7 @@ class Benchmark:
     x_std: np.ndarray       # (J * 3,)
     fps: float = 30.0
     pose: np.ndarray = None  # (J, 4) the training subjects' natural pose, where models of other skeletons meet it
+    _truths: dict = field(default_factory=dict, init=False, repr=False)   # see truth
 
     @property
     def windows(self):
@@ -73,6 +74,17 @@ class Benchmark:
         r, p = self.rotations, self.positions
         after = slice(PAST + n + 1, PAST + n + 1 + PAST)
         return Gap(self.skeleton, r[:, :PAST], p[:, :PAST], r[:, PAST + n], p[:, PAST + n], n, r[:, after], p[:, after])
+
+    def truth(self, n):
+        """What every method's fills of the gaps of ``n`` frames are scored against, made once a length: the
+        captured frames' world rotations (B, n, J, 4), their world positions normalised by the statistics (B, n,
+        3J) and their rotations' :func:`spectrum`."""
+        if n not in self._truths:
+            q, x = forward_kinematics(self.rotations[:, PAST:PAST + n], self.positions[:, PAST:PAST + n],
+                                      self.skeleton.parents)
+            self._truths[n] = (q, (x.reshape(self.windows, n, -1) - self.x_mean) / self.x_std,
+                               spectrum(q.reshape(self.windows, n, -1)))
+        return self._truths[n]
 
     def capture(self, gap):
         """The captured frames of the gap: the method that scores zero, and PEAK's reference."""
@@ -185,14 +197,21 @@ def npss(truth, pred):
     distribution, compared by the L1 distance of cumulative distributions; averaged with the truth's
     total power as weights.
     """
-    truth_power = np.square(np.real(np.fft.fft(truth, axis=1)))
-    pred_power = np.square(np.real(np.fft.fft(pred, axis=1)))
-    truth_total = truth_power.sum(axis=1)
-    pred_total = pred_power.sum(axis=1)
-    truth_cdf = np.cumsum(truth_power / truth_total[:, None], axis=1)
-    pred_cdf = np.cumsum(pred_power / pred_total[:, None], axis=1)
-    emd = np.abs(pred_cdf - truth_cdf).sum(axis=1)
-    return float(np.average(emd, weights=truth_total))
+    return _npss(spectrum(truth), spectrum(pred))
+
+
+def spectrum(x):
+    """``(cdf, total)`` of (B, T, D) sequences, as :func:`npss` compares them: the cumulative distribution over
+    time of the power of the real part of their FFT (B, T, D), and that power's total (B, D)."""
+    power = np.square(np.real(np.fft.fft(x, axis=1)))
+    total = power.sum(axis=1)
+    return np.cumsum(power / total[:, None], axis=1), total
+
+
+def _npss(truth, pred):
+    """:func:`npss` of two :func:`spectrum` s."""
+    emd = np.abs(pred[0] - truth[0]).sum(axis=1)
+    return float(np.average(emd, weights=truth[1]))
 
 
 def peak_speed(rotations, positions, parents):
@@ -217,18 +236,16 @@ def score(bench, method, n, metrics=METRICS):
     pos[..., 1:, :] = bench.positions[:, PAST:PAST + n, 1:]
 
     parents = bench.skeleton.parents
-    true_q, true_x = forward_kinematics(bench.rotations[:, PAST:PAST + n], bench.positions[:, PAST:PAST + n],
-                                        parents)
+    true_q, true_x, true_spectrum = bench.truth(n)
     pred_q, pred_x = forward_kinematics(rot, pos, parents)
     b = bench.windows
-    true_x = (true_x.reshape(b, n, -1) - bench.x_mean) / bench.x_std
     pred_x = (pred_x.reshape(b, n, -1) - bench.x_mean) / bench.x_std
     l2q = np.sqrt(np.sum((pred_q - true_q) ** 2, axis=(2, 3)))
     l2p = np.sqrt(np.sum((pred_x - true_x) ** 2, axis=2))
     scores = {
         "L2Q": float(l2q.mean()),
         "L2P": float(l2p.mean()),
-        "NPSS": npss(true_q.reshape(b, n, -1), pred_q.reshape(b, n, -1)),
+        "NPSS": _npss(true_spectrum, spectrum(pred_q.reshape(b, n, -1))),
     }
     if "PEAK" in metrics:   # the keys on either side included: a method may jump onto them
         through = [np.concatenate([a[:, PAST - 1:PAST], x, a[:, PAST + n:PAST + n + 1]], axis=1)
@@ -258,6 +275,21 @@ def scored_methods(bench, models, asked, long=False):
         methods.update({name: strict(model), f"{name}+after": as_filled(model)})
         planted[f"{name}+after"] = model.layout.height
     return methods, planted
+
+
+def kept_at(method, n):
+    """``method`` keeping its fill of the gaps of ``n`` frames: the scores (:func:`evaluate`) and the floor table
+    (:func:`floor_gaps`) both fill the benchmark's gaps of FLOOR_GAP frames, the same gaps, and a model's fill of
+    376 windows takes seconds."""
+    kept = []
+
+    def method_kept(gap):
+        if gap.length != n:
+            return method(gap)
+        if not kept:
+            kept.append(method(gap))
+        return kept[0]
+    return method_kept
 
 
 def evaluate(bench, methods, lengths=LENGTHS, metrics=METRICS):

@@ -18,8 +18,8 @@ from inference.cli import Parser, dispatch, number, positive, progress, whole, w
 from inference.errors import BetwixtError
 from inference.modelfile import DEFAULTS, MODELS, find_model, open_model, shipped
 from . import decompress_floor, mann_bench, mvae_bench, plots, speed
-from .benchmark import (LENGTHS, LONG_LENGTHS, LONG_METRICS, METRICS, evaluate, floor_gaps, format_floor, format_table,
-                        load_benchmark, scored_methods)
+from .benchmark import (FLOOR_GAP, LENGTHS, LONG_LENGTHS, LONG_METRICS, METRICS, evaluate, floor_gaps, format_floor,
+                        format_table, kept_at, load_benchmark, scored_methods)
 from .dataset import bvh_members, cache_path, clip_stem, load_motion_set, subject_of
 
 FILMSTRIP_FIGURES = 12  # stick figures a filmstrip draws where --every is not given
@@ -146,6 +146,7 @@ def _bench(args):
     loaded = time.perf_counter()
     print(f"{bench.windows} test windows, prepared in {loaded - start:.1f} s", file=sys.stderr)
     methods, planted = scored_methods(bench, models, bool(args.model), args.long)
+    methods = {name: kept_at(method, FLOOR_GAP) for name, method in methods.items()}
     results, curves = evaluate(bench, methods, lengths, metrics)
     print(format_table(results))
     results["floor"] = floor_gaps(bench, {k: m for k, m in methods.items() if k != "capture"}, planted=planted)
