@@ -256,7 +256,8 @@ def test_two_processes_with_gloo(lafan1_zip, trained_rtn, tmp_path):
     result = subprocess.run(
         [str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "training", "rtn", "--data", str(lafan1_zip),
          "--subjects", "1,2,3,4", "--out", str(tmp_path), "--steps", "2", "--batch", "4", "--max-gap", "10",
-         "--validate-every", "100", "--cache", str(trained_rtn["cache"]), "--threads", "1"],
+         "--validate-every", "100", "--validation-windows", "16", "--cache", str(trained_rtn["cache"]),
+         "--threads", "1"],
         cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     state = load(tmp_path / "checkpoint.pt")
