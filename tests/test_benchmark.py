@@ -64,6 +64,24 @@ def test_baselines_reproduce_reference_table(bench):
 
 
 @pytest.mark.slow
+def test_the_floor_table_measures_the_fills_the_scores_made(bench):
+    """``lab bench`` fills the floor table's gaps once (``kept_at``): the scores' fill of those gaps is the one the
+    floor table measures, the same numbers as a method filling them again, and the other lengths are filled anew."""
+    from lab.benchmark import FLOOR_GAP, floor_gaps, kept_at
+
+    filled = []
+    counted = lambda gap: filled.append(gap.length) or interpolation(gap)   # noqa: E731
+    kept = {"interpolation": kept_at(counted, FLOOR_GAP)}
+    results, _ = evaluate(bench, kept, lengths=(5, FLOOR_GAP))
+    floor = floor_gaps(bench, kept)
+    assert filled == [5, FLOOR_GAP]
+    assert results == evaluate(bench, {"interpolation": interpolation}, lengths=(5, FLOOR_GAP))[0]
+    assert floor == floor_gaps(bench, {"interpolation": interpolation})
+    evaluate(bench, kept, lengths=(5,))
+    assert filled == [5, FLOOR_GAP, 5]
+
+
+@pytest.mark.slow
 def test_perfect_method_scores_zero(bench):
     results, curves = evaluate(bench, {"oracle": bench.capture}, lengths=(5,))
     assert results["methods"]["oracle"]["L2Q"]["5"] == 0.0
