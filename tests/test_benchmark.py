@@ -9,7 +9,7 @@ import pytest
 from commands import run_training
 from inference.modelfile import MODELS
 from inference.transition import BASELINES, interpolation
-from lab.benchmark import LENGTHS, evaluate, load_benchmark, npss
+from lab.benchmark import FLOOR_GAP, LENGTHS, evaluate, floor_gaps, kept_at, load_benchmark, npss
 from lab.cli import main
 
 PLAUSIBLE = 1.5   # a generated joint may move this much faster than the capture's fastest, no more
@@ -67,8 +67,6 @@ def test_baselines_reproduce_reference_table(bench):
 def test_the_floor_table_measures_the_fills_the_scores_made(bench):
     """``lab bench`` fills the floor table's gaps once (``kept_at``): the scores' fill of those gaps is the one the
     floor table measures, the same numbers as a method filling them again, and the other lengths are filled anew."""
-    from lab.benchmark import FLOOR_GAP, floor_gaps, kept_at
-
     filled = []
     counted = lambda gap: filled.append(gap.length) or interpolation(gap)   # noqa: E731
     kept = {"interpolation": kept_at(counted, FLOOR_GAP)}
