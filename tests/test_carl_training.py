@@ -124,6 +124,56 @@ def test_a_push_changes_the_roots_horizontal_speed_and_bodies_are_randomised(env
         env.reset()
 
 
+def test_the_assisting_torque_keeps_a_tipping_dog_up_and_leaves_its_heading_to_the_policy(env):
+    from training.carl.env import ASSIST_GAINS
+
+    starts = [(c, f) for c in range(len(env.references)) for f in range(0, len(env.references[c]) - 40, 20)]
+
+    def zero_action(assist):
+        env.assist, steps = assist, []
+        for clip, frame in starts:
+            env.reset(clip, frame)
+            for n in range(1, 91):
+                _, _, fell, cut, _ = env.step(np.zeros(env.action_size))
+                if fell or cut:
+                    break
+            steps.append(n)
+        return np.mean(steps)
+
+    try:
+        alone, held = zero_action(0.0), zero_action(80.0)
+        assert held > 1.3 * alone
+        env.reset(clip=0, frame=5)
+        qpos = env.sim.data.qpos.copy()
+        turn = 0.3
+        qpos[3:7] = [np.cos(turn / 2), 0.0, 0.0, np.sin(turn / 2)]   # the root turned about the vertical alone
+        env.sim.set_state(qpos, np.zeros(env.sim.model.nv))
+        reference = env.references[0].qpos[6].copy()
+        reference[3:7] = [1.0, 0.0, 0.0, 0.0]
+        env._hold(reference)
+        assert np.allclose(env.sim.data.xfrc_applied[env.sim.bodies[0], 3:], 0.0)
+        qpos[3:7] = [np.cos(turn / 2), np.sin(turn / 2), 0.0, 0.0]   # rolled
+        env.sim.set_state(qpos, np.zeros(env.sim.model.nv))
+        env._hold(reference)
+        torque = env.sim.data.xfrc_applied[env.sim.bodies[0], 3:]
+        assert torque[0] == pytest.approx(-min(80.0, ASSIST_GAINS[0] * turn)) and abs(torque[2]) < 1e-12
+    finally:
+        env.assist = 0.0
+        env.reset()
+    env._hold(reference)
+    assert not env.sim.data.xfrc_applied.any()
+
+
+def test_the_assistance_is_taken_away_as_the_dogs_stay_up():
+    from training.carl.train import ANNEAL, ASSIST_FLOOR, anneal
+
+    assert anneal(50.0, {"falls": 2, "episodes": 20}) == pytest.approx(50.0 * ANNEAL)
+    assert anneal(50.0, {"falls": 12, "episodes": 20}) == 50.0
+    assert anneal(50.0, {"falls": 0, "episodes": 0}) == pytest.approx(50.0 * ANNEAL)  # none finished: none fell
+    assert anneal(ASSIST_FLOOR, {"falls": 0, "episodes": 5}) == 0.0
+    assert anneal(0.0, {"falls": 0, "episodes": 5}) == 0.0
+
+
 def train(argv):
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers(dest="command", required=True), argv)
@@ -155,6 +205,20 @@ def test_a_few_ppo_roll_outs_save_and_resume_where_they_stopped(small_zip, cache
     on = checkpoint.load(train(argv + ["--iterations", "3"]))
     assert on["step"] == 3 and on["history"]["samples"] == 144
     assert not all(torch.equal(first["policy"][k], on["policy"][k]) for k in first["policy"])
+    assert on["config"]["assist"] == 0.0 and all(r["assist"] == 0.0 for _, r in on["history"]["train"])
+
+
+def test_an_assisted_run_records_each_roll_outs_torque_and_resumes_at_its_level(small_zip, cache, tmp_path):
+    from training import checkpoint
+
+    argv = ["carl", "--data", str(small_zip), "--cache", str(cache), "--out", str(tmp_path / "carl"), "--samples", "48",
+            "--epochs", "1", "--minibatch", "16", "--hidden", "32,32", "--evaluate-every", "100", "--assist", "60"]
+    first = checkpoint.load(train(argv + ["--iterations", "2"]))
+    levels = [r["assist"] for _, r in first["history"]["train"]]
+    assert first["config"]["assist"] == 60.0 and levels[0] == 60.0 and levels[1] <= 60.0
+    level = first["history"]["assist"]
+    again = checkpoint.load(train(argv[:-1] + ["0", "--iterations", "3"]))   # a resumed run keeps its own level
+    assert again["history"]["train"][2][1]["assist"] == level > 0
 
 
 def test_a_bad_option_is_refused_before_the_run_folder_is_made(small_zip, tmp_path):

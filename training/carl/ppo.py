@@ -89,7 +89,7 @@ class Roller:
             next_val[e, t] = v
         next_val[fell] = 0.0
         end[:, -1] = True
-        stats = {"reward": float(rew.mean()), "falls": int(fell.sum()),
+        stats = {"reward": float(rew.mean()), "falls": int(fell.sum()), "episodes": len(lengths),
                  **{f"r_{key}": float(np.mean([t[key] for t in terms])) for key in terms[0]}}
         if lengths:
             stats.update(episode_return=float(np.mean(returns)), episode_steps=float(np.mean(lengths)))

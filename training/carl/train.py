@@ -36,6 +36,9 @@ from .policy import Policy, Value
 from .ppo import Roller, Settings, update
 
 FAMILY = "carl"
+ANNEAL = 0.98          # of the assisting torque kept after a roll-out whose dogs stayed up (see anneal)
+ASSIST_FALLS = 0.3     # the share of a roll-out's finished episodes that may fall for the torque to be lowered
+ASSIST_FLOOR = 1.0     # Nm: below this the torque is taken away
 
 
 def register(commands, argv):
@@ -73,6 +76,9 @@ def add_arguments(parser):
                         help="the policy's primitives (a new run only)")
     parser.add_argument("--spread", type=number(1e-3, 2.0, "a standard deviation"), default=0.4,
                         help="the policy's first standard deviation, in units of the action (0.3 rad each; a new run only)")
+    parser.add_argument("--assist", type=number(0.0, 1000.0, "a torque in Nm"), default=0.0,
+                        help="the most torque (Nm) that holds the dog's root up at the start, taken away as the "
+                             "policy learns to stay up (see anneal; a new run only; 0: none)")
     parser.add_argument("--gaits", default="walk,trot,canter", help=f"of {', '.join(GAITS)} (a new run only)",
                         type=one_of(GAITS))
     parser.add_argument("--no-pushes", action="store_true")
@@ -94,8 +100,9 @@ def train(args, argv):
     if state and state["family"] != FAMILY:
         raise DataError(f"{path}: a checkpoint of a {state['family']} run, not of carl")
     data = load_motion_set(args.data, args.cache)
-    config = state["config"] if state else {"gaits": args.gaits.split(","), "hidden": [int(h) for h in args.hidden.split(",")],
-                                                 "primitives": args.primitives, "spread": args.spread}
+    config = state["config"] if state else {
+        "gaits": args.gaits.split(","), "hidden": [int(h) for h in args.hidden.split(",")],
+        "primitives": args.primitives, "spread": args.spread, "assist": args.assist}
     clips = stretches(data, config["gaits"])
     if not clips:
         raise DataError(f"{args.data}: no stretch of {', '.join(config['gaits'])} outside the test split")
@@ -120,7 +127,7 @@ def train(args, argv):
     value = Value(env.observation_size, config["hidden"], policy.norm)
     optimiser = torch.optim.Adam([{"params": policy.parameters(), "lr": args.lr},
                                   {"params": value.net.parameters(), "lr": args.value_lr}])
-    history = {"train": [], "validation": [], "runs": [], "samples": 0}
+    history = {"train": [], "validation": [], "runs": [], "samples": 0, "assist": config.get("assist", 0.0)}
     if state:
         policy.load_state_dict(state["policy"])
         value.net.load_state_dict(state["value"])
@@ -128,7 +135,7 @@ def train(args, argv):
         optimiser.param_groups[1]["lr"] = args.value_lr
         if not args.kl:
             optimiser.param_groups[0]["lr"] = args.lr
-        history = {"validation": [], **state["history"]}
+        history = {"validation": [], "assist": 0.0, **state["history"]}
         tqdm.write(f"resuming {path} at step {step}", file=sys.stderr)
     history["runs"].append({"from_step": step, "argv": list(argv), "commit": source_commit(),
                             "hardware": card.hardware("cpu")})
@@ -157,19 +164,22 @@ def train(args, argv):
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     while step < args.iterations:
         tick = time.monotonic()
+        for e in envs:
+            e.assist = history["assist"]
         batch, stats = roller.collect(policy, value, settings.samples)
         collected = time.monotonic() - tick
         stats.update(update(policy, value, optimiser, batch, settings, rng))
         policy.norm.update(batch["obs"])
         step += 1
         history["samples"] += len(batch["rew"])
-        stats.update(samples=history["samples"], samples_per_s=len(batch["rew"]) / collected)
+        stats.update(samples=history["samples"], samples_per_s=len(batch["rew"]) / collected, assist=history["assist"])
+        history["assist"] = anneal(history["assist"], stats)
         history["train"].append([step, stats])
         if step % args.evaluate_every == 0:
             history["validation"].append([step, {**evaluate(policy, steady), "samples": history["samples"]}])
         bar.update(1)
-        bar.set_postfix({k: float(f"{stats[k]:.3g}") for k in ("reward", "episode_steps", "lr", "samples_per_s") if k in stats},
-                        refresh=False)
+        shown = ("reward", "episode_steps", "lr", "samples_per_s", "assist")
+        bar.set_postfix({k: float(f"{stats[k]:.3g}") for k in shown if k in stats}, refresh=False)
         if args.minutes and time.monotonic() - started > args.minutes * 60:
             tqdm.write(f"time budget of {args.minutes} min reached at step {step}", file=sys.stderr)
             break
@@ -183,6 +193,16 @@ def train(args, argv):
     save()
     tqdm.write(f"checkpoint {path} at step {step}", file=sys.stderr)
     return path
+
+
+def anneal(assist, stats):
+    """The assisting torque (Nm) for the next roll-out after one with ``stats``: ``ANNEAL`` of it where no more
+    than ``ASSIST_FALLS`` of the roll-out's finished episodes fell (none below ``ASSIST_FLOOR`` Nm), as it was
+    otherwise. Taken away as fast as the policy keeps the dog up on its own: the falls tell, at any level."""
+    if not assist or stats["falls"] > ASSIST_FALLS * stats.get("episodes", 0):
+        return assist
+    assist *= ANNEAL
+    return assist if assist >= ASSIST_FLOOR else 0.0
 
 
 def plot_history(history, path):
