@@ -15,9 +15,10 @@ import numpy as np
 
 from inference.bvh import parse_bvh, read_bvh
 from inference.cli import Parser, dispatch, number, positive, progress, whole, write_json
+from inference.carl.runtime import open_carl
 from inference.errors import BetwixtError
 from inference.modelfile import DEFAULTS, MODELS, find_model, open_model, shipped
-from . import decompress_floor, mann_bench, mvae_bench, plots, speed
+from . import carl_bench, decompress_floor, mann_bench, mvae_bench, plots, speed
 from .benchmark import (FLOOR_GAP, LENGTHS, LONG_LENGTHS, LONG_METRICS, METRICS, evaluate, floor_gaps, format_floor,
                         format_table, kept_at, load_benchmark, scored_methods)
 from .dataset import bvh_members, cache_path, clip_stem, load_motion_set, subject_of
@@ -79,6 +80,17 @@ def main(argv=None):
                            "inference/contacts.py, as the add-on and the other commands plant them)")
     mvae.add_argument("--cache", type=Path, help="data set cache folder")
     mvae.set_defaults(run=_bench_mvae)
+
+    carl = commands.add_parser("bench-carl", help="CARL's tracking policy on the dog data's test split: tracking, "
+                                                  "falls, pushes, the paws (issue 48)")
+    carl.add_argument("--data", type=Path, required=True, help="the dog data (folder or archive) the policy was "
+                                                               "trained on; its test split is measured")
+    carl.add_argument("--model", type=Path, required=True, help="a CARL model file (python -m training export)")
+    carl.add_argument("--json", type=Path, help="write the results here")
+    carl.add_argument("--cache", type=Path, help="data set cache folder")
+    carl.add_argument("--clips", type=positive, help="measure only the first N test clips")
+    carl.add_argument("--seconds", type=_positive_seconds, help="measure only the first S seconds of each clip")
+    carl.set_defaults(run=_bench_carl)
 
     dec = commands.add_parser("bench-decompress", help="Decompress on the floor: LaFAN1's test subject 5 from a key "
                                                        "every second, beside the capture (issue 43)")
@@ -191,6 +203,15 @@ def _bench_mann(args):
         written += plots.plot_experts(runs, model.fps, args.plots) if model.experts else []
         for path in written:
             print(f"wrote {path}", file=sys.stderr)
+
+
+def _bench_carl(args):
+    model = open_carl(args.model)
+    data = load_motion_set(args.data, args.cache)
+    start = time.perf_counter()
+    results = carl_bench.bench(model, data, args.clips, args.seconds, progress=progress("bench-carl", unit="clip"))
+    _printed(carl_bench.table(results), "bench-carl", start)
+    write_json(args.json, results)
 
 
 def _bench_mvae(args):

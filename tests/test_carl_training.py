@@ -354,3 +354,104 @@ def test_the_policys_learning_rate_follows_its_steps_kl_divergence():
         assert stats["lr"] == 1e-4 and stats["kl"] > 1e-6           # this one's, and how far it moved the policy
     assert rates[1e-9] == pytest.approx(1e-4 / KL_FACTOR) and rates[10.0] == pytest.approx(1e-4 * KL_FACTOR)
     assert rates[0.0] == 1e-4
+
+
+@pytest.fixture(scope="module")
+def policy_file(small_zip, cache, tmp_path_factory):
+    """A tiny policy, trained for two roll-outs and exported: (its checkpoint, its model file)."""
+    from training import checkpoint
+    from training.export import export
+
+    out = tmp_path_factory.mktemp("carl-export")
+    path = train(["carl", "--data", str(small_zip), "--cache", str(cache), "--out", str(out / "run"), "--samples",
+                  "48", "--epochs", "1", "--minibatch", "16", "--hidden", "32,32", "--evaluate-every", "2",
+                  "--iterations", "2"])
+    export(path, out / "carl-tiny.onnx")
+    return checkpoint.load(path), out / "carl-tiny.onnx"
+
+
+def test_an_exported_policy_acts_as_its_checkpoints_mean_action_on_the_body_it_trained_on(policy_file):
+    from inference.carl.body import build
+    from inference.carl.runtime import open_carl
+    from inference.motion import Skeleton
+    from training.carl.export import policy_of
+    from training.mann.data import TEST_CLIPS
+
+    state, path = policy_file
+    model = open_carl(path)
+    assert model.file.kind == "carl" and model.SERVES == ("physics",)
+    saved = state["body"]
+    body = build(Skeleton.from_json(saved["skeleton"]), saved["natural"].numpy(), saved["limits"].numpy(),
+                 saved["scale"], saved["soles"].numpy())
+    assert model.body.xml == body.xml
+    observations = np.random.default_rng(1).standard_normal((3, model.session.get_inputs()[0].shape[-1]))
+    with torch.no_grad():
+        theirs = policy_of(state)(torch.as_tensor(observations, dtype=torch.float32)).numpy()
+    ours = np.stack([model.act(o.astype(np.float32)) for o in observations])
+    assert np.abs(ours - theirs).max() < 1e-4 and np.abs(theirs).max() > 0
+    assert model.file.json("betwixt.test_clips") == list(TEST_CLIPS)
+    card = path.with_suffix(".md").read_text()
+    assert "D1_008_KAN01_002" in card and "2 roll-outs" in card
+
+
+def test_a_carl_checkpoint_exports_in_float32_alone(policy_file, tmp_path):
+    from inference.errors import DataError
+    from training.export import export
+
+    state, path = policy_file
+    from training import checkpoint
+    saved = tmp_path / "checkpoint.pt"
+    checkpoint.save(state, saved)
+    with pytest.raises(DataError, match="float32 alone"):
+        export(saved, tmp_path / "small.onnx", weights="int8")
+    assert not (tmp_path / "small.onnx").exists()
+
+
+def test_a_tracked_clip_starts_on_its_reference_notes_its_falls_and_tracks_on_to_its_end(policy_file, small_zip, cache):
+    from inference.carl.runtime import open_carl
+    from inference.carl.simulation import POLICY_RATE
+
+    data = load_motion_set(small_zip, cache)
+    motion = data.clip(data.names.index(TEST_CLIP))
+    motion = motion.frames(0, int(3 * motion.fps))
+    model = open_carl(policy_file[1])
+    calm = model.track(motion)
+    frames = len(calm.reference)
+    assert frames == pytest.approx(3 * POLICY_RATE, abs=1) and calm.positions.shape == (frames, 21, 3)
+    error = calm.joint_error()
+    assert error[0] < 1e-6 and 0 < error[1:].mean() < 0.3
+    assert all(1 <= f < frames and not calm.lying[f] for f in calm.falls) and (calm.sunk >= 0).all()
+    shoved = model.track(motion, pushes={10: np.array([4.0, 0.0])})
+    speed = lambda t: np.diff(t.positions[:, 0, :2], axis=0) * POLICY_RATE   # noqa: E731
+    assert np.all(np.abs(speed(shoved)[:10] - speed(calm)[:10]) < 1e-9)
+    assert np.linalg.norm(speed(shoved)[10] - speed(calm)[10]) > 1.0
+    assert len(shoved.falls) >= 1 and np.isfinite(shoved.positions).all()
+
+
+def test_bench_carl_measures_the_test_split_from_the_command_line(policy_file, small_zip, cache, tmp_path):
+    from lab.cli import main
+
+    out = tmp_path / "carl.json"
+    main(["bench-carl", "--data", str(small_zip), "--cache", str(cache), "--model", str(policy_file[1]),
+          "--clips", "1", "--seconds", "3", "--json", str(out)])
+    results = json.loads(out.read_text())
+    [row] = results["clips"]
+    assert row["clip"] == TEST_CLIP and row["seconds"] == pytest.approx(3.0, abs=0.1)
+    assert 0 < results["joint_error_cm"] < 30 and results["falls_per_minute"] >= 0
+    assert set(results["pushes"]) == {"0.3", "0.5", "0.8"}
+    assert results["gaits"] and all(0 <= g["iou"] <= 1 and g["capture_slide_cm"] >= 0 for g in results["gaits"].values())
+    assert results["seconds_per_10s"] > 0 and 0 < results["file_mb"] < 10
+
+
+def test_a_paw_pressed_into_the_floor_is_measured_as_deep_as_it_went(env):
+    env.reset(clip=0, frame=10)
+    sim = env.sim
+    qpos, qvel = sim.data.qpos.copy(), sim.data.qvel.copy()
+    before = sim.sunk()
+    qpos[2] -= 0.03
+    sim.set_state(qpos, qvel)
+    assert sim.sunk() == pytest.approx(before + 0.03, abs=0.003) and before < 0.02
+    qpos[2] += 0.5
+    sim.set_state(qpos, qvel)
+    assert sim.sunk() == 0.0
+    env.reset()

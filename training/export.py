@@ -19,6 +19,7 @@ from inference.inbetween import data_floor
 from inference.modelfile import FORMAT
 from lab.dataset import load_sources
 from . import card, checkpoint
+from .carl import export as carl
 from .clips import selection_in
 from .family import family as family_called
 from .loop import source_commit
@@ -83,8 +84,14 @@ def precision(weights):
 
 def export(path, output, weights="float32", bench_data=None, data=None, cache=None, max_gap=None):
     state = checkpoint.load(path)
-    family, model = loaded(state)
     output = Path(output)
+    if state["family"] == "carl":   # reinforcement learning's checkpoint: a policy and its body, no data statistics
+        if weights != "float32" or bench_data or data or max_gap is not None:
+            raise DataError(f"{path}: a carl checkpoint exports its policy in float32 alone; leave out --weights, "
+                            "--bench-data, --data and --max-gap")
+        output.parent.mkdir(parents=True, exist_ok=True)
+        return output, carl.export(state, output)
+    family, model = loaded(state)
     meta = metadata(state, family, model, weights)
     if max_gap is not None:
         meta["betwixt.gaps"] = _capped(meta, max_gap, path)

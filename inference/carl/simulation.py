@@ -15,6 +15,7 @@ from .body import DAMPING, TERMINAL, mujoco
 from ..anatomy import PAWS
 
 POLICY_RATE = 30.0   # Hz
+ACTION_SCALE = 0.3   # rad: the PD targets' offset from the reference's per unit of the policy's action
 
 
 def rotation_vectors(q):
@@ -42,6 +43,8 @@ class Simulation:
         self.paw_sites = np.array([m.site(p + "Site").id for p in PAWS])
         terminal = {m.body(n).id for n in TERMINAL}
         self.terminal = np.array([m.geom_bodyid[g] in terminal for g in range(m.ngeom)])
+        paws = set(m.site_bodyid[self.paw_sites].tolist())
+        self.paw_geoms = np.array([m.geom_bodyid[g] in paws for g in range(m.ngeom)])
         self.floor = m.geom("floor").id
         self.substeps = int(round(1.0 / (POLICY_RATE * m.opt.timestep)))
         self.blew_up = 0   # MuJoCo's count of blow-ups when the state was last set
@@ -98,6 +101,18 @@ class Simulation:
         floor = geoms == self.floor
         other = np.where(floor[:, 0], geoms[:, 1], geoms[:, 0])
         return bool(np.any(self.terminal[other[floor.any(axis=1)]]))
+
+    def sunk(self):
+        """How deep (m) the paws' geoms (their round ends and soles) reach into the floor, 0 where none does."""
+        d = self.data
+        n = d.ncon
+        if n == 0:
+            return 0.0
+        geoms = d.contact.geom[:n]
+        floor = geoms == self.floor
+        other = np.where(floor[:, 0], geoms[:, 1], geoms[:, 0])
+        mine = floor.any(axis=1) & self.paw_geoms[other]
+        return float(max(0.0, -d.contact.dist[:n][mine].min())) if mine.any() else 0.0
 
     def paws(self):
         """(4, 3) the paws' End Sites, world, in PAWS order."""

@@ -29,10 +29,9 @@ import numpy as np
 from inference.carl.observation import AHEAD, observe, size, state_size
 from inference.carl.reference import contacts, paw_radius, states
 from inference import quat
-from inference.carl.simulation import POLICY_RATE, Simulation, rotation_vectors
+from inference.carl.simulation import ACTION_SCALE, POLICY_RATE, Simulation, rotation_vectors
 from . import reward as rewards
 
-ACTION_SCALE = 0.3         # rad: the PD targets' offset from the reference per unit of action
 MAX_SECONDS = 10.0
 PUSH_EVERY = (2.0, 4.0)    # s between pushes
 PUSH_SPEED = (0.1, 0.5)    # m/s: the change of the root's horizontal speed

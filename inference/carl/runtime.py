@@ -1,0 +1,122 @@
+"""CARL's tracking policy at run time: a motion of the dog's skeleton tracked by the simulated dog.
+
+The model file holds the policy's mean action (observation -> action, onnxruntime) and, in its metadata,
+the body it was trained on (``betwixt.body``: natural pose, joint limits, scale, soles), so the runtime
+builds the same dog (:func:`.body.build`). Tracking runs the motion's frames at ``POLICY_RATE``: each
+step the policy reads the body and the reference two frames ahead (:mod:`.observation`) and offsets the
+PD targets that follow the reference (``ACTION_SCALE`` radians per unit), as training did. A push
+changes the root's horizontal speed at a frame. Where the dog falls (its torso, head or a thigh on the
+floor where the reference's are not: a dog that lies down as its reference does has not fallen) the
+frame is noted and the body set back on the reference there, so that one fall does not spoil the rest
+of the motion.
+
+Not yet a kind the add-on offers (``modelfile.KINDS``): until the Physics Pass operator uses it, a file is
+opened by :func:`open_carl`, and Blender's preferences and menus do not list it.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..modelfile import Model, ModelError, read
+from .body import build
+from .observation import AHEAD, observe, size
+from .reference import contacts, paw_radius, states
+from .simulation import ACTION_SCALE, POLICY_RATE, Simulation
+
+
+@dataclass(frozen=True, eq=False)
+class Tracked:
+    """A motion tracked in simulation, frame by frame at POLICY_RATE, beside its reference (the motion's
+    :class:`.reference.Reference`; frame 0 is the reference's own state, where the simulation starts)."""
+
+    reference: object
+    positions: np.ndarray   # (F, J, 3) the simulated joints' world positions, metres, Z up
+    qpos: np.ndarray        # (F, nq) the simulated states
+    paws: np.ndarray        # (F, 4, 3) the simulated paws' End Sites
+    contacts: np.ndarray    # (F, 4) bool: the simulated paws on the floor
+    radius: np.ndarray      # (4,) each paw's round end: its End Site this high rests on the floor
+    falls: tuple            # the frames on which the dog fell (and was set back on the reference)
+    lying: np.ndarray       # (F,) bool: the reference's own torso, head or a thigh on the floor
+    sunk: np.ndarray        # (F,) m: how deep the simulated paws reach into the floor
+    sunk_reference: np.ndarray   # (F,) m: the reference's, posed in the simulator
+
+    def joint_error(self):
+        """(F,) each frame's mean distance (m) between the simulated joints and the reference's, both from
+        their root (CARL's tracking error, root aligned)."""
+        mine = self.positions - self.positions[:, :1]
+        theirs = self.reference.positions - self.reference.positions[:, :1]
+        return np.linalg.norm(mine - theirs, axis=-1).mean(axis=1)
+
+
+class CARLModel(Model):
+    """A CARL tracking policy file, checked and ready (opened by :func:`..modelfile.open_model`)."""
+
+    TITLE = "Physics (CARL)"
+    SERVES = ("physics",)
+
+    def __init__(self, file, session):
+        super().__init__(file, session)
+        try:
+            body = file.json("betwixt.body")
+            self.body = build(file.skeleton, np.asarray(body["natural"]), np.asarray(body["limits"]),
+                              float(body["scale"]), np.asarray(body["soles"]))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ModelError(f"{file.path}: incomplete model metadata (betwixt.body: {e}); export it again") from None
+        expected = size(len(file.skeleton))
+        if session.get_inputs()[0].shape[-1] != expected:
+            raise ModelError(f"{file.path}: its policy reads {session.get_inputs()[0].shape[-1]} numbers, and a "
+                             f"dog of {len(file.skeleton)} joints is seen as {expected}; export it again")
+        self.model = self.body.model()
+        self.radius = paw_radius(self.body)
+
+    def act(self, observation):
+        """The policy's mean action (3 (J-1),) for one ``observation`` (size(J),)."""
+        return self.session.run(["action"], {"observation": observation[None]})[0][0]
+
+    def track(self, motion, pushes=None, progress=None):
+        """``motion`` (the model's skeleton, any frame rate) tracked in simulation: a :class:`Tracked`.
+        ``pushes``: {frame: (vx, vy)}, changes of the root's horizontal speed (m/s) at frames of
+        POLICY_RATE; ``progress(done, total)`` after each frame."""
+        self.check_skeleton(motion.skeleton)
+        ref = states(self.body, self.model, motion.resample(POLICY_RATE))
+        n, last = len(ref), len(ref) - 1
+        if n < 2:
+            raise ModelError(f"{motion.name}: {n} frame at {POLICY_RATE:g} fps; a Physics Pass needs two or more")
+        sim = Simulation(self.body, self.model)
+        lying, sunk, sunk_reference = np.zeros(n, bool), np.zeros(n), np.zeros(n)
+        for t in range(n):
+            sim.set_state(ref.qpos[t], ref.qvel[t])
+            lying[t], sunk_reference[t] = sim.fallen(), sim.sunk()
+        sim.set_state(ref.qpos[0], ref.qvel[0])
+        shapes = (ref.positions.shape[1:], (self.model.nq,), (4, 3))
+        positions, qpos, paws = (np.empty((n,) + shape) for shape in shapes)
+        falls = []
+        pushes = pushes or {}
+        for t in range(n):
+            positions[t], qpos[t], paws[t], sunk[t] = sim.pose()[0], sim.data.qpos, sim.paws(), sim.sunk()
+            if t == last:
+                break
+            if t in pushes:
+                sim.data.qvel[:2] += pushes[t]
+            ahead = [min(t + a, last) for a in AHEAD]
+            action = ACTION_SCALE * self.act(observe(sim.pose(), (ref.positions[ahead], ref.rotations[ahead])))
+            offset = action.reshape(-1, 3)
+            sim.step(sim.targets(ref.qpos[t + 1], ref.qvel[t + 1]) + offset,
+                     start=sim.targets(ref.qpos[t], ref.qvel[t]) + offset)
+            if sim.fallen() and not lying[t + 1]:
+                falls.append(t + 1)
+                sim.set_state(ref.qpos[t + 1], ref.qvel[t + 1])
+            if progress:
+                progress(t + 1, last)
+        return Tracked(ref, positions, qpos, paws, contacts(paws, self.radius), self.radius, tuple(falls), lying, sunk,
+                       sunk_reference)
+
+
+def open_carl(path, threads=1):
+    """The :class:`CARLModel` of the file at ``path``, or an error that says what the file is instead."""
+    file, session = read(path, threads)
+    if file.kind != "carl":
+        raise ModelError(f"{path}: a {file.kind!r} model, not a CARL policy; give a file that 'python -m training "
+                         "export' wrote for a carl checkpoint")
+    return CARLModel(file, session)
