@@ -422,7 +422,10 @@ def test_a_tracked_clip_starts_on_its_reference_notes_its_falls_and_tracks_on_to
     assert error[0] < 1e-6 and 0 < error[1:].mean() < 0.3
     assert all(1 <= f < frames and not calm.lying[f] for f in calm.falls) and (calm.sunk >= 0).all()
     shoved = model.track(motion, pushes={10: np.array([4.0, 0.0])})
-    speed = lambda t: np.diff(t.positions[:, 0, :2], axis=0) * POLICY_RATE   # noqa: E731
+
+    def speed(tracked):
+        return np.diff(tracked.positions[:, 0, :2], axis=0) * POLICY_RATE
+
     assert np.all(np.abs(speed(shoved)[:10] - speed(calm)[:10]) < 1e-9)
     assert np.linalg.norm(speed(shoved)[10] - speed(calm)[10]) > 1.0
     assert len(shoved.falls) >= 1 and np.isfinite(shoved.positions).all()
@@ -439,7 +442,8 @@ def test_bench_carl_measures_the_test_split_from_the_command_line(policy_file, s
     assert row["clip"] == TEST_CLIP and row["seconds"] == pytest.approx(3.0, abs=0.1)
     assert 0 < results["joint_error_cm"] < 30 and results["falls_per_minute"] >= 0
     assert set(results["pushes"]) == {"0.3", "0.5", "0.8"}
-    assert results["gaits"] and all(0 <= g["iou"] <= 1 and g["capture_slide_cm"] >= 0 for g in results["gaits"].values())
+    assert results["gaits"] and all(0 <= g["iou"] <= 1 and g["capture_slide_cm"] >= 0
+                                    for g in results["gaits"].values())
     assert results["seconds_per_10s"] > 0 and 0 < results["file_mb"] < 10
 
 
