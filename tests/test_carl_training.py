@@ -430,6 +430,26 @@ def test_a_tracked_clip_starts_on_its_reference_notes_its_falls_and_tracks_on_to
     assert np.linalg.norm(speed(shoved)[10] - speed(calm)[10]) > 1.0
     assert len(shoved.falls) >= 1 and np.isfinite(shoved.positions).all()
 
+    keyed = model.motion(calm)                       # the simulated dog as keys of its own skeleton
+    assert keyed.n_frames == frames and keyed.fps == POLICY_RATE and keyed.skeleton is calm.source.skeleton
+    _, world = keyed.global_transforms()
+    _, source = calm.source.global_transforms()
+    assert np.abs(world[0] - source[0]).max() < 1e-6             # frame 0: the reference's own state
+    moved = np.abs(world - source).max(axis=(1, 2))
+    assert moved[1:].max() > 1.0
+
+
+def test_a_reference_brought_back_from_its_simulator_states_is_the_motion_it_was_made_from(env, clips):
+    from inference.carl.reference import motion_of, states
+    from inference.carl.simulation import POLICY_RATE
+
+    motion = clips[1][0].resample(POLICY_RATE)
+    ref = states(env.sim.body, env.sim.model, motion)
+    back = motion_of(env.sim.body, env.sim.model, ref.qpos, ref.lift, motion)
+    assert ref.lift != 0.0
+    assert np.allclose(back.positions, motion.positions, atol=1e-9)
+    assert np.allclose(np.abs(np.sum(back.rotations * motion.rotations, axis=-1)), 1.0, atol=1e-9)
+
 
 def test_bench_carl_measures_the_test_split_from_the_command_line(policy_file, small_zip, cache, tmp_path):
     from lab.cli import main

@@ -9,7 +9,7 @@ differences (``mj_differentiatePos``), and a paw is in contact where its End Sit
 ``CONTACT`` of resting on the floor.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -33,6 +33,7 @@ class Reference:
     rotations: np.ndarray  # (F, J, 4) the joints' world rotations
     paws: np.ndarray       # (F, 4, 3) the paws' End Sites, world, in PAWS order
     contacts: np.ndarray   # (F, 4) bool
+    lift: float = 0.0      # m the motion was raised to stand on the floor
 
     def __len__(self):
         return len(self.qpos)
@@ -90,7 +91,23 @@ def states(body, model, motion):
             adr += 3
         qpos[:, adr:adr + 4] = local[:, j]
     qvel = velocities(mj, model, qpos, motion.fps)
-    return Reference(motion.name, float(motion.fps), qpos, qvel, gpos, grot, paws, contacts(paws, paw_radius(body)))
+    return Reference(motion.name, float(motion.fps), qpos, qvel, gpos, grot, paws, contacts(paws, paw_radius(body)),
+                     float(lift))
+
+
+def motion_of(body, model, qpos, lift, like):
+    """The motion of the body's skeleton whose simulator states are ``qpos`` (F, nq), the inverse of
+    :func:`states`: ``like`` a motion of that skeleton (its bones' offsets, up axis and name), ``lift``
+    what :func:`states` raised it by (``Reference.lift``). Frames at ``like``'s rate."""
+    rotations = np.empty((len(qpos), len(body.skeleton), 4))
+    for j, name in enumerate(body.skeleton.names):
+        adr = model.jnt_qposadr[model.joint(name).id] + (3 if j == 0 else 0)
+        rotations[:, j] = qpos[:, adr:adr + 4]
+    rotations[:, 0] = quat.mul(quat.inv(TO_Z_UP), rotations[:, 0])
+    rotations[:, 1:] = quat.mul(body.natural[None, 1:], rotations[:, 1:])
+    positions = np.repeat(like.positions[:1], len(qpos), axis=0)
+    positions[:, 0] = quat.rotate(quat.inv(TO_Z_UP), qpos[:, :3] - np.array([0.0, 0.0, lift])) / body.scale
+    return replace(like, rotations=quat.unroll(rotations), positions=positions)
 
 
 def velocities(mj, model, qpos, fps):

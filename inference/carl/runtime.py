@@ -21,7 +21,7 @@ import numpy as np
 from ..modelfile import Model, ModelError, read
 from .body import build
 from .observation import AHEAD, observe, size
-from .reference import contacts, paw_radius, states
+from .reference import contacts, motion_of, paw_radius, states
 from .simulation import ACTION_SCALE, POLICY_RATE, Simulation
 
 
@@ -31,6 +31,7 @@ class Tracked:
     :class:`.reference.Reference`; frame 0 is the reference's own state, where the simulation starts)."""
 
     reference: object
+    source: object          # the motion tracked, at POLICY_RATE
     positions: np.ndarray   # (F, J, 3) the simulated joints' world positions, metres, Z up
     qpos: np.ndarray        # (F, nq) the simulated states
     paws: np.ndarray        # (F, 4, 3) the simulated paws' End Sites
@@ -70,6 +71,11 @@ class CARLModel(Model):
         self.model = self.body.model()
         self.radius = paw_radius(self.body)
 
+    def motion(self, tracked):
+        """The simulated dog of ``tracked`` as a motion of the skeleton it tracked (POLICY_RATE, its units and
+        up axis): what a Physics Pass keys."""
+        return motion_of(self.body, self.model, tracked.qpos, tracked.reference.lift, tracked.source)
+
     def act(self, observation):
         """The policy's mean action (3 (J-1),) for one ``observation`` (size(J),)."""
         return self.session.run(["action"], {"observation": observation[None]})[0][0]
@@ -79,7 +85,8 @@ class CARLModel(Model):
         ``pushes``: {frame: (vx, vy)}, changes of the root's horizontal speed (m/s) at frames of
         POLICY_RATE; ``progress(done, total)`` after each frame."""
         self.check_skeleton(motion.skeleton)
-        ref = states(self.body, self.model, motion.resample(POLICY_RATE))
+        source = motion.resample(POLICY_RATE)
+        ref = states(self.body, self.model, source)
         n, last = len(ref), len(ref) - 1
         if n < 2:
             raise ModelError(f"{motion.name}: {n} frame at {POLICY_RATE:g} fps; a Physics Pass needs two or more")
@@ -109,7 +116,7 @@ class CARLModel(Model):
                 sim.set_state(ref.qpos[t + 1], ref.qvel[t + 1])
             if progress:
                 progress(t + 1, last)
-        return Tracked(ref, positions, qpos, paws, contacts(paws, self.radius), self.radius, tuple(falls), lying, sunk,
+        return Tracked(ref, source, positions, qpos, paws, contacts(paws, self.radius), self.radius, tuple(falls), lying, sunk,
                        sunk_reference)
 
 
