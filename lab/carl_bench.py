@@ -10,6 +10,9 @@ in simulation (``inference/carl/runtime.py``), as a Physics Pass tracks it, and 
 - **Paws**, at each gait (the frames whose hips travel at the gait's speeds, ``mann_bench.BANDS``): the contacts'
   intersection over union with the capture's (CARL's measure of motion quality), the paws' slide while on the
   floor (cm a frame) beside the capture's, and how deep a paw sinks under the floor.
+- **Paths** (physics-based Follow Path): MANN's dog following bench-mann's circle, square and star at a walk, a trot
+  and a canter (``mann_bench.shapes``), each motion tracked: falls, the joints' distance from MANN's motion, the
+  paws' contact IoU and slide beside MANN's own.
 - **Speed**: seconds to track 10 s of motion on one thread, and the model file's size.
 """
 
@@ -19,7 +22,8 @@ import numpy as np
 
 from inference.carl.simulation import POLICY_RATE
 from inference.errors import DataError
-from .mann_bench import BANDS
+from inference.mann.path import GAITS
+from .mann_bench import BANDS, shapes
 
 PUSHES = (0.3, 0.5, 0.8)   # m/s: the change of the root's horizontal speed
 PUSH_EVERY = 2.0           # s
@@ -93,9 +97,27 @@ def gait_bands(tracked):
     return {gait: (speed >= low) & (speed < high) for gait, (low, high) in BANDS.items()}
 
 
-def bench(model, data, count=None, seconds=None, seed=0, progress=None):
+def paths(model, mann, seconds=None):
+    """{"shape gait": row} of ``model`` (a CARLModel) tracking ``mann``'s (a MANNModel of its skeleton) motion along
+    each of bench-mann's paths (cut to ``seconds`` where given)."""
+    made = {f"{shape} {gait}": path for gait, speed in GAITS.items()
+            for shape, path in shapes(speed, mann.units_per_metre, seconds).items()}
+    rows = {}
+    for name, motion in zip(made, mann.follow(list(made.values()))):
+        tracked = model.track(motion)
+        paws = paws_at(tracked, np.ones(len(tracked.qpos), bool))
+        minutes = len(tracked.qpos) / POLICY_RATE / 60.0
+        rows[name] = {"seconds": 60.0 * minutes, "falls_per_minute": len(tracked.falls) / minutes,
+                      "joint_error_cm": 100.0 * float(tracked.joint_error().mean()),
+                      "iou": paws["both"] / max(paws["either"], 1),
+                      "slide_cm": 100.0 * paws["slide"][0] / max(paws["slide"][1], 1),
+                      "capture_slide_cm": 100.0 * paws["capture_slide"][0] / max(paws["capture_slide"][1], 1)}
+    return rows
+
+
+def bench(model, data, count=None, seconds=None, seed=0, progress=None, mann=None):
     """The measurements of ``model`` (a CARLModel) on the test split of ``data`` (the dog's MotionSet; its first
-    ``count`` clips, their first ``seconds``, where given)."""
+    ``count`` clips, their first ``seconds``, where given), and along paths after ``mann`` where given."""
     clips = test_clips(model, data, count, seconds)
     rng = np.random.default_rng(seed)
     rows, pooled, seconds, tracked_s = [], {g: [] for g in BANDS}, 0.0, 0.0
@@ -141,6 +163,7 @@ def bench(model, data, count=None, seconds=None, seed=0, progress=None):
                               "recovery_s": float(np.median(p["recovery"])) if p["recovery"] else None}
                    for s, p in pushed.items()},
         "gaits": gaits,
+        "paths": paths(model, mann, seconds) if mann else {},
         "seconds_per_10s": 10.0 * tracked_s / seconds,
         "file_mb": model.path.stat().st_size / 2**20,
     }
@@ -162,6 +185,12 @@ def table(results):
         lines.append(f"{gait:8s} {g['frames']:7d} {g['iou']:6.2f} {g['slide_cm']:11.2f} ({g['capture_slide_cm']:.2f})"
                      f"{g['sunk_share']:15.1%} ({g['capture_sunk_share']:.1%}) {g['deepest_cm']:12.2f} "
                      f"({g['capture_deepest_cm']:.2f})")
+    if results["paths"]:
+        lines.append(f"{'after MANN':14s} {'s':>6s} {'falls/min':>10s} {'joint cm':>9s} {'IoU':>6s} "
+                     f"{'slide cm/f (MANN)':>18s}")
+    for name, r in results["paths"].items():
+        lines.append(f"{name:14s} {r['seconds']:6.1f} {r['falls_per_minute']:10.1f} {r['joint_error_cm']:9.1f} "
+                     f"{r['iou']:6.2f} {r['slide_cm']:8.2f} ({r['capture_slide_cm']:.2f})")
     lines.append(f"10 s of motion tracked in {results['seconds_per_10s']:.2f} s on one thread; the file "
                  f"{results['file_mb']:.2f} MB")
     return "\n".join(lines)

@@ -88,8 +88,10 @@ def main(argv=None):
     carl.add_argument("--model", type=Path, required=True, help="a CARL model file (python -m training export)")
     carl.add_argument("--json", type=Path, help="write the results here")
     carl.add_argument("--cache", type=Path, help="data set cache folder")
+    carl.add_argument("--mann", type=Path, help="the MANN model whose paths it tracks (default: the shipped one)")
     carl.add_argument("--clips", type=positive, help="measure only the first N test clips")
-    carl.add_argument("--seconds", type=_positive_seconds, help="measure only the first S seconds of each clip")
+    carl.add_argument("--seconds", type=_positive_seconds, help="measure only the first S seconds of each clip "
+                                                                "and path")
     carl.set_defaults(run=_bench_carl)
 
     dec = commands.add_parser("bench-decompress", help="Decompress on the floor: LaFAN1's test subject 5 from a key "
@@ -207,9 +209,12 @@ def _bench_mann(args):
 
 def _bench_carl(args):
     model = open_carl(args.model)
+    mann = open_model(args.mann, kind="mann") if args.mann else find_model(None, kind="mann")
+    mann.check_skeleton(model.skeleton)
     data = load_motion_set(args.data, args.cache)
     start = time.perf_counter()
-    results = carl_bench.bench(model, data, args.clips, args.seconds, progress=progress("bench-carl", unit="clip"))
+    results = carl_bench.bench(model, data, args.clips, args.seconds, progress=progress("bench-carl", unit="clip"),
+                               mann=mann)
     _printed(carl_bench.table(results), "bench-carl", start)
     write_json(args.json, results)
 

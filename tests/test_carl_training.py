@@ -465,6 +465,10 @@ def test_bench_carl_measures_the_test_split_from_the_command_line(policy_file, s
     assert results["gaits"] and all(0 <= g["iou"] <= 1 and g["capture_slide_cm"] >= 0
                                     for g in results["gaits"].values())
     assert results["seconds_per_10s"] > 0 and 0 < results["file_mb"] < 10
+    shapes = ("circle", "square", "star")
+    assert set(results["paths"]) == {f"{s} {g}" for s in shapes for g in ("walk", "trot", "canter")}
+    assert all(2.5 < r["seconds"] < 5.0 and 0 < r["joint_error_cm"] < 30     # MANN slows to where a dog can go
+               for r in results["paths"].values())
 
 
 def test_a_paw_pressed_into_the_floor_is_measured_as_deep_as_it_went(env):
