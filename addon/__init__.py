@@ -7,13 +7,14 @@ Imports ``bpy`` and ``..inference``; never torch. Modules: :mod:`.preferences` (
 :mod:`.jobs` (worker thread, progress, Esc), :mod:`.plan` (reading the scene), :mod:`.writing` (keys out),
 :mod:`.options` (shared operator options), :mod:`.generate` (Fill Gaps, Decompress), :mod:`.variants`,
 :mod:`.mapping_operators`, :mod:`.export` (training data), :mod:`.locomotion` (Follow Path),
-:mod:`.continuation` (Continue), :mod:`.library` (Transitions) and :mod:`.panels` (the user interface).
+:mod:`.continuation` (Continue), :mod:`.physics` (Physics Pass), :mod:`.library` (Transitions) and :mod:`.panels`
+(the user interface).
 """
 
 import bpy
 
 from . import (continuation, controls, export, generate, library, locomotion, mapping, mapping_operators, panels,
-               preferences, variants)
+               physics, preferences, variants)
 
 CLASSES = (
     preferences.BetwixtPreferences,
@@ -35,6 +36,7 @@ CLASSES = (
     export.BETWIXT_OT_export_training_data,
     locomotion.BETWIXT_OT_follow_path,
     continuation.BETWIXT_OT_continue_motion,
+    physics.BETWIXT_OT_physics_pass,
     library.BETWIXT_OT_transitions,
     library.BETWIXT_OT_preview_transition,
     library.BETWIXT_OT_discard_transitions,

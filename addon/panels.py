@@ -164,6 +164,9 @@ class _BetwixtPanel:
         row.prop(settings, "gait", text="")
         op = row.operator("betwixt.follow_path", icon="CURVE_PATH")
         op.gait, op.plant_feet = settings.gait, settings.plant_feet
+        row = box.row()
+        row.enabled = _unable(context, obj, "physics") is None   # no red lines: most rigs have no physics model
+        row.operator("betwixt.physics_pass", icon="PHYSICS")
 
         _draw_transitions(layout.box(), context, obj, settings)
 

@@ -144,8 +144,9 @@ def _opened(kind, path):
 
 
 DOES = {"fill": "fill gaps", "variants": "make variants", "follow-path": "follow paths",
-        "continue": "make continuations"}
-CALLS = {"fill": "fill", "variants": "variants", "follow-path": "follow", "continue": "walk"}   # the model's method
+        "continue": "make continuations", "physics": "run a Physics Pass"}
+CALLS = {"fill": "fill", "variants": "variants", "follow-path": "follow", "continue": "walk",   # the model's method
+         "physics": "track"}
 
 
 def serves(model, request):

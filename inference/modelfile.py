@@ -22,7 +22,7 @@ MODELS = Path(__file__).parent / "models"
 DEFAULTS = {"rtn": "rtn-human"}   # the shipped model of a kind that fills when none is chosen (docs/experiments.md)
 # kind -> the module (relative to this package) and class of its runtime; a family plugs in here
 KINDS = {"rtn": ("rtn.runtime", "RTNModel"), "mann": ("mann.runtime", "MANNModel"),
-         "mvae": ("mvae.runtime", "MVAEModel")}
+         "mvae": ("mvae.runtime", "MVAEModel"), "carl": ("carl.runtime", "CARLModel")}
 COMMON = ("betwixt.kind", "betwixt.version", "betwixt.skeleton", "betwixt.fps", "betwixt.normalisation",
           "betwixt.data", "betwixt.licence")
 

@@ -15,7 +15,6 @@ import numpy as np
 
 from inference.bvh import parse_bvh, read_bvh
 from inference.cli import Parser, dispatch, number, positive, progress, whole, write_json
-from inference.carl.runtime import open_carl
 from inference.errors import BetwixtError
 from inference.modelfile import DEFAULTS, MODELS, find_model, open_model, shipped
 from . import carl_bench, decompress_floor, mann_bench, mvae_bench, plots, speed
@@ -208,7 +207,7 @@ def _bench_mann(args):
 
 
 def _bench_carl(args):
-    model = open_carl(args.model)
+    model = open_model(args.model, kind="carl")
     mann = open_model(args.mann, kind="mann") if args.mann else find_model(None, kind="mann")
     mann.check_skeleton(model.skeleton)
     data = load_motion_set(args.data, args.cache)

@@ -30,7 +30,7 @@ if WORKER:
         os.environ.setdefault(variable, "1")
 
 # fixtures that train a model or build something: a test that uses one (directly or not) is slow
-SLOW_FIXTURES = {"trained_rtn", "mvae_run", "run", "linux_zip", "keyed_rigs", "rigify_rig"}
+SLOW_FIXTURES = {"trained_rtn", "mvae_run", "run", "linux_zip", "keyed_rigs", "rigify_rig", "carl_policy"}
 # the test files that take longest, first (the rest keep their order): two workers, each taking the next
 # file when it is free, then end close together
 HEAVY_FIRST = ["test_shipped_models", "test_training", "test_benchmark", "test_runtime", "test_mvae_bench",
@@ -130,6 +130,42 @@ def trained_rtn(lafan1_zip, tmp_path_factory):
     run = folder / "run"
     return {"run": run, "checkpoint": run / "checkpoint.pt", "model": run / "rtn.onnx", "cache": folder / "cache",
             "train": _rtn_command(lafan1_zip, folder)}
+
+
+DOG_CLIPS = ("D1_047z_KAN01_002", "D1_010_KAN01_002")   # walks and a trot; a canter
+DOG_TEST_CLIP = "D1_008_KAN01_002"                      # of the test split
+
+
+@pytest.fixture(scope="session")
+def dog_small_zip(mocap, tmp_path_factory):
+    """Two of the dog's training clips and one of its test split, in an archive of their own (read-only data
+    stays out of the repository: this lives in the run's temporary folder)."""
+    import zipfile
+
+    def build(folder):
+        with zipfile.ZipFile(_need(mocap / "dog-mann.zip")) as z, zipfile.ZipFile(folder / "dog-small.zip", "w") as out:
+            for name in z.namelist():
+                if any(name.endswith(c + ".bvh") for c in DOG_CLIPS + (DOG_TEST_CLIP,)):
+                    out.writestr(name, z.read(name))
+
+    return once(tmp_path_factory, "dog-small", build) / "dog-small.zip"
+
+
+@pytest.fixture(scope="session")
+def carl_policy(dog_small_zip, tmp_path_factory):
+    """A tiny CARL policy, once per test run: two PPO roll-outs of ``python -m training carl`` on the small dog
+    archive and ``python -m training export``. {"checkpoint", "model", "cache"}."""
+    def build(folder):
+        run_training([sys.executable, "-m", "training", "carl", "--data", str(dog_small_zip), "--cache",
+                      str(folder / "cache"), "--out", str(folder / "run"), "--samples", "48", "--epochs", "1",
+                      "--minibatch", "16", "--hidden", "32,32", "--evaluate-every", "2", "--iterations", "2"],
+                     check=True)
+        run_training([sys.executable, "-m", "training", "export", str(folder / "run" / "checkpoint.pt"), "-o",
+                      str(folder / "carl-tiny.onnx")], check=True)
+
+    folder = once(tmp_path_factory, "carl", build)
+    return {"checkpoint": folder / "run" / "checkpoint.pt", "model": folder / "carl-tiny.onnx",
+            "cache": folder / "cache"}
 
 
 MVAE_CLIPS = ("walk4_subject1.bvh", "push1_subject2.bvh")

@@ -3,33 +3,17 @@ pushes and randomisation measured on the simulated body, and a few PPO roll-outs
 
 import argparse
 import json
-import zipfile
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import _need
+from conftest import DOG_TEST_CLIP as TEST_CLIP
 from lab.dataset import load_motion_set
 from training.carl import reward as rewards
 from training.carl.env import MASS, Tracking
 from training.carl.gaits import GAITS, stretches
 from training.carl.train import register
-
-CLIPS = ("D1_047z_KAN01_002", "D1_010_KAN01_002")   # walks and a trot; a canter
-TEST_CLIP = "D1_008_KAN01_002"                      # of the test split
-
-
-@pytest.fixture(scope="module")
-def small_zip(mocap, tmp_path_factory):
-    """Three training clips and one of the test split, in an archive of their own (read-only data stays
-    out of the repository: this lives in a temporary folder)."""
-    path = tmp_path_factory.mktemp("dog") / "dog-small.zip"
-    with zipfile.ZipFile(_need(mocap / "dog-mann.zip")) as z, zipfile.ZipFile(path, "w") as out:
-        for name in z.namelist():
-            if any(name.endswith(c + ".bvh") for c in CLIPS + (TEST_CLIP,)):
-                out.writestr(name, z.read(name))
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +22,8 @@ def cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def clips(small_zip, cache):
-    return stretches(load_motion_set(small_zip, cache), tuple(GAITS))
+def clips(dog_small_zip, cache):
+    return stretches(load_motion_set(dog_small_zip, cache), tuple(GAITS))
 
 
 @pytest.fixture(scope="module")
@@ -181,11 +165,11 @@ def train(argv):
     return args.run(args)
 
 
-def test_a_few_ppo_roll_outs_save_and_resume_where_they_stopped(small_zip, cache, tmp_path):
+def test_a_few_ppo_roll_outs_save_and_resume_where_they_stopped(dog_small_zip, cache, tmp_path):
     from training import checkpoint
 
     out = tmp_path / "carl"
-    argv = ["carl", "--data", str(small_zip), "--cache", str(cache), "--out", str(out), "--samples", "48",
+    argv = ["carl", "--data", str(dog_small_zip), "--cache", str(cache), "--out", str(out), "--samples", "48",
             "--epochs", "1", "--minibatch", "16", "--hidden", "32,32", "--evaluate-every", "2"]
     path = train(argv + ["--iterations", "2"])
     first = checkpoint.load(path)
@@ -208,11 +192,12 @@ def test_a_few_ppo_roll_outs_save_and_resume_where_they_stopped(small_zip, cache
     assert on["config"]["assist"] == 0.0 and all(r["assist"] == 0.0 for _, r in on["history"]["train"])
 
 
-def test_an_assisted_run_records_each_roll_outs_torque_and_resumes_at_its_level(small_zip, cache, tmp_path):
+def test_an_assisted_run_records_each_roll_outs_torque_and_resumes_at_its_level(dog_small_zip, cache, tmp_path):
     from training import checkpoint
 
-    argv = ["carl", "--data", str(small_zip), "--cache", str(cache), "--out", str(tmp_path / "carl"), "--samples", "48",
-            "--epochs", "1", "--minibatch", "16", "--hidden", "32,32", "--evaluate-every", "100", "--assist", "60"]
+    argv = ["carl", "--data", str(dog_small_zip), "--cache", str(cache), "--out", str(tmp_path / "carl"),
+            "--samples", "48", "--epochs", "1", "--minibatch", "16", "--hidden", "32,32", "--evaluate-every", "100",
+            "--assist", "60"]
     first = checkpoint.load(train(argv + ["--iterations", "2"]))
     levels = [r["assist"] for _, r in first["history"]["train"]]
     assert first["config"]["assist"] == 60.0 and levels[0] == 60.0 and levels[1] <= 60.0
@@ -221,11 +206,11 @@ def test_an_assisted_run_records_each_roll_outs_torque_and_resumes_at_its_level(
     assert again["history"]["train"][2][1]["assist"] == level > 0
 
 
-def test_a_bad_option_is_refused_before_the_run_folder_is_made(small_zip, tmp_path):
+def test_a_bad_option_is_refused_before_the_run_folder_is_made(dog_small_zip, tmp_path):
     out = tmp_path / "carl"
     for bad in (["--samples", "0"], ["--minutes", "-1"], ["--lr", "nan"], ["--gamma", "1"]):
         with pytest.raises(SystemExit) as stop:
-            train(["carl", "--data", str(small_zip), "--out", str(out), *bad])
+            train(["carl", "--data", str(dog_small_zip), "--out", str(out), *bad])
         assert stop.value.code == 2 and not out.exists()
 
 
@@ -357,28 +342,22 @@ def test_the_policys_learning_rate_follows_its_steps_kl_divergence():
 
 
 @pytest.fixture(scope="module")
-def policy_file(small_zip, cache, tmp_path_factory):
-    """A tiny policy, trained for two roll-outs and exported: (its checkpoint, its model file)."""
+def policy_file(carl_policy):
+    """The tiny policy's checkpoint (loaded) and model file."""
     from training import checkpoint
-    from training.export import export
 
-    out = tmp_path_factory.mktemp("carl-export")
-    path = train(["carl", "--data", str(small_zip), "--cache", str(cache), "--out", str(out / "run"), "--samples",
-                  "48", "--epochs", "1", "--minibatch", "16", "--hidden", "32,32", "--evaluate-every", "2",
-                  "--iterations", "2"])
-    export(path, out / "carl-tiny.onnx")
-    return checkpoint.load(path), out / "carl-tiny.onnx"
+    return checkpoint.load(carl_policy["checkpoint"]), carl_policy["model"]
 
 
 def test_an_exported_policy_acts_as_its_checkpoints_mean_action_on_the_body_it_trained_on(policy_file):
     from inference.carl.body import build
-    from inference.carl.runtime import open_carl
+    from inference.modelfile import open_model
     from inference.motion import Skeleton
     from training.carl.export import policy_of
     from training.mann.data import TEST_CLIPS
 
     state, path = policy_file
-    model = open_carl(path)
+    model = open_model(path)
     assert model.file.kind == "carl" and model.SERVES == ("physics",)
     saved = state["body"]
     body = build(Skeleton.from_json(saved["skeleton"]), saved["natural"].numpy(), saved["limits"].numpy(),
@@ -407,14 +386,14 @@ def test_a_carl_checkpoint_exports_in_float32_alone(policy_file, tmp_path):
     assert not (tmp_path / "small.onnx").exists()
 
 
-def test_a_tracked_clip_starts_on_its_reference_notes_its_falls_and_tracks_on_to_its_end(policy_file, small_zip, cache):
-    from inference.carl.runtime import open_carl
+def test_a_tracked_clip_starts_on_its_reference_notes_its_falls_and_tracks_on(policy_file, dog_small_zip, cache):
+    from inference.modelfile import open_model
     from inference.carl.simulation import POLICY_RATE
 
-    data = load_motion_set(small_zip, cache)
+    data = load_motion_set(dog_small_zip, cache)
     motion = data.clip(data.names.index(TEST_CLIP))
     motion = motion.frames(0, int(3 * motion.fps))
-    model = open_carl(policy_file[1])
+    model = open_model(policy_file[1])
     calm = model.track(motion)
     frames = len(calm.reference)
     assert frames == pytest.approx(3 * POLICY_RATE, abs=1) and calm.positions.shape == (frames, 21, 3)
@@ -451,11 +430,11 @@ def test_a_reference_brought_back_from_its_simulator_states_is_the_motion_it_was
     assert np.allclose(np.abs(np.sum(back.rotations * motion.rotations, axis=-1)), 1.0, atol=1e-9)
 
 
-def test_bench_carl_measures_the_test_split_from_the_command_line(policy_file, small_zip, cache, tmp_path):
+def test_bench_carl_measures_the_test_split_from_the_command_line(policy_file, dog_small_zip, cache, tmp_path):
     from lab.cli import main
 
     out = tmp_path / "carl.json"
-    main(["bench-carl", "--data", str(small_zip), "--cache", str(cache), "--model", str(policy_file[1]),
+    main(["bench-carl", "--data", str(dog_small_zip), "--cache", str(cache), "--model", str(policy_file[1]),
           "--clips", "1", "--seconds", "3", "--json", str(out)])
     results = json.loads(out.read_text())
     [row] = results["clips"]

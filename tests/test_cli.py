@@ -51,7 +51,8 @@ def test_bad_file_gives_one_line_and_exit_code_2(tmp_path):
 
 
 def test_the_measuring_commands_are_the_labs_and_the_users_the_runtimes():
-    measuring = ["bench", "bench-speed", "bench-mann", "bench-mvae", "bench-decompress", "filmstrip", "data"]
+    measuring = ["bench", "bench-speed", "bench-mann", "bench-mvae", "bench-carl", "bench-decompress", "filmstrip",
+                 "data"]
     users = ["info", "models", "fill", "superres", "variants", "follow-path", "walk", "transitions"]
     lab, runtime = run("--help", package="lab"), run("--help")
     assert lab.returncode == runtime.returncode == 0, lab.stderr + runtime.stderr
@@ -125,7 +126,7 @@ def test_a_model_file_of_an_unknown_kind_or_newer_format_is_one_clear_error(trai
     from inference.modelfile import ModelError, open_model
 
     for changes, message in (({"betwixt.kind": "gan"}, "a model of kind 'gan', which this version of Betwixt does "
-                                                        "not know \\(it knows mann, mvae, rtn\\); update Betwixt"),
+                                                        "not know \\(it knows carl, mann, mvae, rtn\\); update Betwixt"),
                              ({"betwixt.version": "3"}, "a 'rtn' model in format version 3, and this Betwixt reads "
                                                         "version 2; update Betwixt")):
         proto = onnx.load(str(trained_rtn["model"]))

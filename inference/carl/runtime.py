@@ -9,16 +9,15 @@ changes the root's horizontal speed at a frame. Where the dog falls (its torso, 
 floor where the reference's are not: a dog that lies down as its reference does has not fallen) the
 frame is noted and the body set back on the reference there, so that one fall does not spoil the rest
 of the motion.
-
-Not yet a kind the add-on offers (``modelfile.KINDS``): until the Physics Pass operator uses it, a file is
-opened by :func:`open_carl`, and Blender's preferences and menus do not list it.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..modelfile import Model, ModelError, read
+from ..errors import BetwixtError
+from ..mann.features import bones_of, leg_length
+from ..modelfile import Model, ModelError, Placement
 from .body import build
 from .observation import AHEAD, observe, size
 from .reference import contacts, motion_of, paw_radius, states
@@ -68,8 +67,14 @@ class CARLModel(Model):
         if session.get_inputs()[0].shape[-1] != expected:
             raise ModelError(f"{file.path}: its policy reads {session.get_inputs()[0].shape[-1]} numbers, and a "
                              f"dog of {len(file.skeleton)} joints is seen as {expected}; export it again")
-        self.model = self.body.model()
+        try:
+            self.model = self.body.model()
+        except BetwixtError as e:   # no MuJoCo here: the model is offered, the panel says why it cannot run
+            raise ModelError(f"{file.path}: {e}") from None
         self.radius = paw_radius(self.body)
+        # where a rig is calibrated against the skeleton (as for MANN, whose dog this is)
+        self.layout = Placement(trajectory=0, up=1, height=leg_length(self.skeleton, bones_of(self.skeleton)),
+                                fps=file.fps)
 
     def motion(self, tracked):
         """The simulated dog of ``tracked`` as a motion of the skeleton it tracked (POLICY_RATE, its units and
@@ -119,11 +124,3 @@ class CARLModel(Model):
         return Tracked(ref, source, positions, qpos, paws, contacts(paws, self.radius), self.radius, tuple(falls), lying, sunk,
                        sunk_reference)
 
-
-def open_carl(path, threads=1):
-    """The :class:`CARLModel` of the file at ``path``, or an error that says what the file is instead."""
-    file, session = read(path, threads)
-    if file.kind != "carl":
-        raise ModelError(f"{path}: a {file.kind!r} model, not a CARL policy; give a file that 'python -m training "
-                         "export' wrote for a carl checkpoint")
-    return CARLModel(file, session)

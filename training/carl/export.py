@@ -61,6 +61,7 @@ def metadata(state):
         "body": json.dumps({"natural": body["natural"].tolist(), "limits": body["limits"].tolist(),
                             "scale": float(body["scale"]), "soles": body["soles"].tolist()}),
         "test_clips": json.dumps(list(TEST_CLIPS)),
+        "reference_pose": json.dumps(body["natural"].tolist()),   # the natural pose a rig is calibrated against
     }.items()}
 
 

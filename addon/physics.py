@@ -1,0 +1,124 @@
+"""Physics Pass: a four-legged rig's motion over a frame range tracked by CARL's simulated dog (MuJoCo), kept as
+a variant of its action (Preview, Apply and Discard are the Variants'), with the frames where the dog fell and
+its paws' slide and depth in the floor before and after.
+
+``prepare`` (main thread) reads every frame of the range, and the frames either side of it, as the motion to
+track (not as a gap to fill: the frames inside are the input); ``compute`` (worker thread) tracks it
+(:meth:`..inference.carl.runtime.CARLModel.track`, progress and Esc each frame) and samples the simulated dog on
+the scene's frames; ``finish`` keys it into a copy of the action over the range, as Variants keys a gap from the
+frame before the range to the frame after it, so that keys outside the range stay as they were.
+"""
+
+from dataclasses import dataclass, replace
+
+import bpy
+import numpy as np
+
+from ..inference import edit
+from ..inference.carl.simulation import POLICY_RATE
+from ..inference.errors import BetwixtError
+from .jobs import JobOperator
+from .plan import Plan, plan_over, read_retarget, scene_fps
+from .pose_io import Channels, active_armature
+from .preferences import model_for
+from .variants import check_original, keep_variants
+
+SUNK = 0.01   # m: a paw this far into the floor is under it
+
+
+@dataclass
+class Pass:
+    """What ``compute`` and ``finish`` need: the armature read over the range, and the range."""
+
+    keys: Plan
+    start: int
+    end: int
+
+
+@dataclass
+class Result:
+    motion: object      # model space, one frame per scene frame from the frame before the range
+    falls: list         # scene frames where the dog fell
+    before: tuple       # (share of frames with a paw in the floor, slide cm a frame) of the motion as keyed
+    after: tuple        # the same of the simulated dog
+
+
+def read_pass(context, start, end):
+    """The :class:`Pass` of the active armature over scene frames ``start`` to ``end``."""
+    if end - start < 2:
+        raise BetwixtError(f"frames {start}-{end}: a Physics Pass needs a range of three frames or more; set the "
+                           "scene's start and end, or the operator's")
+    obj = active_armature(context)
+    anim = obj.animation_data
+    if anim is None or anim.action is None:
+        raise BetwixtError(f"armature {obj.name!r} has no action: a Physics Pass tracks the motion it is keyed with")
+    channels = Channels(obj)
+    model = model_for(context, obj, "physics")
+    rig, retarget, detected = read_retarget(obj, model)
+    fps = scene_fps(context.scene)
+    keys = plan_over(channels, model, rig, retarget, detected, [], fps, np.arange(start - 1, end + 2))
+    keys.gaps = [(start - 1, end + 1)]
+    check_original(keys)
+    return Pass(keys, start, end)
+
+
+def tracked(route, progress=None, cancelled=None):
+    """The simulated dog over the pass's range (a :class:`Result`). Numpy, onnxruntime and MuJoCo only: it runs in
+    the worker thread; ``cancelled()`` after each frame raises :class:`..inference.edit.Cancelled` when true."""
+    def step(done, total):
+        if cancelled is not None and cancelled():
+            raise edit.Cancelled()
+        if progress is not None:
+            progress(done, total)
+
+    plan, model = route.keys, route.keys.model
+    source = plan.motion.frames(1, plan.motion.n_frames - 1)      # the range: rows 1 .. n-2
+    out = model.track(source, progress=step)
+    made = edit.sample(model.motion(out), np.arange(source.n_frames) * POLICY_RATE / plan.fps)
+    rotations, positions = plan.motion.rotations.copy(), plan.motion.positions.copy()
+    rotations[1:-1], positions[1:-1] = made.rotations, made.positions
+    scene = route.start + np.array(out.falls) * plan.fps / POLICY_RATE
+    return Result(replace(plan.motion, rotations=rotations, positions=positions), np.round(scene).astype(int).tolist(),
+                  _paws(out.reference.paws, out.reference.contacts, out.sunk_reference),
+                  _paws(out.paws, out.contacts, out.sunk))
+
+
+def _paws(paws, contacts, sunk):
+    """(share of frames with a paw more than SUNK in the floor, the standing paws' slide in cm a frame)."""
+    step = np.linalg.norm(np.diff(paws[..., :2], axis=0), axis=-1)
+    both = contacts[1:] & contacts[:-1]
+    return float(np.mean(sunk > SUNK)), 100.0 * float(step[both].mean()) if both.any() else 0.0
+
+
+class BETWIXT_OT_physics_pass(JobOperator, bpy.types.Operator):
+    """Track the active four-legged armature's motion over a frame range with a simulated dog (CARL), kept as a
+    variant to preview and apply: it keeps contact and balance where the keys slide, float or sink"""
+
+    bl_idname = "betwixt.physics_pass"
+    bl_label = "Physics Pass"
+    bl_options = {"REGISTER", "UNDO"}
+    verb = "Simulating"
+
+    frame_start: bpy.props.IntProperty(name="Start", description="First frame to simulate (the scene's start by "
+                                       "default)", options={"SKIP_SAVE"})
+    frame_end: bpy.props.IntProperty(name="End", description="Last frame to simulate (the scene's end by default)",
+                                     options={"SKIP_SAVE"})
+
+    def prepare(self, context):
+        for prop, default in (("frame_start", context.scene.frame_start), ("frame_end", context.scene.frame_end)):
+            if not self.properties.is_property_set(prop):
+                setattr(self, prop, default)
+        return read_pass(context, self.frame_start, self.frame_end)
+
+    def compute(self, route, progress, cancelled):
+        return tracked(route, progress, cancelled)
+
+    def finish(self, context, route, result):
+        [made] = yield from keep_variants(route.keys, [result.motion], label="physics")
+        falls = (f"it fell on frame{'s' * (len(result.falls) > 1)} {', '.join(map(str, result.falls[:8]))}"
+                 f"{' …' if len(result.falls) > 8 else ''} (set back on the keys there)"
+                 if result.falls else "it did not fall")
+        (sunk0, slide0), (sunk1, slide1) = result.before, result.after
+        return (f"Betwixt: Physics Pass of frames {route.start}-{route.end} by model {route.keys.model.name} in action "
+                f"'{made.name}': {falls}; paws in the floor on {sunk0:.0%} -> {sunk1:.0%} of frames, standing paws "
+                f"slide {slide0:.2f} -> {slide1:.2f} cm a frame; preview and apply it in the Betwixt panel")

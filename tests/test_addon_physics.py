@@ -1,0 +1,61 @@
+"""Physics Pass with the real ``bpy`` and MuJoCo: a clip of the dog capture's test split imported by Blender's own
+BVH importer (in metres), tracked by a tiny CARL policy of our own training command, kept as a variant.
+
+The policy has trained for two roll-outs: these tests check mechanics (which keys, what is left alone, the
+variant, the report of falls, failures), not the quality of the physics (``python -m lab bench-carl`` measures
+that).
+"""
+
+import bpy
+import numpy as np
+import pytest
+
+from test_addon import betwixt_addon, snapshot  # noqa: F401
+from test_addon_locomotion import dog, heads, import_dog, scene  # noqa: F401
+
+RANGE = (51, 110)   # one second of the clip's 300 frames (60 fps): keys before and after it stay
+
+
+@pytest.fixture
+def physics(scene, carl_policy):  # noqa: F811
+    """The scene, with the tiny policy chosen as the physics model."""
+    prefs = bpy.context.preferences.addons["betwixt"].preferences
+    prefs.carl_file = str(carl_policy["model"])
+    yield scene
+    prefs.carl_file = ""
+
+
+def test_a_physics_pass_keeps_the_simulated_dog_as_a_variant_over_the_range(physics, dog):  # noqa: F811
+    from betwixt.addon.variants import VARIANT_GAP, variants_of
+
+    obj = import_dog(dog)
+    original = obj.animation_data.action
+    before = snapshot(obj)
+    physics.frame_start, physics.frame_end = RANGE
+    assert bpy.ops.betwixt.physics_pass("EXEC_DEFAULT", True) == {"FINISHED"}
+    obj = bpy.data.objects[obj.name]
+    [variant] = variants_of(original.name)
+    assert obj.animation_data.action == original and list(variant[VARIANT_GAP]) == [RANGE[0] - 1, RANGE[1] + 1]
+    assert all(np.array_equal(snapshot(obj)[k][n], before[k][n]) for k in before for n in before[k])
+
+    a, b = RANGE
+    inside = np.arange(a, b + 1)
+    outside = np.r_[np.arange(1, a - 1), np.arange(b + 2, 300)]
+    keyed = heads(obj, np.r_[outside, inside])
+    assert bpy.ops.betwixt.preview_variant(action=variant.name) == {"FINISHED"}
+    simulated = heads(obj, np.r_[outside, inside])
+    apart = np.linalg.norm(simulated - keyed, axis=-1).max(axis=1)
+    assert apart[:len(outside)].max() < 1e-4                     # metres: the keys outside the range as they were
+    assert apart[len(outside)] < 0.01                             # the range's first frame: the keys' own pose
+    assert apart[len(outside) + 5:].max() > 0.01                  # then the simulated dog's own motion
+    assert np.all(np.linalg.norm(simulated[len(outside):, 0] - keyed[len(outside):, 0], axis=-1) < 0.5)
+
+
+def test_without_a_physics_model_the_pass_says_where_to_get_one_and_changes_nothing(scene, dog):  # noqa: F811
+    obj = import_dog(dog)
+    before = snapshot(obj)
+    scene.frame_start, scene.frame_end = RANGE
+    with pytest.raises(RuntimeError, match="no Physics .CARL. model.*Model Folder"):
+        bpy.ops.betwixt.physics_pass("EXEC_DEFAULT", True)
+    assert all(np.array_equal(snapshot(obj)[k][n], before[k][n]) for k in before for n in before[k])
+    assert len(bpy.data.actions) == 1
