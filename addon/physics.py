@@ -1,6 +1,7 @@
 """Physics Pass: a four-legged rig's motion over a frame range tracked by CARL's simulated dog (MuJoCo), kept as
 a variant of its action (Preview, Apply and Discard are the Variants'), with the frames where the dog fell and
-its paws' slide and depth in the floor before and after.
+its paws' slide and depth in the floor before and after. With Push, the dog is shoved at a frame (its speed
+changed by so many metres a second toward a direction on the ground) and reacts as the policy makes it.
 
 ``prepare`` (main thread) reads every frame of the range, and the frames either side of it, as the motion to
 track (not as a gap to fill: the frames inside are the input); ``compute`` (worker thread) tracks it
@@ -33,6 +34,7 @@ class Pass:
     keys: Plan
     start: int
     end: int
+    push: tuple = None   # (scene frame, (vx, vy) m/s in the world's ground plane), or None
 
 
 @dataclass
@@ -43,8 +45,9 @@ class Result:
     after: tuple        # the same of the simulated dog
 
 
-def read_pass(context, start, end):
-    """The :class:`Pass` of the active armature over scene frames ``start`` to ``end``."""
+def read_pass(context, start, end, push=None):
+    """The :class:`Pass` of the active armature over scene frames ``start`` to ``end``; ``push``: (scene frame,
+    direction in degrees on the ground from the world's X axis toward its Y, m/s), or None."""
     if end - start < 2:
         raise BetwixtError(f"frames {start}-{end}: a Physics Pass needs a range of three frames or more; set the "
                            "scene's start and end, or the operator's")
@@ -59,7 +62,14 @@ def read_pass(context, start, end):
     keys = plan_over(channels, model, rig, retarget, detected, [], fps, np.arange(start - 1, end + 2))
     keys.gaps = [(start - 1, end + 1)]
     check_original(keys)
-    return Pass(keys, start, end)
+    if push is None:
+        return Pass(keys, start, end)
+    frame, degrees, speed = push
+    if not start <= frame < end:
+        raise BetwixtError(f"the push at frame {frame} is outside frames {start}-{end - 1}, where the dog can react "
+                           "to it; set the Push frame inside the range")
+    angle = np.radians(degrees)
+    return Pass(keys, start, end, (frame, speed * np.array([np.cos(angle), np.sin(angle)])))
 
 
 def tracked(route, progress=None, cancelled=None):
@@ -73,7 +83,11 @@ def tracked(route, progress=None, cancelled=None):
 
     plan, model = route.keys, route.keys.model
     source = plan.motion.frames(1, plan.motion.n_frames - 1)      # the range: rows 1 .. n-2
-    out = model.track(source, progress=step)
+    pushes = None
+    if route.push is not None:   # the world's ground axes are the simulator's (both Z up)
+        frame, velocity = route.push
+        pushes = {int(round((frame - route.start) * POLICY_RATE / plan.fps)): velocity}
+    out = model.track(source, pushes=pushes, progress=step)
     made = edit.sample(model.motion(out), np.arange(source.n_frames) * POLICY_RATE / plan.fps)
     rotations, positions = plan.motion.rotations.copy(), plan.motion.positions.copy()
     rotations[1:-1], positions[1:-1] = made.rotations, made.positions
@@ -103,12 +117,23 @@ class BETWIXT_OT_physics_pass(JobOperator, bpy.types.Operator):
                                        "default)", options={"SKIP_SAVE"})
     frame_end: bpy.props.IntProperty(name="End", description="Last frame to simulate (the scene's end by default)",
                                      options={"SKIP_SAVE"})
+    push: bpy.props.BoolProperty(name="Push", description="Shove the dog at a frame and let it react", default=False)
+    push_frame: bpy.props.IntProperty(name="Push Frame", description="The frame of the push (the current frame by "
+                                      "default)", options={"SKIP_SAVE"})
+    push_direction: bpy.props.FloatProperty(name="Direction", description="Which way the push goes on the ground: "
+                                            "degrees from the world's X axis toward its Y", default=90.0,
+                                            min=-360.0, max=360.0)
+    push_speed: bpy.props.FloatProperty(name="Strength", description="How much the push changes the dog's speed "
+                                        "(m/s)", default=0.5, min=0.0, soft_max=2.0, max=5.0)
 
     def prepare(self, context):
         for prop, default in (("frame_start", context.scene.frame_start), ("frame_end", context.scene.frame_end)):
             if not self.properties.is_property_set(prop):
                 setattr(self, prop, default)
-        return read_pass(context, self.frame_start, self.frame_end)
+        if not self.properties.is_property_set("push_frame"):
+            self.push_frame = context.scene.frame_current
+        push = (self.push_frame, self.push_direction, self.push_speed) if self.push else None
+        return read_pass(context, self.frame_start, self.frame_end, push)
 
     def compute(self, route, progress, cancelled):
         return tracked(route, progress, cancelled)
@@ -119,6 +144,8 @@ class BETWIXT_OT_physics_pass(JobOperator, bpy.types.Operator):
                  f"{' …' if len(result.falls) > 8 else ''} (set back on the keys there)"
                  if result.falls else "it did not fall")
         (sunk0, slide0), (sunk1, slide1) = result.before, result.after
-        return (f"Betwixt: Physics Pass of frames {route.start}-{route.end} by model {route.keys.model.name} in action "
-                f"'{made.name}': {falls}; paws in the floor on {sunk0:.0%} -> {sunk1:.0%} of frames, standing paws "
+        pushed = (f", pushed at frame {route.push[0]} by {np.linalg.norm(route.push[1]):.2g} m/s" if route.push
+                  else "")
+        return (f"Betwixt: Physics Pass of frames {route.start}-{route.end}{pushed} by model {route.keys.model.name} in "
+                f"action '{made.name}': {falls}; paws in the floor on {sunk0:.0%} -> {sunk1:.0%} of frames, standing paws "
                 f"slide {slide0:.2f} -> {slide1:.2f} cm a frame; preview and apply it in the Betwixt panel")

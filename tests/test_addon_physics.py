@@ -59,3 +59,26 @@ def test_without_a_physics_model_the_pass_says_where_to_get_one_and_changes_noth
         bpy.ops.betwixt.physics_pass("EXEC_DEFAULT", True)
     assert all(np.array_equal(snapshot(obj)[k][n], before[k][n]) for k in before for n in before[k])
     assert len(bpy.data.actions) == 1
+
+
+def test_a_push_changes_the_dogs_course_from_its_frame_on_and_not_before(physics, dog):  # noqa: F811
+    from betwixt.addon.variants import variants_of
+
+    obj = import_dog(dog)
+    original = obj.animation_data.action
+    physics.frame_start, physics.frame_end = RANGE
+    tracks = []
+    for push in (False, True):
+        assert bpy.ops.betwixt.physics_pass("EXEC_DEFAULT", True, push=push, push_frame=71, push_direction=90.0,
+                                            push_speed=2.0) == {"FINISHED"}
+        obj = bpy.data.objects[obj.name]
+        [variant] = variants_of(original.name)                 # the second pass's variant replaces the first's
+        assert bpy.ops.betwixt.preview_variant(action=variant.name) == {"FINISHED"}
+        tracks.append(heads(obj, np.arange(RANGE[0], RANGE[1] + 1))[:, 0])
+        assert bpy.ops.betwixt.preview_variant(action=original.name) == {"FINISHED"}
+    calm, pushed = tracks
+    apart = np.linalg.norm(pushed - calm, axis=-1)
+    assert apart[:71 - RANGE[0]].max() < 1e-4
+    assert pushed[71 - RANGE[0] + 6, 1] - calm[71 - RANGE[0] + 6, 1] > 0.05   # metres toward +Y, 0.1 s on
+    with pytest.raises(RuntimeError, match="outside frames 51-109"):
+        bpy.ops.betwixt.physics_pass("EXEC_DEFAULT", True, push=True, push_frame=200)
