@@ -146,6 +146,7 @@ class BETWIXT_OT_physics_pass(JobOperator, bpy.types.Operator):
         (sunk0, slide0), (sunk1, slide1) = result.before, result.after
         pushed = (f", pushed at frame {route.push[0]} by {np.linalg.norm(route.push[1]):.2g} m/s" if route.push
                   else "")
-        return (f"Betwixt: Physics Pass of frames {route.start}-{route.end}{pushed} by model {route.keys.model.name} in "
-                f"action '{made.name}': {falls}; paws in the floor on {sunk0:.0%} -> {sunk1:.0%} of frames, standing paws "
-                f"slide {slide0:.2f} -> {slide1:.2f} cm a frame; preview and apply it in the Betwixt panel")
+        return (f"Betwixt: Physics Pass of frames {route.start}-{route.end}{pushed} by model {route.keys.model.name} "
+                f"in action '{made.name}': {falls}; paws in the floor on {sunk0:.0%} -> {sunk1:.0%} of frames, "
+                f"standing paws slide {slide0:.2f} -> {slide1:.2f} cm a frame; preview and apply it in the Betwixt "
+                "panel")
