@@ -206,6 +206,32 @@ def test_an_assisted_run_records_each_roll_outs_torque_and_resumes_at_its_level(
     assert again["history"]["train"][2][1]["assist"] == level > 0
 
 
+def test_a_run_also_tracks_manns_dog_along_winding_paths_drawn_alike_on_resuming(dog_small_zip, cache, tmp_path):
+    from training import checkpoint
+
+    argv = ["carl", "--data", str(dog_small_zip), "--cache", str(cache), "--out", str(tmp_path / "carl"),
+            "--samples", "48", "--epochs", "1", "--minibatch", "16", "--hidden", "32,32", "--evaluate-every", "100",
+            "--paths", "1", "--path-seconds", "3"]
+    first = checkpoint.load(train(argv + ["--iterations", "1"]))
+    paths = [c for c in first["meta"]["clips"] if c.startswith("mann-")]
+    assert first["meta"]["paths_by"] == "mann-dog" and len(paths) >= 2
+    assert set(paths) <= {"mann-walk-0", "mann-trot-0", "mann-canter-0"}
+    again = checkpoint.load(train(argv[:-4] + ["--iterations", "2"]))   # the paths from the run's own record
+    assert again["meta"]["clips"] == first["meta"]["clips"] and again["config"]["paths"] == 1
+
+
+def test_winding_paths_keep_their_speed_and_turn_no_faster_than_a_dog_on_the_move():
+    from inference.mann.path import GAITS as SPEEDS
+    from training.carl.gaits import TURNS, winding
+
+    path = winding(SPEEDS["trot"], 10.0, np.random.default_rng(3), 100.0)
+    step = np.diff(path.points, axis=0)
+    assert np.allclose(np.linalg.norm(step, axis=1) * 30.0, 180.0) and path.duration == pytest.approx(10.0)
+    heading = np.unwrap(np.arctan2(step[:, 1], step[:, 0]))
+    turn = np.abs(np.diff(heading)) * 30.0
+    assert turn.max() <= TURNS[1] + 1e-9 and np.ptp(heading) > 0.5
+
+
 def test_a_bad_option_is_refused_before_the_run_folder_is_made(dog_small_zip, tmp_path):
     out = tmp_path / "carl"
     for bad in (["--samples", "0"], ["--minutes", "-1"], ["--lr", "nan"], ["--gamma", "1"]):

@@ -25,13 +25,14 @@ from inference.carl.body import build, measure, soles
 from inference.cli import number, whole
 from lab.dataset import load_motion_set
 from inference.errors import DataError
+from inference.modelfile import find_model, open_model
 from inference.motion import Skeleton
 from .. import card, checkpoint
 from ..loop import licence_of, source_commit
 from ..options import listed, one_of
 from .env import Tracking
 from .evaluate import evaluate
-from .gaits import GAITS, stretches
+from .gaits import GAITS, mann_paths, stretches
 from .policy import Policy, Value
 from .ppo import Roller, Settings, update
 
@@ -81,6 +82,11 @@ def add_arguments(parser):
                              "policy learns to stay up (see anneal; a new run only; 0: none)")
     parser.add_argument("--gaits", default="walk,trot,canter", help=f"of {', '.join(GAITS)} (a new run only)",
                         type=one_of(GAITS))
+    parser.add_argument("--paths", type=whole(0, 1000, "paths a gait"), default=0,
+                        help="also track MANN's dog along this many winding paths at each gait (a new run only)")
+    parser.add_argument("--path-seconds", type=number(1.0, 600.0, "seconds a path"), default=10.0,
+                        help="how long each of --paths lasts (a new run only)")
+    parser.add_argument("--mann", type=Path, help="the MANN model that walks --paths (default: the shipped one)")
     parser.add_argument("--no-pushes", action="store_true")
     parser.add_argument("--no-randomise", action="store_true", help="keep the nominal masses and friction")
     parser.add_argument("--checkpoint-minutes", type=minutes, default=5.0)
@@ -102,11 +108,16 @@ def train(args, argv):
     data = load_motion_set(args.data, args.cache)
     config = state["config"] if state else {
         "gaits": args.gaits.split(","), "hidden": [int(h) for h in args.hidden.split(",")],
-        "primitives": args.primitives, "spread": args.spread, "assist": args.assist}
+        "primitives": args.primitives, "spread": args.spread, "assist": args.assist, "paths": args.paths,
+        "path_seconds": args.path_seconds, "path_seed": args.seed}
     clips = stretches(data, config["gaits"])
     if not clips:
         raise DataError(f"{args.data}: no stretch of {', '.join(config['gaits'])} outside the test split")
-    rotations = np.concatenate([m.rotations for m, _ in clips])
+    rotations = np.concatenate([m.rotations for m, _ in clips])   # the body is measured on the capture alone
+    if config.get("paths"):
+        mann = open_model(args.mann, kind="mann") if args.mann else find_model(data.skeleton, kind="mann")
+        mann.check_skeleton(data.skeleton)
+        clips += mann_paths(mann, config["gaits"], config["paths"], config["path_seconds"], config["path_seed"])
     if state:
         saved = state["body"]
         skeleton = Skeleton.from_json(saved["skeleton"])
@@ -140,6 +151,7 @@ def train(args, argv):
     history["runs"].append({"from_step": step, "argv": list(argv), "commit": source_commit(),
                             "hardware": card.hardware("cpu")})
     meta = {"data": str(args.data), "licence": licence_of([args.data]), "clips": [r.name for r in env.references],
+            **({"paths_by": mann.name} if config.get("paths") else {}),
             "gaits": {g: env.gaits.count(g) for g in config["gaits"]}, "dropped": env.dropped}
     out.mkdir(parents=True, exist_ok=True)
     settings = Settings(args.samples, args.epochs, args.minibatch, gamma=args.gamma, kl=args.kl)
