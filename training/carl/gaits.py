@@ -67,4 +67,3 @@ def mann_paths(mann, gaits, count, seconds, seed):
     motions = mann.follow([path for _, _, path in made])
     return [(replace(m.frames(int(m.fps), None), name=f"mann-{gait}-{i}"), gait)
             for (gait, i, _), m in zip(made, motions)]
-
