@@ -28,6 +28,7 @@ from inference.modelfile import DEFAULTS, shipped
 ROOT = Path(__file__).resolve().parents[1]
 PLATFORMS = ["linux-x64", "windows-x64", "macos-arm64", "macos-x64"]
 ORT = "1.23.2"
+MUJOCO = "4.0.0"
 # What a zip may hold at its top level; anything else is a development file leaking into the build.
 SHIPPED = {"__init__.py", "blender_manifest.toml", "README.md", "addon", "inference", "wheels"}
 
@@ -65,20 +66,22 @@ def test_manifest_passes_blenders_validator():
     assert "Success" in done.stdout
 
 
-def test_manifest_pins_one_onnxruntime_for_both_pythons_on_every_platform(manifest, bext):
+def test_manifest_pins_onnxruntime_and_mujoco_for_both_pythons_on_every_platform(manifest, bext):
     assert manifest["id"] == "betwixt"
     assert manifest["platforms"] == PLATFORMS
     assert "network" not in manifest.get("permissions", {})   # nothing is fetched at run time
     hashes = bx.read_hashes()
     for target in PLATFORMS:
         wheels = [Path(w).name for w in bx.wheels_for([target], manifest, bext)]
-        assert len(wheels) == 2, (target, wheels)
-        assert sorted(w.split("-")[2] for w in wheels) == ["cp311", "cp313"], wheels
-        for w in wheels:
-            assert w.startswith(f"onnxruntime-{ORT}-"), w
-            assert w in hashes, f"{w} has no checksum in tools/wheels.sha256"
+        runtime = [w for w in wheels if w.startswith(f"onnxruntime-{ORT}-")]
+        core = [w for w in wheels if w.startswith(f"mujoco_core-{MUJOCO}-")]
+        assert sorted(w.split("-")[2] for w in runtime) == ["cp311", "cp313"], wheels
+        # MuJoCo publishes no library for Intel Macs: there the Physics Pass says so
+        assert sorted(w.split("-")[2] for w in core) == ([] if target == "macos-x64" else ["cp311", "cp313"]), wheels
+        assert set(wheels) - set(runtime) - set(core) == {f"mujoco-{MUJOCO}-py3-none-any.whl"}, wheels
+        assert all(w in hashes for w in wheels), f"{wheels} lack checksums in tools/wheels.sha256"
     every = [Path(w).name for w in manifest["wheels"]]
-    assert sorted(every) == sorted(hashes) and len(set(every)) == 8
+    assert sorted(every) == sorted(hashes) and len(set(every)) == 15
     assert all(w.startswith("./wheels/") for w in manifest["wheels"])
 
 
@@ -160,14 +163,15 @@ def test_linux_zip_holds_the_extension_and_only_linux_wheels(linux_zip, manifest
     assert sorted(n for n in names if n.startswith("inference/models/")) == shipped
     wheels = sorted(n for n in names if n.startswith("wheels/"))
     assert wheels == sorted(w.removeprefix("./") for w in bx.wheels_for(["linux-x64"], manifest, bext))
-    assert [w.split("-")[2] for w in wheels] == ["cp311", "cp313"]
-    assert all("manylinux" in w and w.endswith("x86_64.whl") for w in wheels)
+    assert [w.split("-")[2] for w in wheels] == ["py3", "cp311", "cp313", "cp311", "cp313"]   # mujoco, its core, ORT
+    assert all("manylinux" in w and w.endswith("x86_64.whl") for w in wheels if "-none-any" not in w)
 
 
 def test_linux_zip_manifest_is_the_source_manifest_for_linux(linux_zip, manifest):
     zipped = tomllib.loads(zipfile.ZipFile(linux_zip).read("blender_manifest.toml").decode())
     generated = zipped["build"].pop("generated")
-    assert generated == {"platforms": ["linux-x64"], "wheels": [w for w in manifest["wheels"] if "linux" in w]}
+    assert generated == {"platforms": ["linux-x64"],
+                         "wheels": [w for w in manifest["wheels"] if "linux" in w or w.endswith("-none-any.whl")]}
     assert zipped.pop("platforms") == ["linux-x64"]
     source = dict(manifest)
     source.pop("platforms")
@@ -203,7 +207,7 @@ import importlib.util, json, os, sys
 import bpy, addon_utils
 
 result = {"extensions": bpy.utils.user_resource("EXTENSIONS"),
-          "before": importlib.util.find_spec("onnxruntime") is not None,
+          "before": [m for m in ("onnxruntime", "mujoco") if importlib.util.find_spec(m) is not None],
           "requirements": [m for m in ("coloredlogs", "flatbuffers", "packaging", "google", "sympy")
                            if importlib.util.find_spec(m) is not None]}
 result["operator"] = sorted(bpy.ops.extensions.package_install_files(
@@ -232,6 +236,16 @@ result.update(package=betwixt.__file__, runtime=modelfile.__file__, onnxruntime=
               version=onnxruntime.__version__,
               output=session.run(None, {"x": np.ones((2, 3), np.float32)})[0].tolist(),
               models=[modelfile.open_model(p).path.name for p in modelfile.shipped()])
+
+from bl_ext.user_default.betwixt.inference.carl.body import mujoco   # as the Physics Pass finds MuJoCo
+mj = mujoco()
+falling = mj.MjModel.from_xml_string('<mujoco><worldbody><body pos="0 0 1"><freejoint/><geom size="0.1"/>'
+                                     '</body></worldbody></mujoco>')
+state = mj.MjData(falling)
+for _ in range(100):
+    mj.mj_step(falling, state)
+result.update(mujoco=mj.__file__, mujoco_version=mj.__version__, fell=float(1.0 - state.qpos[2]),
+              fall_time=float(state.time))
 print("RESULT" + json.dumps(result))
 """
 
@@ -249,7 +263,7 @@ def _tiny_model(path):
     return path
 
 
-def test_linux_zip_installs_with_blenders_operator_and_runs_onnxruntime(linux_zip, tmp_path):
+def test_linux_zip_installs_with_blenders_operator_and_runs_onnxruntime_and_mujoco(linux_zip, tmp_path):
     if not sys.platform.startswith("linux") or platform.machine() != "x86_64":
         unavailable("the linux-x64 zip installs on x86-64 Linux only")
     site = _site_with_bpy_only(tmp_path / "site")
@@ -277,6 +291,10 @@ def test_linux_zip_installs_with_blenders_operator_and_runs_onnxruntime(linux_zi
     # onnxruntime came from the zip's cp311 wheel, which Blender unpacked into its extensions' site-packages
     assert result["onnxruntime"].startswith(str(extensions / ".local" / "lib" / "python3.11" / "site-packages"))
     assert result["version"] == ORT
+    # MuJoCo too, from the zip's pure mujoco wheel and its cp311 library: a ball dropped falls g t^2 / 2
+    assert result["mujoco"].startswith(str(extensions / ".local" / "lib" / "python3.11" / "site-packages"))
+    assert result["mujoco_version"] == MUJOCO
+    assert result["fell"] == pytest.approx(0.5 * 9.81 * result["fall_time"] ** 2, rel=0.05)
     assert sum(result["output"], []) == pytest.approx([0.7615942] * 6)   # tanh(1)
     models = ROOT / "inference" / "models"
     # every shipped model as the runtime lists them outside Blender: the defaults first (the one a fill uses

@@ -132,15 +132,18 @@ def pip_download_command(filename, dest):
     if len(parts) not in (5, 6):
         raise BuildError(f"{filename}: not a wheel file name")
     name, version, python, abi, platform = parts[0], parts[1], parts[-3], parts[-2], parts[-1]
+    pinned = [f"{name.replace('_', '-')}=={version}"]
+    base = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--progress-bar", "off",
+            "--dest", str(dest)]
+    if (abi, platform) == ("none", "any"):   # pure Python: the same file for every machine
+        return base + pinned
     match = re.fullmatch(r"cp(\d)(\d+)", python)
     if not match:
-        raise BuildError(f"{filename}: only CPython wheels (cpXY) are supported, found {python!r}")
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--progress-bar", "off",
-           "--dest", str(dest), "--implementation", "cp", "--python-version", ".".join(match.groups()),
-           "--abi", abi]
+        raise BuildError(f"{filename}: only CPython (cpXY) and pure Python wheels are supported, found {python!r}")
+    cmd = base + ["--implementation", "cp", "--python-version", ".".join(match.groups()), "--abi", abi]
     for tag in platform.split("."):   # compressed tag sets: manylinux_2_27_x86_64.manylinux_2_28_x86_64
         cmd += ["--platform", tag]
-    return cmd + [f"{name}=={version}"]
+    return cmd + pinned
 
 
 def missing_wheels(filenames, cache, hashes):

@@ -56,8 +56,10 @@ def mujoco():
     """The ``mujoco`` module, or a BetwixtError saying how to get it."""
     try:
         import mujoco as module
-    except ImportError:
-        raise BetwixtError("the physics models need MuJoCo: pip install mujoco (see requirements-dev.txt)") from None
+    except ImportError as e:
+        raise BetwixtError(f"the physics models need MuJoCo, which cannot be loaded here ({e}): Betwixt's extension "
+                           "carries it for Linux x64, Windows x64 and macOS on Apple silicon; from a terminal, "
+                           "pip install mujoco (see requirements-dev.txt)") from None
     return module
 
 
