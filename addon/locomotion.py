@@ -189,18 +189,14 @@ class BETWIXT_OT_follow_path(JobOperator, bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
     verb = "Following the path"
 
-    frame_start: bpy.props.IntProperty(name="Start", description="First frame to key (the scene's start by "
-                                       "default)", options={"SKIP_SAVE"})
-    frame_end: bpy.props.IntProperty(name="End", description="Last frame to key (the scene's end by default)",
-                                     options={"SKIP_SAVE"})
+    frame_start: options.frame_start("key")
+    frame_end: options.frame_end("key")
     gait: bpy.props.EnumProperty(name="Speed", description="How fast the character moves along the curve",
                                  items=SPEEDS)
     plant_feet: options.PLANT_FEET
 
     def prepare(self, context):
-        for prop, default in (("frame_start", context.scene.frame_start), ("frame_end", context.scene.frame_end)):
-            if not self.properties.is_property_set(prop):
-                setattr(self, prop, default)
+        options.scene_range(self, context)
         route = read_route(context, self.frame_start, self.frame_end, self.gait)
         route.keys.plant = self.plant_feet
         return route

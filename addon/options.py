@@ -36,3 +36,21 @@ def seed(description):
 
 def count(name, description, least):
     return bpy.props.IntProperty(name=name, description=description, default=4, min=least, max=16)
+
+
+def frame_start(what):
+    return bpy.props.IntProperty(name="Start", description=f"First frame to {what} (the scene's start by default)",
+                                 options={"SKIP_SAVE"})
+
+
+def frame_end(what):
+    return bpy.props.IntProperty(name="End", description=f"Last frame to {what} (the scene's end by default)",
+                                 options={"SKIP_SAVE"})
+
+
+def scene_range(operator, context):
+    """An operator's ``frame_start`` and ``frame_end`` (:func:`frame_start`, :func:`frame_end`), the scene's
+    where the caller left them unset."""
+    for prop, default in (("frame_start", context.scene.frame_start), ("frame_end", context.scene.frame_end)):
+        if not operator.properties.is_property_set(prop):
+            setattr(operator, prop, default)

@@ -18,6 +18,7 @@ import numpy as np
 from ..inference import edit
 from ..inference.carl.simulation import POLICY_RATE
 from ..inference.errors import BetwixtError
+from . import options
 from .jobs import JobOperator
 from .plan import Plan, plan_over, read_retarget, scene_fps
 from .pose_io import Channels, active_armature
@@ -113,10 +114,8 @@ class BETWIXT_OT_physics_pass(JobOperator, bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
     verb = "Simulating"
 
-    frame_start: bpy.props.IntProperty(name="Start", description="First frame to simulate (the scene's start by "
-                                       "default)", options={"SKIP_SAVE"})
-    frame_end: bpy.props.IntProperty(name="End", description="Last frame to simulate (the scene's end by default)",
-                                     options={"SKIP_SAVE"})
+    frame_start: options.frame_start("simulate")
+    frame_end: options.frame_end("simulate")
     push: bpy.props.BoolProperty(name="Push", description="Shove the dog at a frame and let it react", default=False)
     push_frame: bpy.props.IntProperty(name="Push Frame", description="The frame of the push (the current frame by "
                                       "default)", options={"SKIP_SAVE"})
@@ -127,9 +126,7 @@ class BETWIXT_OT_physics_pass(JobOperator, bpy.types.Operator):
                                         "(m/s)", default=0.5, min=0.0, soft_max=2.0, max=5.0)
 
     def prepare(self, context):
-        for prop, default in (("frame_start", context.scene.frame_start), ("frame_end", context.scene.frame_end)):
-            if not self.properties.is_property_set(prop):
-                setattr(self, prop, default)
+        options.scene_range(self, context)
         if not self.properties.is_property_set("push_frame"):
             self.push_frame = context.scene.frame_current
         push = (self.push_frame, self.push_direction, self.push_speed) if self.push else None

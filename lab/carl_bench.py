@@ -21,28 +21,14 @@ import time
 import numpy as np
 
 from inference.carl.simulation import POLICY_RATE
-from inference.errors import DataError
 from inference.mann.path import GAITS
-from .mann_bench import BANDS, shapes
+from .mann_bench import BANDS, shapes, test_clips
 
 PUSHES = (0.3, 0.5, 0.8)   # m/s: the change of the root's horizontal speed
 PUSH_EVERY = 2.0           # s
 RECOVERED = 0.2            # m/s
 STEADY = 0.2               # s
 SINK = 0.01                # m: a paw this far into the floor is under it (MuJoCo's soft contacts let it in a little)
-
-
-def test_clips(model, data, count=None, seconds=None):
-    """The test split's clips the model file names (``betwixt.test_clips``; the first ``count``), from ``data``,
-    each cut to its first ``seconds`` where given."""
-    names = model.file.json("betwixt.test_clips")[:count]
-    missing = [n for n in names if n not in data.names]
-    if missing:
-        raise DataError(f"{data.source}: no clip {missing[0]!r} of the test split of model {model.name}; "
-                        "give the dog data set the model was trained on")
-    clips = [data.clip(data.names.index(n)) for n in names]
-    end = (lambda c: None) if seconds is None else (lambda c: int(round(seconds * c.fps)) + 1)
-    return [(n, c.frames(0, end(c))) for n, c in zip(names, clips)]
 
 
 def push_plan(frames, speed, rng):
@@ -117,17 +103,19 @@ def paths(model, mann, seconds=None):
 
 def bench(model, data, count=None, seconds=None, seed=0, progress=None, mann=None):
     """The measurements of ``model`` (a CARLModel) on the test split of ``data`` (the dog's MotionSet; its first
-    ``count`` clips, their first ``seconds``, where given), and along paths after ``mann`` where given."""
-    clips = test_clips(model, data, count, seconds)
+    ``count`` clips, their first ``seconds`` after MANN's first, where given: ``mann_bench.test_clips``), and along
+    paths after ``mann`` where given."""
+    names = model.file.json("betwixt.test_clips")[:count]
+    clips = list(zip(names, test_clips(model, data, count, seconds)))
     rng = np.random.default_rng(seed)
-    rows, pooled, seconds, tracked_s = [], {g: [] for g in BANDS}, 0.0, 0.0
+    rows, pooled, motion_s, tracked_s = [], {g: [] for g in BANDS}, 0.0, 0.0
     pushed = {s: {"falls": 0, "recovery": []} for s in PUSHES}
     for i, (name, motion) in enumerate(clips):
         start = time.perf_counter()
         tracked = model.track(motion)
         tracked_s += time.perf_counter() - start
         minutes = len(tracked.qpos) / POLICY_RATE / 60.0
-        seconds += minutes * 60.0
+        motion_s += minutes * 60.0
         for gait, band in gait_bands(tracked).items():
             pooled[gait].append(paws_at(tracked, band))
         rows.append({"clip": name, "seconds": minutes * 60.0, "falls": len(tracked.falls),
@@ -141,7 +129,7 @@ def bench(model, data, count=None, seconds=None, seed=0, progress=None, mann=Non
             pushed[speed]["recovery"] += recovery(shoved, plan)
         if progress:
             progress(i + 1, len(clips), name)
-    minutes = seconds / 60.0
+    minutes = motion_s / 60.0
     gaits = {}
     for gait, parts in pooled.items():
         total = {k: sum(p[k] for p in parts) for k in ("both", "either", "sunk", "capture_sunk", "frames")}
@@ -164,7 +152,7 @@ def bench(model, data, count=None, seconds=None, seed=0, progress=None, mann=Non
                    for s, p in pushed.items()},
         "gaits": gaits,
         "paths": paths(model, mann, seconds) if mann else {},
-        "seconds_per_10s": 10.0 * tracked_s / seconds,
+        "seconds_per_10s": 10.0 * tracked_s / motion_s,
         "file_mb": model.path.stat().st_size / 2**20,
     }
 

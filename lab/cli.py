@@ -89,8 +89,8 @@ def main(argv=None):
     carl.add_argument("--cache", type=Path, help="data set cache folder")
     carl.add_argument("--mann", type=Path, help="the MANN model whose paths it tracks (default: the shipped one)")
     carl.add_argument("--clips", type=positive, help="measure only the first N test clips")
-    carl.add_argument("--seconds", type=_positive_seconds, help="measure only the first S seconds of each clip "
-                                                                "and path")
+    carl.add_argument("--seconds", type=_positive_seconds, help="measure only the first 1 + S seconds of each clip "
+                                                                "(as bench-mann) and S of each path")
     carl.set_defaults(run=_bench_carl)
 
     dec = commands.add_parser("bench-decompress", help="Decompress on the floor: LaFAN1's test subject 5 from a key "
