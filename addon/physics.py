@@ -5,8 +5,9 @@ changed by so many metres a second toward a direction on the ground) and reacts 
 
 ``prepare`` (main thread) reads every frame of the range, and the frames either side of it, as the motion to
 track (not as a gap to fill: the frames inside are the input); ``compute`` (worker thread) tracks it
-(:meth:`..inference.carl.runtime.CARLModel.track`, progress and Esc each frame) and samples the simulated dog on
-the scene's frames; ``finish`` keys it into a copy of the action over the range, as Variants keys a gap from the
+(:meth:`..inference.carl.runtime.CARLModel.track`, progress and Esc each frame), samples the simulated dog on
+the scene's frames and eases it back onto the keys after the range (the simulation starts on the first frame's
+keys but ends where physics took the dog: ``JOIN`` seconds of :func:`..inference.inertialize.eased`); ``finish`` keys it into a copy of the action over the range, as Variants keys a gap from the
 frame before the range to the frame after it, so that keys outside the range stay as they were.
 """
 
@@ -18,6 +19,7 @@ import numpy as np
 from ..inference import edit
 from ..inference.carl.simulation import POLICY_RATE
 from ..inference.errors import BetwixtError
+from ..inference.inertialize import eased
 from . import options
 from .jobs import JobOperator
 from .plan import Plan, plan_over, read_retarget, scene_fps
@@ -26,6 +28,7 @@ from .preferences import model_for
 from .variants import check_original, keep_variants
 
 SUNK = 0.01   # m: a paw this far into the floor is under it
+JOIN = 0.5    # s over which the simulated dog is eased back onto the keys after the range (at most the range)
 
 
 @dataclass
@@ -60,7 +63,7 @@ def read_pass(context, start, end, push=None):
     model = model_for(context, obj, "physics")
     rig, retarget, detected = read_retarget(obj, model)
     fps = scene_fps(context.scene)
-    keys = plan_over(channels, model, rig, retarget, detected, [], fps, np.arange(start - 1, end + 2))
+    keys = plan_over(channels, model, rig, retarget, detected, [], fps, np.arange(start - 1, end + 3))
     keys.gaps = [(start - 1, end + 1)]
     check_original(keys)
     if push is None:
@@ -83,7 +86,10 @@ def tracked(route, progress=None, cancelled=None):
             progress(done, total)
 
     plan, model = route.keys, route.keys.model
-    source = plan.motion.frames(1, plan.motion.n_frames - 1)      # the range: rows 1 .. n-2
+    # the range, rows 1 .. n-3 (then the two keyed frames after it), at the scene's rate (a plan's motion has a
+    # frame per scene frame, whatever rate it says)
+    n = plan.motion.n_frames
+    source = replace(plan.motion.frames(1, n - 2), fps=plan.fps)
     pushes = None
     if route.push is not None:   # the world's ground axes are the simulator's (both Z up)
         frame, velocity = route.push
@@ -91,7 +97,9 @@ def tracked(route, progress=None, cancelled=None):
     out = model.track(source, pushes=pushes, progress=step)
     made = edit.sample(model.motion(out), np.arange(source.n_frames) * POLICY_RATE / plan.fps)
     rotations, positions = plan.motion.rotations.copy(), plan.motion.positions.copy()
-    rotations[1:-1], positions[1:-1] = made.rotations, made.positions
+    after = rotations[n - 2:], positions[n - 2:]
+    rotations[1:n - 2], positions[1:n - 2] = eased(made.rotations, made.positions, None, after,
+                                                   int(round(JOIN * plan.fps)))
     scene = route.start + np.array(out.falls) * plan.fps / POLICY_RATE
     return Result(replace(plan.motion, rotations=rotations, positions=positions), np.round(scene).astype(int).tolist(),
                   _paws(out.reference.paws, out.reference.contacts, out.sunk_reference),

@@ -49,6 +49,10 @@ def test_a_physics_pass_keeps_the_simulated_dog_as_a_variant_over_the_range(phys
     assert apart[len(outside)] < 0.01                             # the range's first frame: the keys' own pose
     assert apart[len(outside) + 5:].max() > 0.01                  # then the simulated dog's own motion
     assert np.all(np.linalg.norm(simulated[len(outside):, 0] - keyed[len(outside):, 0], axis=-1) < 0.5)
+    # eased back onto the keys after the range: the joints step no further onto frame b + 1 than the keys there
+    join, keys_there = heads(obj, [b - 1, b, b + 1, b + 2]), keyed[[np.flatnonzero(outside == b + 2)[0]]]
+    steps = np.linalg.norm(np.diff(join, axis=0), axis=-1).max(axis=1)
+    assert np.abs(join[-1] - keys_there[0]).max() < 1e-4 and steps[1] < 2.0 * steps[2] + 0.01, steps
 
 
 def test_without_a_physics_model_the_pass_says_where_to_get_one_and_changes_nothing(scene, dog):  # noqa: F811
@@ -82,3 +86,29 @@ def test_a_push_changes_the_dogs_course_from_its_frame_on_and_not_before(physics
     assert pushed[71 - RANGE[0] + 6, 1] - calm[71 - RANGE[0] + 6, 1] > 0.05   # metres toward +Y, 0.1 s on
     with pytest.raises(RuntimeError, match="outside frames 51-109"):
         bpy.ops.betwixt.physics_pass("EXEC_DEFAULT", True, push=True, push_frame=200)
+
+
+def test_the_pass_reports_progress_a_frame_at_a_time_stops_on_esc_and_undoes_in_one_step(physics, dog):  # noqa: F811
+    from betwixt.addon import physics as physics_pass
+    from betwixt.addon.variants import variants_of
+    from betwixt.inference.edit import Cancelled
+
+    obj = import_dog(dog)
+    route = physics_pass.read_pass(bpy.context, *RANGE)
+    seen = []
+    result = physics_pass.tracked(route, lambda done, total: seen.append((done, total)))
+    assert result.motion.n_frames == RANGE[1] - RANGE[0] + 4        # the range, a frame before it and two after
+    total = seen[0][1]
+    assert [d for d, _ in seen] == list(range(1, total + 1)) and total == 29   # 60 frames at 60 fps: 30 at 30
+    calls = []
+    with pytest.raises(Cancelled):
+        physics_pass.tracked(route, lambda done, total: calls.append(done), lambda: len(calls) >= 10)
+    assert len(calls) == 10
+
+    physics.frame_start, physics.frame_end = RANGE
+    name, action = obj.name, obj.animation_data.action.name
+    bpy.ops.ed.undo_push(message="before")
+    assert bpy.ops.betwixt.physics_pass("EXEC_DEFAULT", True) == {"FINISHED"}
+    assert len(variants_of(action)) == 1
+    bpy.ops.ed.undo()
+    assert not variants_of(action) and bpy.data.objects[name].animation_data.action.name == action
