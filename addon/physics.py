@@ -7,8 +7,9 @@ changed by so many metres a second toward a direction on the ground) and reacts 
 track (not as a gap to fill: the frames inside are the input); ``compute`` (worker thread) tracks it
 (:meth:`..inference.carl.runtime.CARLModel.track`, progress and Esc each frame), samples the simulated dog on
 the scene's frames and eases it back onto the keys after the range (the simulation starts on the first frame's
-keys but ends where physics took the dog: ``JOIN`` seconds of :func:`..inference.inertialize.eased`); ``finish`` keys it into a copy of the action over the range, as Variants keys a gap from the
-frame before the range to the frame after it, so that keys outside the range stay as they were.
+keys but ends where physics took the dog: ``JOIN`` seconds of :func:`..inference.inertialize.eased`);
+``finish`` keys it into a copy of the action over the range, as Variants keys a gap from the frame before the
+range to the frame after it, so that keys outside the range stay as they were.
 """
 
 from dataclasses import dataclass, replace
