@@ -140,7 +140,7 @@ def plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames,
     else:
         real, bones = rig.source
         entries = controls.active(obj, channels, controls.on_skeleton(obj, controls.entries_for(obj), model.skeleton),
-                                  gaps[0][0])
+                                  gaps[0][0] if gaps else frames[0])   # IK or FK as at the first gap, or frame
         index = {n: i for i, n in enumerate(real.names)}
         driving = [index[e.control] for e in entries if e.control in index]
         both = yield from evaluated.pose_around(obj, frames, np.concatenate([bones, driving]).astype(np.int64), gaps)

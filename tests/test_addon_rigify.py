@@ -340,6 +340,37 @@ def test_a_rigify_wolf_reads_as_the_dog_and_follow_path_keys_its_controls(betwix
     assert 0.6 < hips[:, 0, 2, 3].min() and hips[:, 0, 2, 3].max() < 0.9   # about its rest height, 0.79 m
 
 
+def test_a_physics_pass_on_the_wolf_keys_its_controls(betwixt, dog_zip, carl_policy, tmp_path_factory):
+    """The Physics Pass on a four-legged control rig: the dog's motion keyed onto Rigify's wolf through its
+    controls, tracked in simulation by a tiny policy, kept as a variant keyed on the same controls alone."""
+    rig = generated("wolf", tmp_path_factory)
+    bpy.context.scene.render.fps = 60
+    with zipfile.ZipFile(dog_zip) as z:
+        name = next(n for n in z.namelist() if n.endswith("D1_010_KAN01_003.bvh"))
+        clip = parse_bvh(z.read(name), name).frames(0, 90)
+    from betwixt.addon.preferences import model_for
+    from betwixt.addon.variants import variants_of
+    model = model_for(bpy.context, rig, "fill")
+    for entry in betwixt["controls"].detect(rig):
+        pb = rig.pose.bones[entry.control]
+        for frame in (0, clip.n_frames + 1):
+            pb.keyframe_insert("location", frame=frame)
+            pb.keyframe_insert(betwixt["pose_io"].channel_path(pb.rotation_mode), frame=frame)
+    betwixt["writing"].key_motion(rig, model, clip, 1)
+    prefs = bpy.context.preferences.addons["betwixt"].preferences
+    prefs.carl_file = str(carl_policy["model"])
+    try:
+        assert bpy.ops.betwixt.physics_pass(frame_start=20, frame_end=70) == {"FINISHED"}
+    finally:
+        prefs.carl_file = ""
+    original = rig.animation_data.action
+    [variant] = variants_of(original.name)
+    rig.animation_data.action = variant
+    keyed = keyed_bones(betwixt, rig, 19, 71)
+    rig.animation_data.action = original
+    assert "torso" in keyed and not any(n.startswith(("DEF-", "ORG-", "MCH-")) for n in keyed), keyed
+
+
 def test_a_dog_keyed_onto_the_wolf_reads_back_as_itself(betwixt, dog_zip, tmp_path_factory):
     """The dog's motion keyed onto Rigify's wolf through its controls reads back as that motion: the wolf's
     chest (spine.008, which carries its shoulders) plays the dog's Spine1, which carries the dog's, and
