@@ -340,16 +340,15 @@ def test_a_rigify_wolf_reads_as_the_dog_and_follow_path_keys_its_controls(betwix
     assert 0.6 < hips[:, 0, 2, 3].min() and hips[:, 0, 2, 3].max() < 0.9   # about its rest height, 0.79 m
 
 
-def test_a_physics_pass_on_the_wolf_keys_its_controls(betwixt, dog_zip, carl_policy, tmp_path_factory):
-    """The Physics Pass on a four-legged control rig: the dog's motion keyed onto Rigify's wolf through its
-    controls, tracked in simulation by a tiny policy, kept as a variant keyed on the same controls alone."""
+def dog_on_the_wolf(betwixt, dog_zip, clip_name, frames, tmp_path_factory):
+    """``(rig, model, clip)``: Rigify's wolf generated in a 60 fps scene, the first ``frames`` of the dog's clip
+    ``clip_name`` keyed onto its controls (each control keyed before and after, so that every one has a curve)."""
+    from betwixt.addon.preferences import model_for
     rig = generated("wolf", tmp_path_factory)
     bpy.context.scene.render.fps = 60
     with zipfile.ZipFile(dog_zip) as z:
-        name = next(n for n in z.namelist() if n.endswith("D1_010_KAN01_003.bvh"))
-        clip = parse_bvh(z.read(name), name).frames(0, 90)
-    from betwixt.addon.preferences import model_for
-    from betwixt.addon.variants import variants_of
+        name = next(n for n in z.namelist() if n.endswith(f"{clip_name}.bvh"))
+        clip = parse_bvh(z.read(name), name).frames(0, frames)
     model = model_for(bpy.context, rig, "fill")
     for entry in betwixt["controls"].detect(rig):
         pb = rig.pose.bones[entry.control]
@@ -357,6 +356,14 @@ def test_a_physics_pass_on_the_wolf_keys_its_controls(betwixt, dog_zip, carl_pol
             pb.keyframe_insert("location", frame=frame)
             pb.keyframe_insert(betwixt["pose_io"].channel_path(pb.rotation_mode), frame=frame)
     betwixt["writing"].key_motion(rig, model, clip, 1)
+    return rig, model, clip
+
+
+def test_a_physics_pass_on_the_wolf_keys_its_controls(betwixt, dog_zip, carl_policy, tmp_path_factory):
+    """The Physics Pass on a four-legged control rig: the dog's motion keyed onto Rigify's wolf through its
+    controls, tracked in simulation by a tiny policy, kept as a variant keyed on the same controls alone."""
+    from betwixt.addon.variants import variants_of
+    rig, _, _ = dog_on_the_wolf(betwixt, dog_zip, "D1_010_KAN01_003", 90, tmp_path_factory)
     prefs = bpy.context.preferences.addons["betwixt"].preferences
     prefs.carl_file = str(carl_policy["model"])
     try:
@@ -379,20 +386,8 @@ def test_a_dog_keyed_onto_the_wolf_reads_back_as_itself(betwixt, dog_zip, tmp_pa
     it. With the chest read from spine.007 and heads placed along the chain, the joints came back 1.6 cm
     off on average and the head 4.3 cm."""
     from betwixt.addon import plan as reading
-    from betwixt.addon.preferences import model_for
     from inference.motion import forward_kinematics
-    rig = generated("wolf", tmp_path_factory)
-    bpy.context.scene.render.fps = 60
-    with zipfile.ZipFile(dog_zip) as z:
-        name = next(n for n in z.namelist() if n.endswith("D1_008_KAN01_002.bvh"))
-        clip = parse_bvh(z.read(name), name).frames(0, 120)
-    model = model_for(bpy.context, rig, "fill")
-    for entry in betwixt["controls"].detect(rig):
-        pb = rig.pose.bones[entry.control]
-        for frame in (0, clip.n_frames + 1):
-            pb.keyframe_insert("location", frame=frame)
-            pb.keyframe_insert(betwixt["pose_io"].channel_path(pb.rotation_mode), frame=frame)
-    betwixt["writing"].key_motion(rig, model, clip, 1)
+    rig, model, clip = dog_on_the_wolf(betwixt, dog_zip, "D1_008_KAN01_002", 120, tmp_path_factory)
     read, retarget, detected = reading.read_retarget(rig, model)
     plan = reading.plan_over(betwixt["pose_io"].Channels(rig), model, read, retarget, detected, [(1, 2)], 60,
                              np.arange(1, clip.n_frames + 1))
