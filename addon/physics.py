@@ -18,6 +18,8 @@ import bpy
 import numpy as np
 
 from ..inference import edit
+from ..inference.carl.reference import slide
+from ..inference.carl.runtime import SUNK
 from ..inference.carl.simulation import POLICY_RATE
 from ..inference.errors import BetwixtError
 from ..inference.inertialize import eased
@@ -28,7 +30,6 @@ from .pose_io import Channels, active_armature
 from .preferences import model_for
 from .variants import check_original, keep_variants
 
-SUNK = 0.01   # m: a paw this far into the floor is under it
 JOIN = 0.5    # s over which the simulated dog is eased back onto the keys after the range (at most the range)
 
 
@@ -109,9 +110,8 @@ def tracked(route, progress=None, cancelled=None):
 
 def _paws(paws, contacts, sunk):
     """(share of frames with a paw more than SUNK in the floor, the standing paws' slide in cm a frame)."""
-    step = np.linalg.norm(np.diff(paws[..., :2], axis=0), axis=-1)
-    both = contacts[1:] & contacts[:-1]
-    return float(np.mean(sunk > SUNK)), 100.0 * float(step[both].mean()) if both.any() else 0.0
+    travel, steps = slide(paws, contacts)
+    return float(np.mean(sunk > SUNK)), 100.0 * travel / max(steps, 1)
 
 
 class BETWIXT_OT_physics_pass(JobOperator, bpy.types.Operator):

@@ -20,6 +20,8 @@ import time
 
 import numpy as np
 
+from inference.carl.reference import slide
+from inference.carl.runtime import SUNK
 from inference.carl.simulation import POLICY_RATE
 from inference.mann.path import GAITS
 from .mann_bench import BANDS, shapes, test_clips
@@ -28,7 +30,6 @@ PUSHES = (0.3, 0.5, 0.8)   # m/s: the change of the root's horizontal speed
 PUSH_EVERY = 2.0           # s
 RECOVERED = 0.2            # m/s
 STEADY = 0.2               # s
-SINK = 0.01                # m: a paw this far into the floor is under it (MuJoCo's soft contacts let it in a little)
 
 
 def push_plan(frames, speed, rng):
@@ -55,20 +56,14 @@ def recovery(tracked, pushes):
 
 def paws_at(tracked, band):
     """Sums over the frames of ``band`` (F,) bool: contacts' intersection and union, the sliding paws'
-    travel (m) and frames, frames with a paw more than SINK into the floor and the deepest (m), of the
+    travel (m) and frames, frames with a paw more than SUNK into the floor and the deepest (m), of the
     simulation and of the capture posed in the simulator."""
     ref = tracked.reference
     mine, theirs = tracked.contacts[band], ref.contacts[band]
-
-    def slide(paws, contact):
-        step = np.linalg.norm(np.diff(paws[..., :2], axis=0), axis=-1)        # (F-1, 4)
-        both = contact[1:] & contact[:-1] & band[1:, None] & band[:-1, None]
-        return float(step[both].sum()), int(both.sum())
-
     return {"both": int((mine & theirs).sum()), "either": int((mine | theirs).sum()),
-            "slide": slide(tracked.paws, tracked.contacts), "capture_slide": slide(ref.paws, ref.contacts),
-            "sunk": int((tracked.sunk[band] > SINK).sum()),
-            "capture_sunk": int((tracked.sunk_reference[band] > SINK).sum()),
+            "slide": slide(tracked.paws, tracked.contacts, band), "capture_slide": slide(ref.paws, ref.contacts, band),
+            "sunk": int((tracked.sunk[band] > SUNK).sum()),
+            "capture_sunk": int((tracked.sunk_reference[band] > SUNK).sum()),
             "frames": int(band.sum()), "deepest": float(tracked.sunk[band].max(initial=0.0)),
             "capture_deepest": float(tracked.sunk_reference[band].max(initial=0.0))}
 

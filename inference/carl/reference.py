@@ -61,6 +61,17 @@ def contacts(paws, radius):
     return paws[..., 2] < radius + CONTACT
 
 
+def slide(paws, contact, frames=None):
+    """``(travel m, steps)``: how far paws (F, 4, 3) slide over the floor between consecutive frames on which
+    they both touch it (``contact`` (F, 4)), and how many such paw steps there are; only between ``frames``
+    (F,) bool, where given."""
+    step = np.linalg.norm(np.diff(paws[..., :2], axis=0), axis=-1)
+    both = contact[1:] & contact[:-1]
+    if frames is not None:
+        both &= (frames[1:] & frames[:-1])[:, None]
+    return float(step[both].sum()), int(both.sum())
+
+
 def world(body, motion):
     """World rotations (F, J, 4) and positions (F, J, 3) and the paws' End Sites (F, 4, 3) of ``motion``
     in the model's frame (Z up, metres), not yet on the floor."""
@@ -121,4 +132,3 @@ def velocities(mj, model, qpos, fps):
         a, b = max(t - 1, 0), min(t + 1, n - 1)
         mj.mj_differentiatePos(model, qvel[t], (b - a) / fps, qpos[a], qpos[b])
     return qvel
-

@@ -23,6 +23,8 @@ from .observation import AHEAD, observe, size
 from .reference import contacts, motion_of, paw_radius, states
 from .simulation import ACTION_SCALE, POLICY_RATE, Simulation
 
+SUNK = 0.01   # m: a paw this far into the floor is under it (MuJoCo's soft contacts let one in a little)
+
 
 @dataclass(frozen=True, eq=False)
 class Tracked:
@@ -35,7 +37,6 @@ class Tracked:
     qpos: np.ndarray        # (F, nq) the simulated states
     paws: np.ndarray        # (F, 4, 3) the simulated paws' End Sites
     contacts: np.ndarray    # (F, 4) bool: the simulated paws on the floor
-    radius: np.ndarray      # (4,) each paw's round end: its End Site this high rests on the floor
     falls: tuple            # the frames on which the dog fell (and was set back on the reference)
     lying: np.ndarray       # (F,) bool: the reference's own torso, head or a thigh on the floor
     sunk: np.ndarray        # (F,) m: how deep the simulated paws reach into the floor
@@ -106,13 +107,14 @@ class CARLModel(Model):
         falls = []
         pushes = pushes or {}
         for t in range(n):
-            positions[t], qpos[t], paws[t], sunk[t] = sim.pose()[0], sim.data.qpos, sim.paws(), sim.sunk()
+            pose = sim.pose()
+            positions[t], qpos[t], paws[t], sunk[t] = pose[0], sim.data.qpos, sim.paws(), sim.sunk()
             if t == last:
                 break
-            if t in pushes:
+            if t in pushes:   # the root's speed changes now; the policy reads it from the next frame on
                 sim.data.qvel[:2] += pushes[t]
             ahead = [min(t + a, last) for a in AHEAD]
-            action = ACTION_SCALE * self.act(observe(sim.pose(), (ref.positions[ahead], ref.rotations[ahead])))
+            action = ACTION_SCALE * self.act(observe(pose, (ref.positions[ahead], ref.rotations[ahead])))
             offset = action.reshape(-1, 3)
             sim.step(sim.targets(ref.qpos[t + 1], ref.qvel[t + 1]) + offset,
                      start=sim.targets(ref.qpos[t], ref.qvel[t]) + offset)
@@ -121,6 +123,5 @@ class CARLModel(Model):
                 sim.set_state(ref.qpos[t + 1], ref.qvel[t + 1])
             if progress:
                 progress(t + 1, last)
-        return Tracked(ref, source, positions, qpos, paws, contacts(paws, self.radius), self.radius, tuple(falls), lying, sunk,
+        return Tracked(ref, source, positions, qpos, paws, contacts(paws, self.radius), tuple(falls), lying, sunk,
                        sunk_reference)
-

@@ -93,26 +93,22 @@ class Simulation:
         since the state was set (MuJoCo put the body back in its default pose: nothing to learn from)."""
         if self._blow_ups() > self.blew_up:
             return True
-        d = self.data
-        n = d.ncon
-        if n == 0:
-            return False
-        geoms = d.contact.geom[:n]
-        floor = geoms == self.floor
-        other = np.where(floor[:, 0], geoms[:, 1], geoms[:, 0])
-        return bool(np.any(self.terminal[other[floor.any(axis=1)]]))
+        geoms, _ = self._on_the_floor()
+        return bool(np.any(self.terminal[geoms]))
 
     def sunk(self):
         """How deep (m) the paws' geoms (their round ends and soles) reach into the floor, 0 where none does."""
+        geoms, dist = self._on_the_floor()
+        paws = self.paw_geoms[geoms]
+        return float(max(0.0, -dist[paws].min())) if paws.any() else 0.0
+
+    def _on_the_floor(self):
+        """``(geoms, dist)``: the geoms touching the floor now and each contact's distance (negative: into it)."""
         d = self.data
-        n = d.ncon
-        if n == 0:
-            return 0.0
-        geoms = d.contact.geom[:n]
-        floor = geoms == self.floor
-        other = np.where(floor[:, 0], geoms[:, 1], geoms[:, 0])
-        mine = floor.any(axis=1) & self.paw_geoms[other]
-        return float(max(0.0, -d.contact.dist[:n][mine].min())) if mine.any() else 0.0
+        pairs = d.contact.geom[:d.ncon]
+        floor = pairs == self.floor
+        touching = floor.any(axis=1)
+        return np.where(floor[:, 0], pairs[:, 1], pairs[:, 0])[touching], d.contact.dist[:d.ncon][touching]
 
     def paws(self):
         """(4, 3) the paws' End Sites, world, in PAWS order."""
