@@ -1,7 +1,8 @@
 """Physics Pass: a four-legged rig's motion over a frame range tracked by CARL's simulated dog (MuJoCo), kept as
 a variant of its action (Preview, Apply and Discard are the Variants'), with the frames where the dog fell and
-its paws' slide and depth in the floor before and after. With Push, the dog is shoved at a frame (its speed
-changed by so many metres a second toward a direction on the ground) and reacts as the policy makes it.
+its paws' slide and depth in the floor before and after. With Push, the dog is shoved at a frame, on its torso,
+hips, head, a leg or all of it (its speed changed by so many metres a second toward a direction on the ground),
+and reacts as the policy makes it.
 
 ``prepare`` (main thread) reads every frame of the range, and the frames either side of it, as the motion to
 track (not as a gap to fill: the frames inside are the input); ``compute`` (worker thread) tracks it
@@ -20,7 +21,7 @@ import numpy as np
 from ..inference import edit
 from ..inference.carl.reference import slide
 from ..inference.carl.runtime import SUNK
-from ..inference.carl.simulation import POLICY_RATE
+from ..inference.carl.simulation import POLICY_RATE, TORSO
 from ..inference.errors import BetwixtError
 from ..inference.inertialize import eased
 from . import options
@@ -31,6 +32,11 @@ from .preferences import model_for
 from .variants import check_original, keep_variants
 
 JOIN = 0.5    # s over which the simulated dog is eased back onto the keys after the range (at most the range)
+WHOLE = "WHOLE"
+PARTS = [(TORSO, "Torso", "The middle of the back"), ("Hips", "Hips", ""), ("Head", "Head", ""),
+         ("LeftForeArm", "Front Left Leg", ""), ("RightForeArm", "Front Right Leg", ""),
+         ("LeftLeg", "Hind Left Leg", ""), ("RightLeg", "Hind Right Leg", ""),
+         (WHOLE, "Whole Dog", "Every part at once: the dog moved, not turned")]   # the dog skeleton's joints
 
 
 @dataclass
@@ -40,7 +46,7 @@ class Pass:
     keys: Plan
     start: int
     end: int
-    push: tuple = None   # (scene frame, (vx, vy) m/s in the world's ground plane), or None
+    push: tuple = None   # (scene frame, (vx, vy) m/s in the world's ground plane, part or None: whole), or None
 
 
 @dataclass
@@ -53,7 +59,8 @@ class Result:
 
 def read_pass(context, start, end, push=None):
     """The :class:`Pass` of the active armature over scene frames ``start`` to ``end``; ``push``: (scene frame,
-    direction in degrees on the ground from the world's X axis toward its Y, m/s), or None."""
+    direction in degrees on the ground from the world's X axis toward its Y, m/s, the part: a joint of the dog's
+    skeleton, or None for the whole dog), or None."""
     if end - start < 2:
         raise BetwixtError(f"frames {start}-{end}: a Physics Pass needs a range of three frames or more; set the "
                            "scene's start and end, or the operator's")
@@ -70,12 +77,12 @@ def read_pass(context, start, end, push=None):
     check_original(keys)
     if push is None:
         return Pass(keys, start, end)
-    frame, degrees, speed = push
+    frame, degrees, speed, part = push
     if not start <= frame < end:
         raise BetwixtError(f"the push at frame {frame} is outside frames {start}-{end - 1}, where the dog can react "
                            "to it; set the Push frame inside the range")
     angle = np.radians(degrees)
-    return Pass(keys, start, end, (frame, speed * np.array([np.cos(angle), np.sin(angle)])))
+    return Pass(keys, start, end, (frame, speed * np.array([np.cos(angle), np.sin(angle)]), part))
 
 
 def tracked(route, progress=None, cancelled=None):
@@ -94,8 +101,8 @@ def tracked(route, progress=None, cancelled=None):
     source = replace(plan.motion.frames(1, n - 2), fps=plan.fps)
     pushes = None
     if route.push is not None:   # the world's ground axes are the simulator's (both Z up)
-        frame, velocity = route.push
-        pushes = {int(round((frame - route.start) * POLICY_RATE / plan.fps)): velocity}
+        frame, velocity, part = route.push
+        pushes = {int(round((frame - route.start) * POLICY_RATE / plan.fps)): (velocity, part)}
     out = model.track(source, pushes=pushes, progress=step)
     made = edit.sample(model.motion(out), np.arange(source.n_frames) * POLICY_RATE / plan.fps)
     rotations, positions = plan.motion.rotations.copy(), plan.motion.positions.copy()
@@ -112,6 +119,11 @@ def _paws(paws, contacts, sunk):
     """(share of frames with a paw more than SUNK in the floor, the standing paws' slide in cm a frame)."""
     travel, steps = slide(paws, contacts)
     return float(np.mean(sunk > SUNK)), 100.0 * travel / max(steps, 1)
+
+
+def _part_name(part):
+    """The Push menu's name of ``part`` (None: the whole dog), as a report says it."""
+    return next(label for key, label, _ in PARTS if key == (part or WHOLE)).lower()
 
 
 class BETWIXT_OT_physics_pass(JobOperator, bpy.types.Operator):
@@ -133,12 +145,15 @@ class BETWIXT_OT_physics_pass(JobOperator, bpy.types.Operator):
                                             min=-360.0, max=360.0)
     push_speed: bpy.props.FloatProperty(name="Strength", description="How much the push changes the dog's speed "
                                         "(m/s)", default=0.5, min=0.0, soft_max=2.0, max=5.0)
+    push_part: bpy.props.EnumProperty(name="On", description="Where the push lands: a part turns the dog as it "
+                                      "moves it", items=PARTS, default=TORSO)
 
     def prepare(self, context):
         options.scene_range(self, context)
         if not self.properties.is_property_set("push_frame"):
             self.push_frame = context.scene.frame_current
-        push = (self.push_frame, self.push_direction, self.push_speed) if self.push else None
+        part = None if self.push_part == WHOLE else self.push_part
+        push = (self.push_frame, self.push_direction, self.push_speed, part) if self.push else None
         return read_pass(context, self.frame_start, self.frame_end, push)
 
     def compute(self, route, progress, cancelled):
@@ -150,8 +165,8 @@ class BETWIXT_OT_physics_pass(JobOperator, bpy.types.Operator):
                  f"{' …' if len(result.falls) > 8 else ''} (set back on the keys there)"
                  if result.falls else "it did not fall")
         (sunk0, slide0), (sunk1, slide1) = result.before, result.after
-        pushed = (f", pushed at frame {route.push[0]} by {np.linalg.norm(route.push[1]):.2g} m/s" if route.push
-                  else "")
+        pushed = (f", pushed on the {_part_name(route.push[2])} at frame {route.push[0]} by "
+                  f"{np.linalg.norm(route.push[1]):.2g} m/s" if route.push else "")
         return (f"Betwixt: Physics Pass of frames {route.start}-{route.end}{pushed} by model {route.keys.model.name} "
                 f"in action '{made.name}': {falls}; paws in the floor on {sunk0:.0%} -> {sunk1:.0%} of frames, "
                 f"standing paws slide {slide0:.2f} -> {slide1:.2f} cm a frame; preview and apply it in the Betwixt "

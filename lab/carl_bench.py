@@ -4,9 +4,10 @@ in simulation (``inference/carl/runtime.py``), as a Physics Pass tracks it, and 
 - **Tracking**: the joints' mean distance from the capture's, both from their roots (cm), and the falls without
   pushes, per minute (a fallen dog is set back on the capture where it fell and tracks on; lying down where the
   capture lies is no fall), beside the share of each clip's frames where the capture itself lies on the floor.
-- **Pushes**: the root's horizontal speed changed by each of ``PUSHES`` m/s every ``PUSH_EVERY`` s, in a direction
-  drawn from a fixed seed: falls per minute, and the seconds after a push until the root moves with the capture
-  again (its horizontal velocity within ``RECOVERED`` m/s of the capture's for ``STEADY`` s).
+- **Pushes**: a shove on the torso that changes the dog's horizontal speed by each of ``PUSHES`` m/s, every
+  ``PUSH_EVERY`` s, in a direction drawn from a fixed seed: falls per minute, and the seconds after a push until
+  the root moves with the capture again (its horizontal velocity within ``RECOVERED`` m/s of the capture's for
+  ``STEADY`` s).
 - **Paws**, at each gait (the frames whose hips travel at the gait's speeds, ``mann_bench.BANDS``): the contacts'
   intersection over union with the capture's (CARL's measure of motion quality), the paws' slide while on the
   floor (cm a frame) beside the capture's, and how deep a paw sinks under the floor.
@@ -22,20 +23,21 @@ import numpy as np
 
 from inference.carl.reference import slide
 from inference.carl.runtime import SUNK
-from inference.carl.simulation import POLICY_RATE
+from inference.carl.simulation import POLICY_RATE, TORSO
 from inference.mann.path import GAITS
 from .mann_bench import BANDS, shapes, test_clips
 
-PUSHES = (0.3, 0.5, 0.8)   # m/s: the change of the root's horizontal speed
+PUSHES = (0.3, 0.5, 0.8)   # m/s: the change of the dog's horizontal speed
 PUSH_EVERY = 2.0           # s
 RECOVERED = 0.2            # m/s
 STEADY = 0.2               # s
 
 
 def push_plan(frames, speed, rng):
-    """{frame: (vx, vy)}: a push of ``speed`` m/s every PUSH_EVERY seconds of ``frames`` (at POLICY_RATE)."""
+    """{frame: ((vx, vy), TORSO)}: a push of ``speed`` m/s on the torso every PUSH_EVERY seconds of ``frames``
+    (at POLICY_RATE)."""
     every = int(round(PUSH_EVERY * POLICY_RATE))
-    return {int(t): speed * np.array([np.cos(a), np.sin(a)])
+    return {int(t): (speed * np.array([np.cos(a), np.sin(a)]), TORSO)
             for t in range(every, frames - 1, every) for a in [rng.uniform(0.0, 2.0 * np.pi)]}
 
 

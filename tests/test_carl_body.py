@@ -131,6 +131,33 @@ def test_the_torso_on_the_floor_is_a_fall(sim, reference):
     assert sim.fallen() and touching & {sim.model.body(n).id for n in TERMINAL}
 
 
+def test_a_push_changes_the_dogs_speed_by_as_much_wherever_it_lands_and_a_part_turns_it(sim, reference):
+    """Off the floor (1 m up, where only the push differs between two steps from one state) the centre of mass
+    speeds up by the push, whether the whole dog or a part is pushed; a part turns the dog about its centre of
+    mass, the whole dog does not; the push lasts its step, and setting a state drops one not yet stepped."""
+    mj, model, data = sim.mj, sim.model, sim.data
+    aloft = reference.qpos[20].copy()
+    aloft[2] += 1.0
+
+    def stepped(velocity, part):
+        sim.set_state(aloft, reference.qvel[20])
+        sim.push(velocity, part)
+        sim.step(sim.targets(reference.qpos[21], reference.qvel[21]))
+        mj.mj_forward(model, data)   # velocities derived from the state the step ends on
+        mj.mj_subtreeVel(model, data)
+        return data.subtree_linvel[1].copy(), data.subtree_angmom[1].copy()
+
+    calm = stepped(np.zeros(2), None)
+    for part in (None, "Spine", "Head", "LeftForeArm"):
+        speed, spin = (a - b for a, b in zip(stepped(np.array([0.0, 0.5]), part), calm))
+        np.testing.assert_allclose(speed, [0.0, 0.5, 0.0], atol=0.01)
+        assert (np.linalg.norm(spin) > 0.3) == (part is not None), (part, spin)   # kg m^2/s about the centre
+    assert not data.xfrc_applied.any()
+    sim.push(np.array([0.0, 0.5]), "Head")
+    again = stepped(np.zeros(2), None)
+    assert all(np.array_equal(a, b) for a, b in zip(again, calm))
+
+
 def test_a_simulation_that_blows_up_is_a_fall(sim, reference, tmp_path, monkeypatch):
     """Accelerations past what MuJoCo can integrate make it put the body back in its default pose and go on
     (its warning, "Nan, Inf or huge value in QACC"): the episode ends there, as a fall, not as motion to learn from."""

@@ -10,6 +10,7 @@ import torch
 
 from conftest import DOG_TEST_CLIP as TEST_CLIP
 from lab.dataset import load_motion_set
+from inference.carl.simulation import POLICY_RATE, TORSO
 from training.carl import reward as rewards
 from training.carl.env import MASS, Tracking
 from training.carl.gaits import GAITS, stretches
@@ -88,12 +89,16 @@ def test_an_episode_is_cut_not_ended_at_its_clips_end(env):
     assert ends == [(False, False), (False, True)]                        # the last frame the policy can look ahead from
 
 
-def test_a_push_changes_the_roots_horizontal_speed_and_bodies_are_randomised(env):
+def test_a_push_shoves_the_torso_for_a_step_and_bodies_are_randomised(env):
     env.reset(clip=0, frame=5)
-    before = env.sim.data.qvel[:3].copy()
     env.push()
-    change = env.sim.data.qvel[:3] - before
-    assert change[2] == 0.0 and 0.1 <= np.linalg.norm(change[:2]) <= 0.5
+    force = env.sim.data.xfrc_applied
+    pushed = np.flatnonzero(force.any(axis=1))
+    assert pushed.tolist() == [env.sim.model.body(TORSO).id] and force[pushed[0], 2:].max() == 0.0
+    change = np.linalg.norm(force[pushed[0], :2]) / env.sim.mj.mj_getTotalmass(env.sim.model) / POLICY_RATE
+    assert 0.1 <= change <= 0.5                                 # m/s over the step
+    env.step(np.zeros(env.action_size))
+    assert not force.any()
     env.randomise = True
     try:
         masses = []
@@ -414,7 +419,6 @@ def test_a_carl_checkpoint_exports_in_float32_alone(policy_file, tmp_path):
 
 def test_a_tracked_clip_starts_on_its_reference_notes_its_falls_and_tracks_on(policy_file, dog_small_zip, cache):
     from inference.modelfile import open_model
-    from inference.carl.simulation import POLICY_RATE
 
     data = load_motion_set(dog_small_zip, cache)
     motion = data.clip(data.names.index(TEST_CLIP))
@@ -426,7 +430,7 @@ def test_a_tracked_clip_starts_on_its_reference_notes_its_falls_and_tracks_on(po
     error = calm.joint_error()
     assert error[0] < 1e-6 and 0 < error[1:].mean() < 0.3
     assert all(1 <= f < frames and not calm.lying[f] for f in calm.falls) and (calm.sunk >= 0).all()
-    shoved = model.track(motion, pushes={10: np.array([4.0, 0.0])})
+    shoved = model.track(motion, pushes={10: (np.array([4.0, 0.0]), TORSO)})
 
     def speed(tracked):
         return np.diff(tracked.positions[:, 0, :2], axis=0) * POLICY_RATE
@@ -446,7 +450,6 @@ def test_a_tracked_clip_starts_on_its_reference_notes_its_falls_and_tracks_on(po
 
 def test_a_reference_brought_back_from_its_simulator_states_is_the_motion_it_was_made_from(env, clips):
     from inference.carl.reference import motion_of, states
-    from inference.carl.simulation import POLICY_RATE
 
     motion = clips[1][0].resample(POLICY_RATE)
     ref = states(env.sim.body, env.sim.model, motion)

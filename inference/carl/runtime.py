@@ -88,8 +88,9 @@ class CARLModel(Model):
 
     def track(self, motion, pushes=None, progress=None):
         """``motion`` (the model's skeleton, any frame rate) tracked in simulation: a :class:`Tracked`.
-        ``pushes``: {frame: (vx, vy)}, changes of the root's horizontal speed (m/s) at frames of
-        POLICY_RATE; ``progress(done, total)`` after each frame."""
+        ``pushes``: {frame: ((vx, vy), part)}, changes of the dog's horizontal speed (m/s) through a push on
+        ``part`` (a joint's name; None: the whole dog) in the step from a frame of POLICY_RATE to the next
+        (:meth:`.simulation.Simulation.push`); ``progress(done, total)`` after each frame."""
         self.check_skeleton(motion.skeleton)
         source = motion.resample(POLICY_RATE)
         ref = states(self.body, self.model, source)
@@ -111,8 +112,8 @@ class CARLModel(Model):
             positions[t], qpos[t], paws[t], sunk[t] = pose[0], sim.data.qpos, sim.paws(), sim.sunk()
             if t == last:
                 break
-            if t in pushes:   # the root's speed changes now; the policy reads it from the next frame on
-                sim.data.qvel[:2] += pushes[t]
+            if t in pushes:   # the policy feels it from the next frame on
+                sim.push(*pushes[t])
             ahead = [min(t + a, last) for a in AHEAD]
             action = ACTION_SCALE * self.act(observe(pose, (ref.positions[ahead], ref.rotations[ahead])))
             offset = action.reshape(-1, 3)

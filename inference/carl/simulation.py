@@ -16,6 +16,7 @@ from ..anatomy import PAWS
 
 POLICY_RATE = 30.0   # Hz
 ACTION_SCALE = 0.3   # rad: the PD targets' offset from the reference's per unit of the policy's action
+TORSO = "Spine"      # the joint whose body a push on the dog's torso shoves: the middle of its back
 
 
 def rotation_vectors(q):
@@ -50,10 +51,11 @@ class Simulation:
         self.blew_up = 0   # MuJoCo's count of blow-ups when the state was last set
 
     def set_state(self, qpos, qvel):
-        """Put the body at ``qpos`` (nq,) moving at ``qvel`` (nv,) and bring everything derived up to date."""
+        """Put the body at ``qpos`` (nq,) moving at ``qvel`` (nv,), unpushed, and bring everything derived up
+        to date."""
         d = self.data
         d.qpos[:], d.qvel[:] = qpos, qvel
-        d.qacc_warmstart[:] = 0.0
+        d.qacc_warmstart[:] = d.xfrc_applied[:] = 0.0   # and no push pending
         self.blew_up = self._blow_ups()   # counted from here: a state MuJoCo cannot integrate too
         self.mj.mj_forward(self.model, d)
 
@@ -67,20 +69,35 @@ class Simulation:
     def step(self, targets, start=None):
         """One policy step: the ball joints driven toward ``targets`` (J-1, 3) for ``substeps`` physics
         steps, the targets ramped from ``start`` (J-1, 3), where given, to ``targets`` one physics step at
-        a time (a joint whose target turns past pi in the step, a rotation vector wrapping round, jumps)."""
+        a time (a joint whose target turns past pi in the step, a rotation vector wrapping round, jumps),
+        and any :meth:`push` of a part applied through it."""
         end = np.ravel(targets)
         if start is None:
             self.data.ctrl[:] = end
             for _ in range(self.substeps):
                 self.mj.mj_step(self.model, self.data)
-            return
-        start = np.ravel(start).copy()
-        wrapped = np.repeat(np.linalg.norm((end - start).reshape(-1, 3), axis=1) > np.pi, 3)
-        start[wrapped] = end[wrapped]
-        for i in range(1, self.substeps + 1):
-            a = i / self.substeps
-            self.data.ctrl[:] = start + a * (end - start)
-            self.mj.mj_step(self.model, self.data)
+        else:
+            start = np.ravel(start).copy()
+            wrapped = np.repeat(np.linalg.norm((end - start).reshape(-1, 3), axis=1) > np.pi, 3)
+            start[wrapped] = end[wrapped]
+            for i in range(1, self.substeps + 1):
+                a = i / self.substeps
+                self.data.ctrl[:] = start + a * (end - start)
+                self.mj.mj_step(self.model, self.data)
+        self.data.xfrc_applied[:] = 0.0   # a push lasts one step
+
+    def push(self, velocity, part=None):
+        """Shove the body in the next policy step: its centre of mass's speed changes by ``velocity`` (2 or 3,)
+        m/s. ``part`` (a joint name): by a force on that joint's body alone, the whole mass times ``velocity``
+        over the step, so that the dog turns as it is moved (a push on the head swings it round) and its
+        joints' servos meet the push as it comes; None: every part's speed changes alike, now."""
+        change = np.zeros(3)
+        change[:len(velocity)] = velocity
+        if part is None:
+            self.data.qvel[:3] += change
+        else:
+            mass = self.mj.mj_getTotalmass(self.model)
+            self.data.xfrc_applied[self.model.body(part).id, :3] = mass * change * POLICY_RATE
 
     def _blow_ups(self):
         """How many times MuJoCo has found positions, velocities or accelerations not finite or huge in this

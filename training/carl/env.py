@@ -7,8 +7,8 @@ targets off those that track the reference from its frame to the next (``Simulat
 pose led against the damping, ramped through the step; ``ACTION_SCALE`` radians per unit of action),
 the body is simulated to that frame and rewarded for matching it (:mod:`.reward`). The episode ends when the
 torso, head or a thigh touches the floor (early termination, no further reward), and is cut (not
-ended: its value goes on) at the clip's end or after ``MAX_SECONDS``. The dog is pushed every 2-4 s
-by a change of its root's horizontal speed, and each episode's body masses and floor friction are
+ended: its value goes on) at the clip's end or after ``MAX_SECONDS``. The dog is pushed on the torso
+every 2-4 s, its speed changed through the step, and each episode's body masses and floor friction are
 drawn anew (``MASS``, ``FRICTION``), so that the policy does not lean on one body or one floor.
 A stretch whose reference leaves the flat floor (a paw more than ``BELOW`` under it, or a body that
 ends an episode touching it: a dog on stairs or a ramp, or sniffing the floor) is left out
@@ -29,12 +29,12 @@ import numpy as np
 from inference.carl.observation import AHEAD, observe, size, state_size
 from inference.carl.reference import contacts, paw_radius, states
 from inference import quat
-from inference.carl.simulation import ACTION_SCALE, POLICY_RATE, Simulation, rotation_vectors
+from inference.carl.simulation import ACTION_SCALE, POLICY_RATE, TORSO, Simulation, rotation_vectors
 from . import reward as rewards
 
 MAX_SECONDS = 10.0
 PUSH_EVERY = (2.0, 4.0)    # s between pushes
-PUSH_SPEED = (0.1, 0.5)    # m/s: the change of the root's horizontal speed
+PUSH_SPEED = (0.1, 0.5)    # m/s: the change of the dog's horizontal speed, a push on its torso
 MASS = 0.15                # each body's mass (and inertia) scaled within 1 +- this
 FRICTION = (0.6, 1.2)      # the floor's sliding friction
 BELOW = 0.02               # m: a reference's paw this far under the floor leaves it
@@ -179,7 +179,6 @@ class Tracking:
         return rewards.errors(mine, theirs, sim.ball)
 
     def push(self):
-        """Change the root's horizontal speed by a random amount in a random direction."""
+        """Push the torso in the next step, by a random change of speed in a random direction."""
         angle = self.rng.uniform(0.0, 2.0 * np.pi)
-        self.sim.data.qvel[:2] += self.rng.uniform(*PUSH_SPEED) * np.array([np.cos(angle), np.sin(angle)])
-
+        self.sim.push(self.rng.uniform(*PUSH_SPEED) * np.array([np.cos(angle), np.sin(angle)]), TORSO)
