@@ -3,6 +3,7 @@ pushes and randomisation measured on the simulated body, and a few PPO roll-outs
 
 import argparse
 import json
+from functools import partial
 
 import numpy as np
 import pytest
@@ -14,7 +15,10 @@ from inference.carl.simulation import POLICY_RATE, TORSO
 from training.carl import reward as rewards
 from training.carl.env import MASS, Tracking
 from training.carl.gaits import GAITS, stretches
+from training.carl.policy import LOG_STD, Policy, Value
+from training.carl.ppo import KL_FACTOR, Roller, Settings, advantages, update
 from training.carl.train import register
+from training.carl.workers import Here, Processes, environments, make
 
 
 @pytest.fixture(scope="module")
@@ -191,7 +195,7 @@ def test_a_few_ppo_roll_outs_save_and_resume_where_they_stopped(dog_small_zip, c
     assert again["step"] == 2 and len(again["history"]["runs"]) == 2
     assert all(torch.equal(first["policy"][k], again["policy"][k]) for k in first["policy"])
 
-    on = checkpoint.load(train(argv + ["--iterations", "3"]))
+    on = checkpoint.load(train(argv + ["--iterations", "3", "--processes", "2"]))   # its dogs in two workers
     assert on["step"] == 3 and on["history"]["samples"] == 144
     assert not all(torch.equal(first["policy"][k], on["policy"][k]) for k in first["policy"])
     assert on["config"]["assist"] == 0.0 and all(r["assist"] == 0.0 for _, r in on["history"]["train"])
@@ -246,8 +250,6 @@ def test_a_bad_option_is_refused_before_the_run_folder_is_made(dog_small_zip, tm
 
 
 def test_the_mcp_policy_multiplies_its_primitives_by_the_gates_weights():
-    from training.carl.policy import LOG_STD, Policy
-
     torch.manual_seed(0)
     policy = Policy(obs=10, state=4, act=3, hidden=[8], primitives=2)
     with torch.no_grad():
@@ -263,8 +265,6 @@ def test_the_mcp_policy_multiplies_its_primitives_by_the_gates_weights():
 
 
 def test_advantages_start_afresh_after_an_episodes_end_and_go_on_in_a_cut_ones_value():
-    from training.carl.ppo import advantages
-
     batch = {"rew": np.ones(4, np.float32), "val": np.zeros(4, np.float32),
              "next_val": np.array([0.0, 0.0, 5.0, 0.0], np.float32), "end": np.array([False, True, False, True])}
     assert np.allclose(advantages(batch, gamma=0.5, lam=1.0), [1.5, 1.0, 4.0, 1.0])
@@ -323,14 +323,11 @@ def test_a_stretch_that_leaves_the_flat_floor_is_left_out(clips):
 
 
 def test_environments_side_by_side_each_end_their_run_of_a_roll_out_in_its_value(env):
-    from training.carl.policy import Policy, Value
-    from training.carl.ppo import Roller
-
     torch.manual_seed(0)
     policy = Policy(env.observation_size, env.state_size, env.action_size, [16])
     value = Value(env.observation_size, [16], policy.norm)
     twins = [env, env.twin(np.random.default_rng(1)), env.twin(np.random.default_rng(2))]
-    roller = Roller(twins, np.random.default_rng(0))
+    roller = Roller(Here(twins), np.random.default_rng(0))
     batch, stats = roller.collect(policy, value, 30)
     assert len(batch["obs"]) == 30 and batch["mu"].shape == batch["act"].shape == (30, env.action_size)
     last = [9, 19, 29]
@@ -343,10 +340,35 @@ def test_environments_side_by_side_each_end_their_run_of_a_roll_out_in_its_value
     assert twins[1].sim is not env.sim and twins[1].references is env.references
 
 
-def test_the_policys_learning_rate_follows_its_steps_kl_divergence():
-    from training.carl.policy import Policy, Value
-    from training.carl.ppo import KL_FACTOR, Settings, update
+def test_environments_in_worker_processes_roll_out_to_the_bit_what_they_roll_out_here(env, clips):
+    torch.manual_seed(0)
+    policy = Policy(env.observation_size, env.state_size, env.action_size, [16])
+    value = Value(env.observation_size, [16], policy.norm)
+    rolled = []
+    for processes in (1, 2):
+        envs = environments(env.sim.body, clips, 0, 0, 3, processes)
+        assert isinstance(envs, Here if processes == 1 else Processes) and len(envs) == 3
+        try:
+            roller = Roller(envs, np.random.default_rng(0))
+            rolled.append([roller.collect(policy, value, 60) for _ in range(2)])
+        finally:
+            envs.close()
+    for (here, stats_here), (there, stats_there) in zip(*rolled):
+        assert all(np.array_equal(here[k], there[k]) for k in here) and stats_here == stats_there
+    assert not np.array_equal(rolled[0][0][0]["obs"], rolled[0][1][0]["obs"])   # the second roll-out goes on
 
+
+def test_a_worker_process_that_fails_is_one_error_in_the_run(env):
+    envs = Processes(partial(make, env.sim.body, [], 0, 0), 2, 2)   # no stretch to start an episode on
+    try:
+        with pytest.raises(RuntimeError, match="a CARL worker process failed: ValueError"):
+            envs.reset()
+    finally:
+        envs.close()
+    assert not any(worker.is_alive() for worker in envs.workers)
+
+
+def test_the_policys_learning_rate_follows_its_steps_kl_divergence():
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     n, size, acts = 64, 10, 3

@@ -36,14 +36,14 @@ LR_RANGE = (1e-6, 1e-3)
 
 
 class Roller:
-    """Keeps each environment's episode going across roll-outs; the environments step in lockstep, so
-    that one batched pass of the policy serves all of them (a pass for one observation costs about as
-    much as the physics of a policy step)."""
+    """Keeps each environment's episode going across roll-outs; the environments (:mod:`.workers`: here or
+    in worker processes) step in lockstep, so that one batched pass of the policy serves all of them (a pass
+    for one observation costs about as much as the physics of a policy step)."""
 
     def __init__(self, envs, rng):
-        self.envs, self.rng = list(envs), rng
-        self.obs = [env.reset() for env in self.envs]
-        self.episode = [[0.0, 0] for _ in self.envs]   # each episode's return and length so far
+        self.envs, self.rng = envs, rng
+        self.obs = envs.reset()
+        self.episode = [[0.0, 0] for _ in range(len(envs))]   # each episode's return and length so far
 
     def collect(self, policy, value, n):
         """``n`` steps of ``policy`` (n // len(envs) from each environment), each environment's run of
@@ -51,9 +51,9 @@ class Roller:
         next_val, end (n,)) and the roll-out's statistics (mean reward and terms, falls, finished
         episodes' mean return and length). An environment's last step ends its run (``end``) and goes on
         in the value of where it stopped. Values are read in one batch at the end."""
-        envs, k = self.envs, len(self.envs)
+        k = len(self.envs)
         steps = n // k
-        size, acts = envs[0].observation_size, envs[0].action_size
+        size, acts = len(self.obs[0]), policy.act
         obs = np.empty((k, steps, size), np.float32)
         act, mu, sigma = (np.empty((k, steps, acts), np.float32) for _ in range(3))
         logp, rew = np.empty((k, steps), np.float32), np.empty((k, steps), np.float32)
@@ -68,8 +68,8 @@ class Roller:
                 obs[:, t], act[:, t], mu[:, t], sigma[:, t] = now, mean + std * noise, mean, std
                 logp[:, t] = (-0.5 * np.sum(noise ** 2, axis=1) - np.sum(np.log(std), axis=1)
                               - 0.5 * acts * np.log(2 * np.pi))
-                for e, env in enumerate(envs):
-                    self.obs[e], rew[e, t], fell[e, t], cut, term = env.step(act[e, t])
+                for e, (seen, reward, fallen, cut, term, following) in enumerate(self.envs.step(act[:, t])):
+                    rew[e, t], fell[e, t], self.obs[e] = reward, fallen, following
                     terms.append(term)
                     episode = self.episode[e]
                     episode[0] += rew[e, t]
@@ -77,11 +77,10 @@ class Roller:
                     if fell[e, t] or cut:
                         end[e, t] = True
                         if cut:
-                            after[e, t] = self.obs[e]
+                            after[e, t] = seen
                         returns.append(episode[0])
                         lengths.append(episode[1])
                         self.episode[e] = [0.0, 0]
-                        self.obs[e] = env.reset()
             val = value(torch.as_tensor(obs.reshape(k * steps, size))).numpy().reshape(k, steps)
             tail = value(torch.as_tensor(np.stack(self.obs + list(after.values())))).numpy()
         next_val = np.concatenate([val[:, 1:], tail[:k, None]], axis=1)

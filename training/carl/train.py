@@ -35,6 +35,7 @@ from .evaluate import evaluate
 from .gaits import GAITS, mann_paths, stretches
 from .policy import Policy, Value
 from .ppo import Roller, Settings, update
+from .workers import environments
 
 FAMILY = "carl"
 ANNEAL = 0.98          # of the assisting torque kept after a roll-out whose dogs stayed up (see anneal)
@@ -61,6 +62,9 @@ def add_arguments(parser):
     parser.add_argument("--envs", type=whole(1, 1024, "environments"), default=8,
                         help="episodes simulated side by side, the policy read for all of them at once "
                              "(--samples of them each roll-out, as many from each)")
+    parser.add_argument("--processes", type=whole(1, 1024, "processes"), default=1,
+                        help="worker processes that step the environments, a share each (default 1: this process "
+                             "alone); the roll-outs are the same to the bit whatever their number")
     parser.add_argument("--epochs", type=whole(1, 100, "passes over a roll-out"), default=Settings.epochs)
     parser.add_argument("--minibatch", type=whole(1, 1_000_000, "policy steps a gradient step learns from"),
                         default=Settings.minibatch)
@@ -128,14 +132,12 @@ def train(args, argv):
         body = build(data.skeleton, *measure(rotations), 0.01, soles(data.skeleton, rotations))
     step = state["step"] if state else 0
     rng = np.random.default_rng([args.seed, step])
-    env = Tracking(body, clips, rng, pushes=not args.no_pushes, randomise=not args.no_randomise)
-    envs = [env] + [env.twin(np.random.default_rng([args.seed, step, i])) for i in range(1, args.envs)]
-    steady = env.twin(np.random.default_rng(args.seed))   # for evaluate: no pushes, the nominal body
-    steady.pushes = steady.randomise = False
+    # for evaluate (no pushes, the nominal body), and what the run's record says of its stretches
+    steady = Tracking(body, clips, np.random.default_rng(args.seed), pushes=False, randomise=False)
     torch.manual_seed(int(rng.integers(2**62)))
-    policy = Policy(env.observation_size, env.state_size, env.action_size, config["hidden"], config["primitives"],
-                    config.get("spread", 0.4))
-    value = Value(env.observation_size, config["hidden"], policy.norm)
+    policy = Policy(steady.observation_size, steady.state_size, steady.action_size, config["hidden"],
+                    config["primitives"], config.get("spread", 0.4))
+    value = Value(steady.observation_size, config["hidden"], policy.norm)
     optimiser = torch.optim.Adam([{"params": policy.parameters(), "lr": args.lr},
                                   {"params": value.net.parameters(), "lr": args.value_lr}])
     history = {"train": [], "validation": [], "runs": [], "samples": 0, "assist": config.get("assist", 0.0)}
@@ -150,12 +152,11 @@ def train(args, argv):
         tqdm.write(f"resuming {path} at step {step}", file=sys.stderr)
     history["runs"].append({"from_step": step, "argv": list(argv), "commit": source_commit(),
                             "hardware": card.hardware("cpu")})
-    meta = {"data": str(args.data), "licence": licence_of([args.data]), "clips": [r.name for r in env.references],
-            **({"paths_by": mann.name} if config.get("paths") else {}),
-            "gaits": {g: env.gaits.count(g) for g in config["gaits"]}, "dropped": env.dropped}
+    meta = {"data": str(args.data), "licence": licence_of([args.data]),
+            "clips": [r.name for r in steady.references], **({"paths_by": mann.name} if config.get("paths") else {}),
+            "gaits": {g: steady.gaits.count(g) for g in config["gaits"]}, "dropped": steady.dropped}
     out.mkdir(parents=True, exist_ok=True)
     settings = Settings(args.samples, args.epochs, args.minibatch, gamma=args.gamma, kl=args.kl)
-    roller = Roller(envs, rng)
 
     def save():
         checkpoint.save({"format": checkpoint.FORMAT, "family": FAMILY, "step": step, "config": config,
@@ -168,41 +169,48 @@ def train(args, argv):
         plot_history(history, out / "reward.png")
 
     tqdm.write(f"carl: {sum(p.numel() for p in policy.parameters()) / 1e6:.2f}M policy parameters, "
-               f"{len(env.references)} stretches ({meta['gaits']}; {len(env.dropped)} off the flat floor left out), "
+               f"{len(steady.references)} stretches ({meta['gaits']}; {len(steady.dropped)} off the flat floor left "
+               "out), "
                f"{body.masses.sum():.1f} kg", file=sys.stderr)
-    bar = tqdm(total=args.iterations, initial=step, desc=FAMILY, unit="roll-out", dynamic_ncols=True)
-    started = last_save = time.monotonic()
-    stopping = []   # SIGTERM (kill PID) stops the run after its roll-out, with a checkpoint
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
-    while step < args.iterations:
-        tick = time.monotonic()
-        for e in envs:
-            e.assist = history["assist"]
-        batch, stats = roller.collect(policy, value, settings.samples)
-        collected = time.monotonic() - tick
-        stats.update(update(policy, value, optimiser, batch, settings, rng))
-        policy.norm.update(batch["obs"])
-        step += 1
-        history["samples"] += len(batch["rew"])
-        stats.update(samples=history["samples"], samples_per_s=len(batch["rew"]) / collected, assist=history["assist"])
-        history["assist"] = anneal(history["assist"], stats)
-        history["train"].append([step, stats])
-        if step % args.evaluate_every == 0:
-            history["validation"].append([step, {**evaluate(policy, steady), "samples": history["samples"]}])
-        bar.update(1)
-        shown = ("reward", "episode_steps", "lr", "samples_per_s", "assist")
-        bar.set_postfix({k: float(f"{stats[k]:.3g}") for k in shown if k in stats}, refresh=False)
-        if args.minutes and time.monotonic() - started > args.minutes * 60:
-            tqdm.write(f"time budget of {args.minutes} min reached at step {step}", file=sys.stderr)
-            break
-        if stopping:
-            tqdm.write(f"stopped at step {step}", file=sys.stderr)
-            break
-        if time.monotonic() - last_save > args.checkpoint_minutes * 60:
-            save()
-            last_save = time.monotonic()
-    bar.close()
-    save()
+    envs = environments(body, clips, args.seed, step, args.envs, args.processes, pushes=not args.no_pushes,
+                        randomise=not args.no_randomise)
+    try:
+        roller = Roller(envs, rng)
+        bar = tqdm(total=args.iterations, initial=step, desc=FAMILY, unit="roll-out", dynamic_ncols=True)
+        started = last_save = time.monotonic()
+        stopping = []   # SIGTERM (kill PID) stops the run after its roll-out, with a checkpoint
+        signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+        while step < args.iterations:
+            tick = time.monotonic()
+            envs.set(assist=history["assist"])
+            batch, stats = roller.collect(policy, value, settings.samples)
+            collected = time.monotonic() - tick
+            stats.update(update(policy, value, optimiser, batch, settings, rng))
+            policy.norm.update(batch["obs"])
+            step += 1
+            history["samples"] += len(batch["rew"])
+            stats.update(samples=history["samples"], samples_per_s=len(batch["rew"]) / collected,
+                         assist=history["assist"])
+            history["assist"] = anneal(history["assist"], stats)
+            history["train"].append([step, stats])
+            if step % args.evaluate_every == 0:
+                history["validation"].append([step, {**evaluate(policy, steady), "samples": history["samples"]}])
+            bar.update(1)
+            shown = ("reward", "episode_steps", "lr", "samples_per_s", "assist")
+            bar.set_postfix({k: float(f"{stats[k]:.3g}") for k in shown if k in stats}, refresh=False)
+            if args.minutes and time.monotonic() - started > args.minutes * 60:
+                tqdm.write(f"time budget of {args.minutes} min reached at step {step}", file=sys.stderr)
+                break
+            if stopping:
+                tqdm.write(f"stopped at step {step}", file=sys.stderr)
+                break
+            if time.monotonic() - last_save > args.checkpoint_minutes * 60:
+                save()
+                last_save = time.monotonic()
+        bar.close()
+        save()
+    finally:
+        envs.close()
     tqdm.write(f"checkpoint {path} at step {step}", file=sys.stderr)
     return path
 
