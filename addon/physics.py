@@ -2,7 +2,8 @@
 a variant of its action (Preview, Apply and Discard are the Variants'), with the frames where the dog fell and
 its paws' slide and depth in the floor before and after. With Push, the dog is shoved at a frame, on its torso,
 hips, head, a leg or all of it (its speed changed by so many metres a second toward a direction on the ground),
-and reacts as the policy makes it.
+and reacts as the policy makes it. Assist holds the hips' tilt and heading near the keys' with a torque of at most
+so many Nm (a hidden hand: the dog falls less and keeps to the keys' course; 0 leaves it to the policy).
 
 ``prepare`` (main thread) reads every frame of the range, and the frames either side of it, as the motion to
 track (not as a gap to fill: the frames inside are the input); ``compute`` (worker thread) tracks it
@@ -32,6 +33,7 @@ from .preferences import model_for
 from .variants import check_original, keep_variants
 
 JOIN = 0.5    # s over which the simulated dog is eased back onto the keys after the range (at most the range)
+ASSIST = 80.0  # Nm: the Assist a pass starts with (bench-carl: the dog falls a quarter as often; docs/experiments.md)
 WHOLE = "WHOLE"
 PARTS = [(TORSO, "Torso", "The middle of the back"), ("Hips", "Hips", ""), ("Head", "Head", ""),
          ("LeftForeArm", "Front Left Leg", ""), ("RightForeArm", "Front Right Leg", ""),
@@ -47,6 +49,7 @@ class Pass:
     start: int
     end: int
     push: tuple = None   # (scene frame, (vx, vy) m/s in the world's ground plane, part or None: whole), or None
+    assist: float = 0.0  # Nm
 
 
 @dataclass
@@ -57,10 +60,10 @@ class Result:
     after: tuple        # the same of the simulated dog
 
 
-def read_pass(context, start, end, push=None):
+def read_pass(context, start, end, push=None, assist=0.0):
     """The :class:`Pass` of the active armature over scene frames ``start`` to ``end``; ``push``: (scene frame,
     direction in degrees on the ground from the world's X axis toward its Y, m/s, the part: a joint of the dog's
-    skeleton, or None for the whole dog), or None."""
+    skeleton, or None for the whole dog), or None; ``assist``: Nm (``CARLModel.track``)."""
     if end - start < 2:
         raise BetwixtError(f"frames {start}-{end}: a Physics Pass needs a range of three frames or more; set the "
                            "scene's start and end, or the operator's")
@@ -76,13 +79,13 @@ def read_pass(context, start, end, push=None):
     keys.gaps = [(start - 1, end + 1)]
     check_original(keys)
     if push is None:
-        return Pass(keys, start, end)
+        return Pass(keys, start, end, assist=assist)
     frame, degrees, speed, part = push
     if not start <= frame < end:
         raise BetwixtError(f"the push at frame {frame} is outside frames {start}-{end - 1}, where the dog can react "
                            "to it; set the Push frame inside the range")
     angle = np.radians(degrees)
-    return Pass(keys, start, end, (frame, speed * np.array([np.cos(angle), np.sin(angle)]), part))
+    return Pass(keys, start, end, (frame, speed * np.array([np.cos(angle), np.sin(angle)]), part), assist)
 
 
 def tracked(route, progress=None, cancelled=None):
@@ -103,7 +106,7 @@ def tracked(route, progress=None, cancelled=None):
     if route.push is not None:   # the world's ground axes are the simulator's (both Z up)
         frame, velocity, part = route.push
         pushes = {int(round((frame - route.start) * POLICY_RATE / plan.fps)): (velocity, part)}
-    out = model.track(source, pushes=pushes, progress=step)
+    out = model.track(source, pushes=pushes, progress=step, assist=route.assist)
     made = edit.sample(model.motion(out), np.arange(source.n_frames) * POLICY_RATE / plan.fps)
     rotations, positions = plan.motion.rotations.copy(), plan.motion.positions.copy()
     after = rotations[n - 2:], positions[n - 2:]
@@ -147,6 +150,10 @@ class BETWIXT_OT_physics_pass(JobOperator, bpy.types.Operator):
                                         "(m/s)", default=0.5, min=0.0, soft_max=2.0, max=5.0)
     push_part: bpy.props.EnumProperty(name="On", description="Where the push lands: a part turns the dog as it "
                                       "moves it", items=PARTS, default=TORSO)
+    assist: bpy.props.FloatProperty(name="Assist", description="A hidden hand on the hips: at most this torque (Nm) "
+                                    "keeps their tilt and heading near the keys', so that the dog falls less and keeps "
+                                    "to its course; 0 leaves it all to the physics", default=ASSIST, min=0.0,
+                                    soft_max=200.0, max=1000.0)
 
     def prepare(self, context):
         options.scene_range(self, context)
@@ -154,7 +161,7 @@ class BETWIXT_OT_physics_pass(JobOperator, bpy.types.Operator):
             self.push_frame = context.scene.frame_current
         part = None if self.push_part == WHOLE else self.push_part
         push = (self.push_frame, self.push_direction, self.push_speed, part) if self.push else None
-        return read_pass(context, self.frame_start, self.frame_end, push)
+        return read_pass(context, self.frame_start, self.frame_end, push, self.assist)
 
     def compute(self, route, progress, cancelled):
         return tracked(route, progress, cancelled)
@@ -167,7 +174,8 @@ class BETWIXT_OT_physics_pass(JobOperator, bpy.types.Operator):
         (sunk0, slide0), (sunk1, slide1) = result.before, result.after
         pushed = (f", pushed on the {_part_name(route.push[2])} at frame {route.push[0]} by "
                   f"{np.linalg.norm(route.push[1]):.2g} m/s" if route.push else "")
-        return (f"Betwixt: Physics Pass of frames {route.start}-{route.end}{pushed} by model {route.keys.model.name} "
-                f"in action '{made.name}': {falls}; paws in the floor on {sunk0:.0%} -> {sunk1:.0%} of frames, "
-                f"standing paws slide {slide0:.2f} -> {slide1:.2f} cm a frame; preview and apply it in the Betwixt "
-                "panel")
+        held = f", held by at most {route.assist:g} Nm" if route.assist else ""
+        return (f"Betwixt: Physics Pass of frames {route.start}-{route.end}{pushed}{held} by model "
+                f"{route.keys.model.name} in action '{made.name}': {falls}; paws in the floor on {sunk0:.0%} -> "
+                f"{sunk1:.0%} of frames, standing paws slide {slide0:.2f} -> {slide1:.2f} cm a frame; preview and "
+                "apply it in the Betwixt panel")

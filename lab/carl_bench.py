@@ -15,6 +15,8 @@ in simulation (``inference/carl/runtime.py``), as a Physics Pass tracks it, and 
   and a canter (``mann_bench.shapes``), each motion tracked: falls, the joints' distance from MANN's motion, the
   paws' contact IoU and slide beside MANN's own.
 - **Speed**: seconds to track 10 s of motion on one thread, and the model file's size.
+
+Everything is the policy's alone unless ``assist`` (``--assist``) holds the root as a Physics Pass's Assist does.
 """
 
 import time
@@ -80,14 +82,14 @@ def gait_bands(tracked):
     return {gait: (speed >= low) & (speed < high) for gait, (low, high) in BANDS.items()}
 
 
-def paths(model, mann, seconds=None):
+def paths(model, mann, seconds=None, assist=0.0):
     """{"shape gait": row} of ``model`` (a CARLModel) tracking ``mann``'s (a MANNModel of its skeleton) motion along
-    each of bench-mann's paths (cut to ``seconds`` where given)."""
+    each of bench-mann's paths (cut to ``seconds`` where given), held by ``assist`` Nm (``CARLModel.track``)."""
     made = {f"{shape} {gait}": path for gait, speed in GAITS.items()
             for shape, path in shapes(speed, mann.units_per_metre, seconds).items()}
     rows = {}
     for name, motion in zip(made, mann.follow(list(made.values()))):
-        tracked = model.track(motion)
+        tracked = model.track(motion, assist=assist)
         paws = paws_at(tracked, np.ones(len(tracked.qpos), bool))
         minutes = len(tracked.qpos) / POLICY_RATE / 60.0
         rows[name] = {"seconds": 60.0 * minutes, "falls_per_minute": len(tracked.falls) / minutes,
@@ -98,10 +100,11 @@ def paths(model, mann, seconds=None):
     return rows
 
 
-def bench(model, data, count=None, seconds=None, seed=0, progress=None, mann=None):
+def bench(model, data, count=None, seconds=None, seed=0, progress=None, mann=None, assist=0.0):
     """The measurements of ``model`` (a CARLModel) on the test split of ``data`` (the dog's MotionSet; its first
     ``count`` clips, their first ``seconds`` after MANN's first, where given: ``mann_bench.test_clips``), and along
-    paths after ``mann`` where given."""
+    paths after ``mann`` where given; every motion tracked with ``assist`` Nm holding the root (0: the policy
+    alone, as the issue measures it)."""
     names = model.file.json("betwixt.test_clips")[:count]
     clips = list(zip(names, test_clips(model, data, count, seconds)))
     rng = np.random.default_rng(seed)
@@ -109,7 +112,7 @@ def bench(model, data, count=None, seconds=None, seed=0, progress=None, mann=Non
     pushed = {s: {"falls": 0, "recovery": []} for s in PUSHES}
     for i, (name, motion) in enumerate(clips):
         start = time.perf_counter()
-        tracked = model.track(motion)
+        tracked = model.track(motion, assist=assist)
         tracked_s += time.perf_counter() - start
         minutes = len(tracked.qpos) / POLICY_RATE / 60.0
         motion_s += minutes * 60.0
@@ -121,7 +124,7 @@ def bench(model, data, count=None, seconds=None, seed=0, progress=None, mann=Non
                      "falls_per_minute": len(tracked.falls) / minutes})
         for speed in PUSHES:
             plan = push_plan(len(tracked.qpos), speed, rng)
-            shoved = model.track(motion, pushes=plan)
+            shoved = model.track(motion, pushes=plan, assist=assist)
             pushed[speed]["falls"] += len(shoved.falls)
             pushed[speed]["recovery"] += recovery(shoved, plan)
         if progress:
@@ -141,14 +144,14 @@ def bench(model, data, count=None, seconds=None, seed=0, progress=None, mann=Non
                        "deepest_cm": 100.0 * max(p["deepest"] for p in parts),
                        "capture_deepest_cm": 100.0 * max(p["capture_deepest"] for p in parts)}
     return {
-        "model": model.name, "clips": rows,
+        "model": model.name, "assist": assist, "clips": rows,
         "joint_error_cm": float(np.average([r["joint_error_cm"] for r in rows], weights=[r["seconds"] for r in rows])),
         "falls_per_minute": sum(r["falls"] for r in rows) / minutes,
         "pushes": {f"{s:g}": {"falls_per_minute": p["falls"] / minutes,
                               "recovery_s": float(np.median(p["recovery"])) if p["recovery"] else None}
                    for s, p in pushed.items()},
         "gaits": gaits,
-        "paths": paths(model, mann, seconds) if mann else {},
+        "paths": paths(model, mann, seconds, assist) if mann else {},
         "seconds_per_10s": 10.0 * tracked_s / motion_s,
         "file_mb": model.path.stat().st_size / 2**20,
     }
@@ -156,7 +159,8 @@ def bench(model, data, count=None, seconds=None, seed=0, progress=None, mann=Non
 
 def table(results):
     """The results as text."""
-    lines = [f"{'clip':24s} {'s':>6s} {'lying':>6s} {'joint cm':>9s} {'falls':>6s}"]
+    lines = [f"every motion held by at most {results['assist']:g} Nm on the root (--assist)"] * bool(results["assist"])
+    lines.append(f"{'clip':24s} {'s':>6s} {'lying':>6s} {'joint cm':>9s} {'falls':>6s}")
     for r in results["clips"]:
         lines.append(f"{r['clip']:24s} {r['seconds']:6.1f} {r['lying_share']:6.0%} {r['joint_error_cm']:9.1f} "
                      f"{r['falls']:6d}")

@@ -89,6 +89,9 @@ def main(argv=None):
     carl.add_argument("--cache", type=Path, help="data set cache folder")
     carl.add_argument("--mann", type=Path, help="the MANN model whose paths it tracks (default: the shipped one)")
     carl.add_argument("--clips", type=positive, help="measure only the first N test clips")
+    carl.add_argument("--assist", type=number(0.0, 1000.0, "a torque in Nm"), default=0.0,
+                      help="hold the dog's root by at most this torque as a Physics Pass's Assist does (default 0: "
+                           "the policy alone)")
     carl.add_argument("--seconds", type=_positive_seconds, help="measure only the first 1 + S seconds of each clip "
                                                                 "(as bench-mann) and S of each path")
     carl.set_defaults(run=_bench_carl)
@@ -213,7 +216,7 @@ def _bench_carl(args):
     data = load_motion_set(args.data, args.cache)
     start = time.perf_counter()
     results = carl_bench.bench(model, data, args.clips, args.seconds, progress=progress("bench-carl", unit="clip"),
-                               mann=mann)
+                               mann=mann, assist=args.assist)
     _printed(carl_bench.table(results), "bench-carl", start)
     write_json(args.json, results)
 

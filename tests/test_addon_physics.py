@@ -106,6 +106,8 @@ def test_the_pass_reports_progress_a_frame_at_a_time_stops_on_esc_and_undoes_in_
     with pytest.raises(Cancelled):
         physics_pass.tracked(route, lambda done, total: calls.append(done), lambda: len(calls) >= 10)
     assert len(calls) == 10
+    held = physics_pass.tracked(physics_pass.read_pass(bpy.context, *RANGE, assist=physics_pass.ASSIST))
+    assert route.assist == 0.0 and not np.allclose(held.motion.rotations, result.motion.rotations)
 
     physics.frame_start, physics.frame_end = RANGE
     name, action = obj.name, obj.animation_data.action.name

@@ -11,7 +11,7 @@ import torch
 
 from conftest import DOG_TEST_CLIP as TEST_CLIP
 from lab.dataset import load_motion_set
-from inference.carl.simulation import POLICY_RATE, TORSO
+from inference.carl.simulation import HOLD_GAINS, POLICY_RATE, TORSO
 from training.carl import reward as rewards
 from training.carl.env import MASS, Tracking
 from training.carl.gaits import GAITS, stretches
@@ -118,8 +118,6 @@ def test_a_push_shoves_the_torso_for_a_step_and_bodies_are_randomised(env):
 
 
 def test_the_assisting_torque_keeps_a_tipping_dog_up_and_leaves_its_heading_to_the_policy(env):
-    from training.carl.env import ASSIST_GAINS
-
     starts = [(c, f) for c in range(len(env.references)) for f in range(0, len(env.references[c]) - 40, 20)]
 
     def zero_action(assist):
@@ -143,17 +141,22 @@ def test_the_assisting_torque_keeps_a_tipping_dog_up_and_leaves_its_heading_to_t
         env.sim.set_state(qpos, np.zeros(env.sim.model.nv))
         reference = env.references[0].qpos[6].copy()
         reference[3:7] = [1.0, 0.0, 0.0, 0.0]
-        env._hold(reference)
+        env.sim.hold(reference, env.assist)
         assert np.allclose(env.sim.data.xfrc_applied[env.sim.bodies[0], 3:], 0.0)
+        env.sim.hold(reference, env.assist, heading=True)            # a Physics Pass's Assist keeps the heading too
+        torque = env.sim.data.xfrc_applied[env.sim.bodies[0], 3:]
+        assert np.allclose(torque[:2], 0.0, atol=1e-9) and torque[2] == pytest.approx(-HOLD_GAINS[0] * turn)
+        env.sim.hold(reference, 20.0, heading=True)
+        assert env.sim.data.xfrc_applied[env.sim.bodies[0], 5] == pytest.approx(-20.0)
         qpos[3:7] = [np.cos(turn / 2), np.sin(turn / 2), 0.0, 0.0]   # rolled
         env.sim.set_state(qpos, np.zeros(env.sim.model.nv))
-        env._hold(reference)
+        env.sim.hold(reference, env.assist)
         torque = env.sim.data.xfrc_applied[env.sim.bodies[0], 3:]
-        assert torque[0] == pytest.approx(-min(80.0, ASSIST_GAINS[0] * turn)) and abs(torque[2]) < 1e-12
+        assert torque[0] == pytest.approx(-min(80.0, HOLD_GAINS[0] * turn)) and abs(torque[2]) < 1e-12
     finally:
         env.assist = 0.0
         env.reset()
-    env._hold(reference)
+    env.sim.hold(reference, env.assist)
     assert not env.sim.data.xfrc_applied.any()
 
 
@@ -460,6 +463,8 @@ def test_a_tracked_clip_starts_on_its_reference_notes_its_falls_and_tracks_on(po
     assert np.all(np.abs(speed(shoved)[:10] - speed(calm)[:10]) < 1e-9)
     assert np.linalg.norm(speed(shoved)[10] - speed(calm)[10]) > 1.0
     assert len(shoved.falls) >= 1 and np.isfinite(shoved.positions).all()
+    held = model.track(motion, assist=80.0)                          # a hand on the hips: it keeps closer
+    assert len(held.falls) <= len(calm.falls) and held.joint_error().mean() < 0.5 * error.mean()
 
     keyed = model.motion(calm)                       # the simulated dog as keys of its own skeleton
     assert keyed.n_frames == frames and keyed.fps == POLICY_RATE and keyed.skeleton is calm.source.skeleton
@@ -488,6 +493,7 @@ def test_bench_carl_measures_the_test_split_from_the_command_line(policy_file, d
     main(["bench-carl", "--data", str(dog_small_zip), "--cache", str(cache), "--model", str(policy_file[1]),
           "--clips", "1", "--seconds", "3", "--json", str(out)])
     results = json.loads(out.read_text())
+    assert results["assist"] == 0.0                                  # the policy alone, unless asked
     [row] = results["clips"]
     assert row["clip"] == TEST_CLIP and row["seconds"] == pytest.approx(1.0 + 3.0, abs=0.1)   # bench-mann's cut
     assert 0 < results["joint_error_cm"] < 30 and results["falls_per_minute"] >= 0

@@ -5,7 +5,9 @@ the body it was trained on (``betwixt.body``: natural pose, joint limits, scale,
 builds the same dog (:func:`.body.build`). Tracking runs the motion's frames at ``POLICY_RATE``: each
 step the policy reads the body and the reference two frames ahead (:mod:`.observation`) and offsets the
 PD targets that follow the reference (``ACTION_SCALE`` radians per unit), as training did. A push
-changes the root's horizontal speed at a frame. Where the dog falls (its torso, head or a thigh on the
+shoves a part of the dog, or all of it, at a frame; an assist holds its root's tilt and heading near the
+reference's with a capped torque (a residual force: the dog falls less and keeps to the keys' course, its
+legs' contacts still the physics'). Where the dog falls (its torso, head or a thigh on the
 floor where the reference's are not: a dog that lies down as its reference does has not fallen) the
 frame is noted and the body set back on the reference there, so that one fall does not spoil the rest
 of the motion.
@@ -86,11 +88,13 @@ class CARLModel(Model):
         """The policy's mean action (3 (J-1),) for one ``observation`` (size(J),)."""
         return self.session.run(["action"], {"observation": observation[None]})[0][0]
 
-    def track(self, motion, pushes=None, progress=None):
+    def track(self, motion, pushes=None, progress=None, assist=0.0):
         """``motion`` (the model's skeleton, any frame rate) tracked in simulation: a :class:`Tracked`.
         ``pushes``: {frame: ((vx, vy), part)}, changes of the dog's horizontal speed (m/s) through a push on
         ``part`` (a joint's name; None: the whole dog) in the step from a frame of POLICY_RATE to the next
-        (:meth:`.simulation.Simulation.push`); ``progress(done, total)`` after each frame."""
+        (:meth:`.simulation.Simulation.push`); ``progress(done, total)`` after each frame; ``assist``: at most so
+        many Nm on the root that keep its roll and pitch, and as many its heading, near the reference's
+        (:meth:`.simulation.Simulation.hold`), 0: none."""
         self.check_skeleton(motion.skeleton)
         source = motion.resample(POLICY_RATE)
         ref = states(self.body, self.model, source)
@@ -117,6 +121,7 @@ class CARLModel(Model):
             ahead = [min(t + a, last) for a in AHEAD]
             action = ACTION_SCALE * self.act(observe(pose, (ref.positions[ahead], ref.rotations[ahead])))
             offset = action.reshape(-1, 3)
+            sim.hold(ref.qpos[t + 1], assist, heading=True)
             sim.step(sim.targets(ref.qpos[t + 1], ref.qvel[t + 1]) + offset,
                      start=sim.targets(ref.qpos[t], ref.qvel[t]) + offset)
             if sim.fallen() and not lying[t + 1]:

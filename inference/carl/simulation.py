@@ -12,11 +12,13 @@ miss their reference by tens of degrees; ramped, they follow it within a few.
 import numpy as np
 
 from .body import DAMPING, TERMINAL, mujoco
+from .. import quat
 from ..anatomy import PAWS
 
 POLICY_RATE = 30.0   # Hz
 ACTION_SCALE = 0.3   # rad: the PD targets' offset from the reference's per unit of the policy's action
 TORSO = "Spine"      # the joint whose body a push on the dog's torso shoves: the middle of its back
+HOLD_GAINS = (150.0, 15.0)   # Nm/rad and Nm s/rad of the torque that holds the root's tilt (Simulation.hold)
 
 
 def rotation_vectors(q):
@@ -98,6 +100,27 @@ class Simulation:
         else:
             mass = self.mj.mj_getTotalmass(self.model)
             self.data.xfrc_applied[self.model.body(part).id, :3] = mass * change * POLICY_RATE
+
+    def hold(self, qpos, most, heading=False):
+        """Through the next policy step, a torque on the root that turns its roll and pitch toward those of
+        ``qpos`` (nq,), PD on the tilt between them, at most ``most`` Nm (0: none); with ``heading``, its turn
+        about the vertical too, at most as much again (without, the heading is the policy's to keep). A hand
+        that keeps the dog from tipping over: a curriculum's virtual assistance (Yu, Turk and Liu 2018) in
+        training, a residual force (Yuan and Kitani 2020) where a Physics Pass asks for one."""
+        d, root = self.data, self.bodies[0]
+        if not most:
+            d.xfrc_applied[root, 3:] = 0.0
+            return
+        mine = d.qpos[3:7]
+        tilt = rotation_vectors(quat.mul(qpos[3:7], quat.inv(mine)))
+        spin = quat.rotate(mine, d.qvel[3:6])    # a free joint's angular velocity is in its body's frame
+        kp, kd = HOLD_GAINS
+        torque = kp * tilt - kd * spin
+        turn = np.clip(torque[2], -most, most) if heading else 0.0
+        torque[2] = 0.0
+        norm = np.linalg.norm(torque)
+        d.xfrc_applied[root, 3:] = torque * min(1.0, most / norm) if norm > 0 else 0.0
+        d.xfrc_applied[root, 5] = turn
 
     def _blow_ups(self):
         """How many times MuJoCo has found positions, velocities or accelerations not finite or huge in this

@@ -28,8 +28,7 @@ import numpy as np
 
 from inference.carl.observation import AHEAD, observe, size, state_size
 from inference.carl.reference import contacts, paw_radius, states
-from inference import quat
-from inference.carl.simulation import ACTION_SCALE, POLICY_RATE, TORSO, Simulation, rotation_vectors
+from inference.carl.simulation import ACTION_SCALE, POLICY_RATE, TORSO, Simulation
 from . import reward as rewards
 
 MAX_SECONDS = 10.0
@@ -38,7 +37,6 @@ PUSH_SPEED = (0.1, 0.5)    # m/s: the change of the dog's horizontal speed, a pu
 MASS = 0.15                # each body's mass (and inertia) scaled within 1 +- this
 FRICTION = (0.6, 1.2)      # the floor's sliding friction
 BELOW = 0.02               # m: a reference's paw this far under the floor leaves it
-ASSIST_GAINS = (150.0, 15.0)   # Nm/rad and Nm s/rad of the assisting torque (see Tracking.assist)
 
 
 class Tracking:
@@ -47,7 +45,7 @@ class Tracking:
     def __init__(self, body, clips, rng, pushes=True, randomise=True):
         self.sim = Simulation(body)
         self.rng, self.pushes, self.randomise = rng, pushes, randomise
-        self.assist = 0.0   # Nm: the most torque that holds the root up (see _hold); 0, as the policy is used
+        self.assist = 0.0   # Nm: the most torque that holds the root up (Simulation.hold); 0, as the policy is used
         model = self.sim.model
         self.references, self.gaits, self.dropped = [], [], []
         for motion, gait in clips:
@@ -142,7 +140,7 @@ class Tracking:
                 self.push()
                 self.next_push = self._push_delay()
         offset = ACTION_SCALE * np.reshape(action, (-1, 3))
-        self._hold(ref.qpos[self.t + 1])
+        sim.hold(ref.qpos[self.t + 1], self.assist)
         sim.step(sim.targets(ref.qpos[self.t + 1], ref.qvel[self.t + 1]) + offset,
                  start=sim.targets(ref.qpos[self.t], ref.qvel[self.t]) + offset)
         self.t += 1
@@ -151,23 +149,6 @@ class Tracking:
         value, terms = rewards.reward(self.errors())
         cut = self.t + max(AHEAD) >= len(ref) - 1 or self.steps >= MAX_SECONDS * POLICY_RATE
         return self.observe(), (0.0 if fell else value), fell, cut and not fell, terms
-
-    def _hold(self, qpos):
-        """Apply, for the coming policy step, the torque on the root that turns its roll and pitch toward
-        those of ``qpos`` (the reference's frame ahead): PD on the tilt between them (the turn about the
-        vertical left out, the heading being the policy's to keep), at most ``assist`` Nm."""
-        d, root = self.sim.data, self.sim.bodies[0]
-        if not self.assist:
-            d.xfrc_applied[root, 3:] = 0.0
-            return
-        mine = d.qpos[3:7]
-        tilt = rotation_vectors(quat.mul(qpos[3:7], quat.inv(mine)))
-        spin = quat.rotate(mine, d.qvel[3:6])    # a free joint's angular velocity is in its body's frame
-        kp, kd = ASSIST_GAINS
-        torque = kp * tilt - kd * spin
-        torque[2] = 0.0
-        norm = np.linalg.norm(torque)
-        d.xfrc_applied[root, 3:] = torque * min(1.0, self.assist / norm) if norm > 0 else 0.0
 
     def errors(self):
         """The reward terms' errors of the body against the reference frame it is at."""
