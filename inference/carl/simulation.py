@@ -86,7 +86,7 @@ class Simulation:
                 a = i / self.substeps
                 self.data.ctrl[:] = start + a * (end - start)
                 self.mj.mj_step(self.model, self.data)
-        self.data.xfrc_applied[:] = 0.0   # a push lasts one step
+        self.data.xfrc_applied[:] = 0.0   # a push, and a hold, last one step
 
     def push(self, velocity, part=None):
         """Shove the body in the next policy step: its centre of mass's speed changes by ``velocity`` (2 or 3,)
