@@ -4,12 +4,13 @@ for a four-legged rig, the Motion VAE's sampling-based control for a two-legged 
 ``prepare`` (main thread) reads the curve's evaluated geometry in world space (one spline: Bezier,
 poly or NURBS, its modifiers applied), lays it on the ground and times it (:func:`ground_path`),
 and reads the armature as Fill Gaps does; ``compute`` (worker thread) runs the model's controller
-along the path and samples its motion, at the model's frame rate, on the scene's frames; ``finish``
+along the path (with Physics, its motion tracked by the simulated dog, as a Physics Pass tracks keys) and
+samples the motion on the scene's frames; ``finish``
 keys the mapped bones on every frame of the range, as Fill Gaps keys a gap running from the frame
 before the range to the frame after it, so that keys outside the range stay as they were.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import bpy
 import numpy as np
@@ -19,6 +20,7 @@ from ..inference.errors import BetwixtError
 from ..inference.mann.path import GAITS, LONGEST, Path
 from . import options
 from .jobs import JobOperator
+from .physics import falls_said
 from .plan import Plan, plan_over, read_retarget, resolve, scene_fps
 from .pose_io import Channels, active_armature
 from .preferences import model_for
@@ -44,6 +46,9 @@ class Route:
     start: int
     end: int
     curve: str
+    physics: object = None   # the CARL model that tracks the motion, or None
+    assist: float = 0.0      # Nm (CARLModel.track)
+    falls: list = field(default_factory=list)   # scene frames where the simulated dog fell (follow fills it)
 
 
 def selected_curve(context):
@@ -133,9 +138,10 @@ def ground_path(points, scale, seconds, speed=None, source="curve"):
     return Path(times, ground, source=source)
 
 
-def read_route(context, start, end, gait="RANGE"):
+def read_route(context, start, end, gait="RANGE", physics=False, assist=0.0):
     """The :class:`Route` for keying scene frames ``start`` to ``end`` of the active armature along the
-    selected curve, at ``gait`` (WALK, TROT or CANTER: ``GAITS``, or "RANGE": the whole curve over the range)."""
+    selected curve, at ``gait`` (WALK, TROT or CANTER: ``GAITS``, or "RANGE": the whole curve over the range);
+    with ``physics``, its motion tracked by the rig's CARL model held by ``assist`` Nm."""
     if end - start < 1:
         raise BetwixtError(f"the frame range {start}-{end} has {max(end - start + 1, 0)} frames; Follow Path "
                            "needs at least two: set its Start and End (the scene's range by default)")
@@ -157,7 +163,11 @@ def read_route(context, start, end, gait="RANGE"):
     path = ground_path(points, retarget.scale, (end - start) / fps, speed, source=f"curve {curve.name!r}")
     keys = plan_over(channels, model, rig, retarget, detected, [(start - 1, end + 1)], fps,
                      np.arange(start - 1, end + 2), obj=obj)
-    return Route(keys, path, start, end, curve.name)
+    tracker = None
+    if physics:
+        tracker = model_for(context, obj, "physics")
+        tracker.check_skeleton(model.skeleton)
+    return Route(keys, path, start, end, curve.name, tracker, assist)
 
 
 def follow(route, progress=None, cancelled=None):
@@ -171,12 +181,19 @@ def follow(route, progress=None, cancelled=None):
         if progress is not None:
             progress(done, total)
 
-    model = route.keys.model
-    [motion] = model.follow([route.path], progress=step)
-    if route.keys.plant:   # every frame but the standing start, on the rig's lengths (inference/contacts.py)
+    model, tracker = route.keys.model, route.physics
+    halves = 1 if tracker is None else 2   # the controller's steps, then the simulation's
+    [motion] = model.follow([route.path], progress=lambda done, total: step(done, halves * total))
+    falls = []
+    if tracker is not None:   # the simulated dog's contacts, not planted feet
+        tracked = tracker.track(motion, progress=lambda done, total: step(total + done, 2 * total),
+                                assist=route.assist)
+        motion, falls = tracker.motion(tracked), list(tracked.falls)
+    elif route.keys.plant:   # every frame but the standing start, on the rig's lengths (inference/contacts.py)
         planted = contacts.plant(route.keys.retarget.on_rig(motion), [(0, motion.n_frames)], model.layout.height)
         motion = replace(motion, rotations=planted.rotations)
-    at = (np.arange(route.start - 1, route.end + 2) - route.start) * model.fps / route.keys.fps
+    at = (np.arange(route.start - 1, route.end + 2) - route.start) * motion.fps / route.keys.fps
+    route.falls = np.round(route.start + np.array(falls) * route.keys.fps / motion.fps).astype(int).tolist()
     return edit.sample(motion, at)
 
 
@@ -194,10 +211,14 @@ class BETWIXT_OT_follow_path(JobOperator, bpy.types.Operator):
     gait: bpy.props.EnumProperty(name="Speed", description="How fast the character moves along the curve",
                                  items=SPEEDS)
     plant_feet: options.PLANT_FEET
+    physics: bpy.props.BoolProperty(name="Physics", description="Track the motion with the simulated dog (a CARL "
+                                    "model, MuJoCo installed) before keying: its paws' contacts, balance and momentum "
+                                    "the physics' (Plant Feet then has nothing to do)", default=False)
+    assist: options.ASSIST
 
     def prepare(self, context):
         options.scene_range(self, context)
-        route = read_route(context, self.frame_start, self.frame_end, self.gait)
+        route = read_route(context, self.frame_start, self.frame_end, self.gait, self.physics, self.assist)
         route.keys.plant = self.plant_feet
         return route
 
@@ -213,8 +234,10 @@ class BETWIXT_OT_follow_path(JobOperator, bpy.types.Operator):
             if undo is not None:
                 undo()
             raise
+        simulated = "" if route.physics is None else (f", tracked by {route.physics.name} held by at most "
+                                                      f"{route.assist:g} Nm: {falls_said(route.falls, 'the path')}")
         return (f"Betwixt: {obj.name} follows curve {route.curve!r} over frames {route.start}-{route.end} "
-                f"({keyed} frames keyed) with model {plan.model.name}")
+                f"({keyed} frames keyed) with model {plan.model.name}{simulated}")
 
 
 def _target(plan):

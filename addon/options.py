@@ -12,6 +12,10 @@ BLEND = bpy.props.IntProperty(name="Target Blend", description="Frames over whic
                               "model, the whole gap for the dog's)", default=0, min=0, soft_max=60)
 PLANT_FEET = bpy.props.BoolProperty(name="Plant Feet", description="Hold feet that touch the ground where they "
                                     "stand (foot IK after the model)", default=True)
+ASSIST = bpy.props.FloatProperty(name="Assist", description="A hidden hand on the simulated dog's hips: at most "
+                                 "this torque (Nm), and four times as many N, keep their tilt, heading and place near "
+                                 "the motion's, so that the dog stays up and on course; 0 leaves it all to the "
+                                 "physics", default=80.0, min=0.0, soft_max=200.0, max=1000.0)   # experiments.md
 FRAMES = bpy.props.IntProperty(name="Frames", description="How many frames each continuation keys after the "
                                "current frame", default=60, min=1, soft_max=600, max=3600)
 

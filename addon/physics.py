@@ -2,8 +2,9 @@
 a variant of its action (Preview, Apply and Discard are the Variants'), with the frames where the dog fell and
 its paws' slide and depth in the floor before and after. With Push, the dog is shoved at a frame, on its torso,
 hips, head, a leg or all of it (its speed changed by so many metres a second toward a direction on the ground),
-and reacts as the policy makes it. Assist holds the hips' tilt and heading near the keys' with a torque of at most
-so many Nm (a hidden hand: the dog falls less and keeps to the keys' course; 0 leaves it to the policy).
+and reacts as the policy makes it. Assist holds the hips' tilt, heading and place near the keys' with a torque of at
+most so many Nm and a force of four times as many N (a hidden hand: the dog stays up and on the keys' course, its
+legs and their contacts the physics'; 0 leaves it all to the policy).
 
 ``prepare`` (main thread) reads every frame of the range, and the frames either side of it, as the motion to
 track (not as a gap to fill: the frames inside are the input); ``compute`` (worker thread) tracks it
@@ -33,7 +34,6 @@ from .preferences import model_for
 from .variants import check_original, keep_variants
 
 JOIN = 0.5    # s over which the simulated dog is eased back onto the keys after the range (at most the range)
-ASSIST = 80.0  # Nm: the Assist a pass starts with (bench-carl: the dog falls a quarter as often; docs/experiments.md)
 WHOLE = "WHOLE"
 PARTS = [(TORSO, "Torso", "The middle of the back"), ("Hips", "Hips", ""), ("Head", "Head", ""),
          ("LeftForeArm", "Front Left Leg", ""), ("RightForeArm", "Front Right Leg", ""),
@@ -124,6 +124,14 @@ def _paws(paws, contacts, sunk):
     return float(np.mean(sunk > SUNK)), 100.0 * travel / max(steps, 1)
 
 
+def falls_said(frames, where):
+    """How a report says the scene ``frames`` where the simulated dog fell and was set back on ``where``."""
+    if not frames:
+        return "it did not fall"
+    return (f"it fell on frame{'s' * (len(frames) > 1)} {', '.join(map(str, frames[:8]))}"
+            f"{' …' if len(frames) > 8 else ''} (set back on {where} there)")
+
+
 def _part_name(part):
     """The Push menu's name of ``part`` (None: the whole dog), as a report says it."""
     return next(label for key, label, _ in PARTS if key == (part or WHOLE)).lower()
@@ -150,10 +158,7 @@ class BETWIXT_OT_physics_pass(JobOperator, bpy.types.Operator):
                                         "(m/s)", default=0.5, min=0.0, soft_max=2.0, max=5.0)
     push_part: bpy.props.EnumProperty(name="On", description="Where the push lands: a part turns the dog as it "
                                       "moves it", items=PARTS, default=TORSO)
-    assist: bpy.props.FloatProperty(name="Assist", description="A hidden hand on the hips: at most this torque (Nm) "
-                                    "keeps their tilt and heading near the keys', so that the dog falls less and keeps "
-                                    "to its course; 0 leaves it all to the physics", default=ASSIST, min=0.0,
-                                    soft_max=200.0, max=1000.0)
+    assist: options.ASSIST
 
     def prepare(self, context):
         options.scene_range(self, context)
@@ -168,13 +173,11 @@ class BETWIXT_OT_physics_pass(JobOperator, bpy.types.Operator):
 
     def finish(self, context, route, result):
         [made] = yield from keep_variants(route.keys, [result.motion], label="physics")
-        falls = (f"it fell on frame{'s' * (len(result.falls) > 1)} {', '.join(map(str, result.falls[:8]))}"
-                 f"{' …' if len(result.falls) > 8 else ''} (set back on the keys there)"
-                 if result.falls else "it did not fall")
+        falls = falls_said(result.falls, "the keys")
         (sunk0, slide0), (sunk1, slide1) = result.before, result.after
         pushed = (f", pushed on the {_part_name(route.push[2])} at frame {route.push[0]} by "
                   f"{np.linalg.norm(route.push[1]):.2g} m/s" if route.push else "")
-        held = f", held by at most {route.assist:g} Nm" if route.assist else ""
+        held = f", held by at most {route.assist:g} Nm (Assist)" if route.assist else ""
         return (f"Betwixt: Physics Pass of frames {route.start}-{route.end}{pushed}{held} by model "
                 f"{route.keys.model.name} in action '{made.name}': {falls}; paws in the floor on {sunk0:.0%} -> "
                 f"{sunk1:.0%} of frames, standing paws slide {slide0:.2f} -> {slide1:.2f} cm a frame; preview and "

@@ -90,7 +90,7 @@ def main(argv=None):
     carl.add_argument("--mann", type=Path, help="the MANN model whose paths it tracks (default: the shipped one)")
     carl.add_argument("--clips", type=positive, help="measure only the first N test clips")
     carl.add_argument("--assist", type=number(0.0, 1000.0, "a torque in Nm"), default=0.0,
-                      help="hold the dog's root by at most this torque as a Physics Pass's Assist does (default 0: "
+                      help="hold the dog's root with at most this torque (Nm) as a Physics Pass's Assist does (0: "
                            "the policy alone)")
     carl.add_argument("--seconds", type=_positive_seconds, help="measure only the first 1 + S seconds of each clip "
                                                                 "(as bench-mann) and S of each path")

@@ -11,7 +11,7 @@ import torch
 
 from conftest import DOG_TEST_CLIP as TEST_CLIP
 from lab.dataset import load_motion_set
-from inference.carl.simulation import HOLD_GAINS, POLICY_RATE, TORSO
+from inference.carl.simulation import COURSE_FORCE, COURSE_GAINS, HOLD_GAINS, POLICY_RATE, TORSO
 from training.carl import reward as rewards
 from training.carl.env import MASS, Tracking
 from training.carl.gaits import GAITS, stretches
@@ -143,11 +143,18 @@ def test_the_assisting_torque_keeps_a_tipping_dog_up_and_leaves_its_heading_to_t
         reference[3:7] = [1.0, 0.0, 0.0, 0.0]
         env.sim.hold(reference, env.assist)
         assert np.allclose(env.sim.data.xfrc_applied[env.sim.bodies[0], 3:], 0.0)
-        env.sim.hold(reference, env.assist, heading=True)            # a Physics Pass's Assist keeps the heading too
-        torque = env.sim.data.xfrc_applied[env.sim.bodies[0], 3:]
-        assert np.allclose(torque[:2], 0.0, atol=1e-9) and torque[2] == pytest.approx(-HOLD_GAINS[0] * turn)
-        env.sim.hold(reference, 20.0, heading=True)
-        assert env.sim.data.xfrc_applied[env.sim.bodies[0], 5] == pytest.approx(-20.0)
+        # a Physics Pass's Assist keeps to the reference's course too: its heading, and its place on the ground
+        still, root = np.zeros(env.sim.model.nv), env.sim.bodies[0]
+        reference[:2] = qpos[:2] + [0.1, 0.0]
+        env.sim.hold(reference, env.assist, still)
+        held = env.sim.data.xfrc_applied[root]
+        assert np.allclose(held[3:5], 0.0, atol=1e-9) and held[5] == pytest.approx(-HOLD_GAINS[0] * turn)
+        assert held[:3] == pytest.approx([COURSE_GAINS[0] * 0.1, 0.0, 0.0])
+        env.sim.set_state(qpos, still)
+        env.sim.hold(reference, 20.0, still)                                      # each within its cap
+        assert env.sim.data.xfrc_applied[root, 5] == pytest.approx(-20.0)
+        assert env.sim.data.xfrc_applied[root, 0] == pytest.approx(COURSE_FORCE * 20.0)
+        reference[:2] = qpos[:2]
         qpos[3:7] = [np.cos(turn / 2), np.sin(turn / 2), 0.0, 0.0]   # rolled
         env.sim.set_state(qpos, np.zeros(env.sim.model.nv))
         env.sim.hold(reference, env.assist)

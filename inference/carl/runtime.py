@@ -5,9 +5,9 @@ the body it was trained on (``betwixt.body``: natural pose, joint limits, scale,
 builds the same dog (:func:`.body.build`). Tracking runs the motion's frames at ``POLICY_RATE``: each
 step the policy reads the body and the reference two frames ahead (:mod:`.observation`) and offsets the
 PD targets that follow the reference (``ACTION_SCALE`` radians per unit), as training did. A push
-shoves a part of the dog, or all of it, at a frame; an assist holds its root's tilt and heading near the
-reference's with a capped torque (a residual force: the dog falls less and keeps to the keys' course, its
-legs' contacts still the physics'). Where the dog falls (its torso, head or a thigh on the
+shoves a part of the dog, or all of it, at a frame; an assist holds its root's tilt, heading and place near the
+reference's with a capped torque and force (a residual force: the dog stays up and on the reference's course,
+its legs' contacts still the physics'). Where the dog falls (its torso, head or a thigh on the
 floor where the reference's are not: a dog that lies down as its reference does has not fallen) the
 frame is noted and the body set back on the reference there, so that one fall does not spoil the rest
 of the motion.
@@ -93,8 +93,8 @@ class CARLModel(Model):
         ``pushes``: {frame: ((vx, vy), part)}, changes of the dog's horizontal speed (m/s) through a push on
         ``part`` (a joint's name; None: the whole dog) in the step from a frame of POLICY_RATE to the next
         (:meth:`.simulation.Simulation.push`); ``progress(done, total)`` after each frame; ``assist``: at most so
-        many Nm on the root that keep its roll and pitch, and as many its heading, near the reference's
-        (:meth:`.simulation.Simulation.hold`), 0: none."""
+        many Nm on the root that keep its roll and pitch, as many its heading, and ``COURSE_FORCE`` N for each its
+        place near the reference's (:meth:`.simulation.Simulation.hold`), 0: none."""
         self.check_skeleton(motion.skeleton)
         source = motion.resample(POLICY_RATE)
         ref = states(self.body, self.model, source)
@@ -121,7 +121,7 @@ class CARLModel(Model):
             ahead = [min(t + a, last) for a in AHEAD]
             action = ACTION_SCALE * self.act(observe(pose, (ref.positions[ahead], ref.rotations[ahead])))
             offset = action.reshape(-1, 3)
-            sim.hold(ref.qpos[t + 1], assist, heading=True)
+            sim.hold(ref.qpos[t + 1], assist, ref.qvel[t + 1])
             sim.step(sim.targets(ref.qpos[t + 1], ref.qvel[t + 1]) + offset,
                      start=sim.targets(ref.qpos[t], ref.qvel[t]) + offset)
             if sim.fallen() and not lying[t + 1]:

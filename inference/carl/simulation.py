@@ -19,6 +19,8 @@ POLICY_RATE = 30.0   # Hz
 ACTION_SCALE = 0.3   # rad: the PD targets' offset from the reference's per unit of the policy's action
 TORSO = "Spine"      # the joint whose body a push on the dog's torso shoves: the middle of its back
 HOLD_GAINS = (150.0, 15.0)   # Nm/rad and Nm s/rad of the torque that holds the root's tilt (Simulation.hold)
+COURSE_GAINS = (1000.0, 300.0)   # N/m and N s/m of the force that holds it to the reference's place on the ground
+COURSE_FORCE = 4.0   # N of that force at most per Nm of the hold's torque (80 Nm: 320 N, 3/4 of the dog's weight)
 
 
 def rotation_vectors(q):
@@ -101,12 +103,14 @@ class Simulation:
             mass = self.mj.mj_getTotalmass(self.model)
             self.data.xfrc_applied[self.model.body(part).id, :3] = mass * change * POLICY_RATE
 
-    def hold(self, qpos, most, heading=False):
+    def hold(self, qpos, most, qvel=None):
         """Through the next policy step, a torque on the root that turns its roll and pitch toward those of
-        ``qpos`` (nq,), PD on the tilt between them, at most ``most`` Nm (0: none); with ``heading``, its turn
-        about the vertical too, at most as much again (without, the heading is the policy's to keep). A hand
-        that keeps the dog from tipping over: a curriculum's virtual assistance (Yu, Turk and Liu 2018) in
-        training, a residual force (Yuan and Kitani 2020) where a Physics Pass asks for one."""
+        ``qpos`` (nq,), PD on the tilt between them, at most ``most`` Nm (0: no hold). Given the reference's
+        velocity ``qvel`` (nv,), the root also keeps to the reference's course: its heading by as much torque
+        again, and its place on the ground by a force of at most ``COURSE_FORCE`` N per Nm of ``most``, PD on
+        where it is and how it moves (without, both are the policy's to keep). A hand that keeps the dog from
+        tipping over and wandering: a curriculum's virtual assistance (Yu, Turk and Liu 2018) in training, a
+        residual force (Yuan and Kitani 2020) where a Physics Pass asks for one."""
         d, root = self.data, self.bodies[0]
         if not most:
             d.xfrc_applied[root, 3:] = 0.0
@@ -116,11 +120,17 @@ class Simulation:
         spin = quat.rotate(mine, d.qvel[3:6])    # a free joint's angular velocity is in its body's frame
         kp, kd = HOLD_GAINS
         torque = kp * tilt - kd * spin
-        turn = np.clip(torque[2], -most, most) if heading else 0.0
+        turn = np.clip(torque[2], -most, most) if qvel is not None else 0.0
         torque[2] = 0.0
         norm = np.linalg.norm(torque)
         d.xfrc_applied[root, 3:] = torque * min(1.0, most / norm) if norm > 0 else 0.0
         d.xfrc_applied[root, 5] = turn
+        if qvel is not None:
+            kp, kd = COURSE_GAINS
+            pull = kp * (qpos[:2] - d.qpos[:2]) + kd * (qvel[:2] - d.qvel[:2])
+            norm = np.linalg.norm(pull)
+            cap = COURSE_FORCE * most
+            d.xfrc_applied[root, :2] += pull * min(1.0, cap / norm) if norm > 0 else 0.0   # beside any push there
 
     def _blow_ups(self):
         """How many times MuJoCo has found positions, velocities or accelerations not finite or huge in this
