@@ -5,9 +5,9 @@ for a four-legged rig, the Motion VAE's sampling-based control for a two-legged 
 poly or NURBS, its modifiers applied), lays it on the ground and times it (:func:`ground_path`),
 and reads the armature as Fill Gaps does; ``compute`` (worker thread) runs the model's controller
 along the path (with Physics, its motion tracked by the simulated dog, as a Physics Pass tracks keys) and
-samples the motion on the scene's frames; ``finish``
-keys the mapped bones on every frame of the range, as Fill Gaps keys a gap running from the frame
-before the range to the frame after it, so that keys outside the range stay as they were.
+samples the motion on the scene's frames; ``finish`` keys the mapped bones on every frame of the range,
+as Fill Gaps keys a gap running from the frame before the range to the frame after it, so that keys
+outside the range stay as they were.
 """
 
 from dataclasses import dataclass, field, replace
