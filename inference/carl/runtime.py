@@ -26,6 +26,7 @@ from .reference import contacts, motion_of, paw_radius, states
 from .simulation import ACTION_SCALE, POLICY_RATE, Simulation
 
 SUNK = 0.01   # m: a paw this far into the floor is under it (MuJoCo's soft contacts let one in a little)
+SHOVED = 1.0  # s after a push that an assist leaves the dog's place to it, then holds it from where it got to
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,7 +95,8 @@ class CARLModel(Model):
         ``part`` (a joint's name; None: the whole dog) in the step from a frame of POLICY_RATE to the next
         (:meth:`.simulation.Simulation.push`); ``progress(done, total)`` after each frame; ``assist``: at most so
         many Nm on the root that keep its roll and pitch, as many its heading, and ``COURSE_FORCE`` N for each its
-        place near the reference's (:meth:`.simulation.Simulation.hold`), 0: none."""
+        place near the reference's (:meth:`.simulation.Simulation.hold`), 0: none; after a push the place is left
+        to it for ``SHOVED`` seconds, then held where the dog got to, the reference's course moved by the push."""
         self.check_skeleton(motion.skeleton)
         source = motion.resample(POLICY_RATE)
         ref = states(self.body, self.model, source)
@@ -111,6 +113,7 @@ class CARLModel(Model):
         positions, qpos, paws = (np.empty((n,) + shape) for shape in shapes)
         falls = []
         pushes = pushes or {}
+        moved, shoved = np.zeros(2), -1   # where a push put the dog off its reference's place; until when
         for t in range(n):
             pose = sim.pose()
             positions[t], qpos[t], paws[t], sunk[t] = pose[0], sim.data.qpos, sim.paws(), sim.sunk()
@@ -118,15 +121,21 @@ class CARLModel(Model):
                 break
             if t in pushes:   # the policy feels it from the next frame on
                 sim.push(*pushes[t])
+                shoved = t + int(round(SHOVED * POLICY_RATE))
+            if t == shoved:   # the push's course from here on
+                moved = sim.data.qpos[:2] - ref.qpos[t, :2]
             ahead = [min(t + a, last) for a in AHEAD]
             action = ACTION_SCALE * self.act(observe(pose, (ref.positions[ahead], ref.rotations[ahead])))
             offset = action.reshape(-1, 3)
-            sim.hold(ref.qpos[t + 1], assist, ref.qvel[t + 1])
+            course = ref.qpos[t + 1].copy()
+            course[:2] += moved
+            sim.hold(course, assist, ref.qvel[t + 1], place=t >= shoved)
             sim.step(sim.targets(ref.qpos[t + 1], ref.qvel[t + 1]) + offset,
                      start=sim.targets(ref.qpos[t], ref.qvel[t]) + offset)
             if sim.fallen() and not lying[t + 1]:
                 falls.append(t + 1)
                 sim.set_state(ref.qpos[t + 1], ref.qvel[t + 1])
+                moved[:] = 0.0
             if progress:
                 progress(t + 1, last)
         return Tracked(ref, source, positions, qpos, paws, contacts(paws, self.radius), tuple(falls), lying, sunk,

@@ -103,14 +103,14 @@ class Simulation:
             mass = self.mj.mj_getTotalmass(self.model)
             self.data.xfrc_applied[self.model.body(part).id, :3] = mass * change * POLICY_RATE
 
-    def hold(self, qpos, most, qvel=None):
+    def hold(self, qpos, most, qvel=None, place=True):
         """Through the next policy step, a torque on the root that turns its roll and pitch toward those of
         ``qpos`` (nq,), PD on the tilt between them, at most ``most`` Nm (0: no hold). Given the reference's
         velocity ``qvel`` (nv,), the root also keeps to the reference's course: its heading by as much torque
-        again, and its place on the ground by a force of at most ``COURSE_FORCE`` N per Nm of ``most``, PD on
-        where it is and how it moves (without, both are the policy's to keep). A hand that keeps the dog from
-        tipping over and wandering: a curriculum's virtual assistance (Yu, Turk and Liu 2018) in training, a
-        residual force (Yuan and Kitani 2020) where a Physics Pass asks for one."""
+        again and, with ``place``, its place on the ground by a force of at most ``COURSE_FORCE`` N per Nm of
+        ``most``, PD on where it is and how it moves (without, they are the policy's to keep). A hand that keeps
+        the dog from tipping over and wandering: a curriculum's virtual assistance (Yu, Turk and Liu 2018) in
+        training, a residual force (Yuan and Kitani 2020) where a Physics Pass asks for one."""
         d, root = self.data, self.bodies[0]
         if not most:
             d.xfrc_applied[root, 3:] = 0.0
@@ -125,7 +125,7 @@ class Simulation:
         norm = np.linalg.norm(torque)
         d.xfrc_applied[root, 3:] = torque * min(1.0, most / norm) if norm > 0 else 0.0
         d.xfrc_applied[root, 5] = turn
-        if qvel is not None:
+        if qvel is not None and place:
             kp, kd = COURSE_GAINS
             pull = kp * (qpos[:2] - d.qpos[:2]) + kd * (qvel[:2] - d.qvel[:2])
             norm = np.linalg.norm(pull)
