@@ -368,7 +368,7 @@ def test_environments_in_worker_processes_roll_out_to_the_bit_what_they_roll_out
     assert not np.array_equal(rolled[0][0][0]["obs"], rolled[0][1][0]["obs"])   # the second roll-out goes on
 
 
-def test_a_worker_process_that_fails_is_one_error_in_the_run(env):
+def test_a_worker_process_that_fails_is_one_error_in_the_run(env, clips):
     envs = Processes(partial(make, env.sim.body, [], 0, 0), 2, 2)   # no stretch to start an episode on
     try:
         with pytest.raises(RuntimeError, match="a CARL worker process failed: ValueError"):
@@ -376,6 +376,14 @@ def test_a_worker_process_that_fails_is_one_error_in_the_run(env):
     finally:
         envs.close()
     assert not any(worker.is_alive() for worker in envs.workers)
+    envs = Processes(partial(make, env.sim.body, clips, 0, 0), 2, 2)
+    try:
+        envs.workers[1].kill()                                       # one gone is one error too
+        envs.workers[1].join()
+        with pytest.raises(RuntimeError, match=r"a CARL worker process failed: process \d+ ended"):
+            envs.reset()
+    finally:
+        envs.close()
 
 
 def test_the_policys_learning_rate_follows_its_steps_kl_divergence():
