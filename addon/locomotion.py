@@ -20,7 +20,7 @@ from ..inference.errors import BetwixtError
 from ..inference.mann.path import GAITS, LONGEST, Path
 from . import options
 from .jobs import JobOperator
-from .physics import falls_said
+from .physics import falls_said, scene_frames
 from .plan import Plan, plan_over, read_retarget, resolve, scene_fps
 from .pose_io import Channels, active_armature
 from .preferences import model_for
@@ -184,16 +184,15 @@ def follow(route, progress=None, cancelled=None):
     model, tracker = route.keys.model, route.physics
     halves = 1 if tracker is None else 2   # the controller's steps, then the simulation's
     [motion] = model.follow([route.path], progress=lambda done, total: step(done, halves * total))
-    falls = []
     if tracker is not None:   # the simulated dog's contacts, not planted feet
         tracked = tracker.track(motion, progress=lambda done, total: step(total + done, 2 * total),
                                 assist=route.assist)
-        motion, falls = tracker.motion(tracked), list(tracked.falls)
+        motion = tracker.motion(tracked)
+        route.falls = scene_frames(tracked.falls, route.start, route.keys.fps)
     elif route.keys.plant:   # every frame but the standing start, on the rig's lengths (inference/contacts.py)
         planted = contacts.plant(route.keys.retarget.on_rig(motion), [(0, motion.n_frames)], model.layout.height)
         motion = replace(motion, rotations=planted.rotations)
     at = (np.arange(route.start - 1, route.end + 2) - route.start) * motion.fps / route.keys.fps
-    route.falls = np.round(route.start + np.array(falls) * route.keys.fps / motion.fps).astype(int).tolist()
     return edit.sample(motion, at)
 
 

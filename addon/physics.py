@@ -112,8 +112,8 @@ def tracked(route, progress=None, cancelled=None):
     after = rotations[n - 2:], positions[n - 2:]
     rotations[1:n - 2], positions[1:n - 2] = eased(made.rotations, made.positions, None, after,
                                                    int(round(JOIN * plan.fps)))
-    scene = route.start + np.array(out.falls) * plan.fps / POLICY_RATE
-    return Result(replace(plan.motion, rotations=rotations, positions=positions), np.round(scene).astype(int).tolist(),
+    return Result(replace(plan.motion, rotations=rotations, positions=positions),
+                  scene_frames(out.falls, route.start, plan.fps),
                   _paws(out.reference.paws, out.reference.contacts, out.sunk_reference),
                   _paws(out.paws, out.contacts, out.sunk))
 
@@ -122,6 +122,12 @@ def _paws(paws, contacts, sunk):
     """(share of frames with a paw more than SUNK in the floor, the standing paws' slide in cm a frame)."""
     travel, steps = slide(paws, contacts)
     return float(np.mean(sunk > SUNK)), 100.0 * travel / max(steps, 1)
+
+
+def scene_frames(falls, start, fps):
+    """The scene frames (a list) of a simulation's ``falls`` (frames at POLICY_RATE from scene frame ``start``,
+    the scene at ``fps``)."""
+    return np.round(start + np.asarray(falls, float) * fps / POLICY_RATE).astype(int).tolist()
 
 
 def falls_said(frames, where):

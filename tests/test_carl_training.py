@@ -355,16 +355,17 @@ def test_environments_in_worker_processes_roll_out_to_the_bit_what_they_roll_out
     policy = Policy(env.observation_size, env.state_size, env.action_size, [16])
     value = Value(env.observation_size, [16], policy.norm)
     rolled = []
-    for processes in (1, 2):
-        envs = environments(env.sim.body, clips, 0, 0, 3, processes)
+    for processes, like in ((1, None), (2, None), (1, env)):   # here, in workers, twins of one built here
+        envs = environments(env.sim.body, clips, 0, 0, 3, processes, like=like)
         assert isinstance(envs, Here if processes == 1 else Processes) and len(envs) == 3
         try:
             roller = Roller(envs, np.random.default_rng(0))
             rolled.append([roller.collect(policy, value, 60) for _ in range(2)])
         finally:
             envs.close()
-    for (here, stats_here), (there, stats_there) in zip(*rolled):
-        assert all(np.array_equal(here[k], there[k]) for k in here) and stats_here == stats_there
+    for other in rolled[1:]:
+        for (here, stats_here), (there, stats_there) in zip(rolled[0], other):
+            assert all(np.array_equal(here[k], there[k]) for k in here) and stats_here == stats_there
     assert not np.array_equal(rolled[0][0][0]["obs"], rolled[0][1][0]["obs"])   # the second roll-out goes on
 
 

@@ -169,11 +169,10 @@ def train(args, argv):
         plot_history(history, out / "reward.png")
 
     tqdm.write(f"carl: {sum(p.numel() for p in policy.parameters()) / 1e6:.2f}M policy parameters, "
-               f"{len(steady.references)} stretches ({meta['gaits']}; {len(steady.dropped)} off the flat floor left "
-               "out), "
-               f"{body.masses.sum():.1f} kg", file=sys.stderr)
+               f"{len(steady.references)} stretches ({meta['gaits']}; {len(steady.dropped)} off the flat floor "
+               f"left out), {body.masses.sum():.1f} kg", file=sys.stderr)
     envs = environments(body, clips, args.seed, step, args.envs, args.processes, pushes=not args.no_pushes,
-                        randomise=not args.no_randomise)
+                        randomise=not args.no_randomise, like=steady)
     try:
         roller = Roller(envs, rng)
         bar = tqdm(total=args.iterations, initial=step, desc=FAMILY, unit="roll-out", dynamic_ncols=True)

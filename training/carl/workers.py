@@ -17,11 +17,14 @@ import numpy as np
 from .env import Tracking
 
 
-def make(body, clips, seed, step, indices, pushes=True, randomise=True):
+def make(body, clips, seed, step, indices, pushes=True, randomise=True, like=None):
     """The environments ``indices`` of a run (Tracking of ``clips`` on ``body``), environment i drawing from a
-    generator seeded with (seed, step, i): the first built, the others its twins (sharing its references)."""
+    generator seeded with (seed, step, i): the first built (or a twin of ``like``, a Tracking of the same task
+    already built here), the others its twins (sharing its references)."""
     first, *rest = indices
-    env = Tracking(body, clips, np.random.default_rng([seed, step, first]), pushes=pushes, randomise=randomise)
+    rng = np.random.default_rng([seed, step, first])
+    env = Tracking(body, clips, rng, pushes=pushes, randomise=randomise) if like is None else like.twin(rng)
+    env.pushes, env.randomise = pushes, randomise
     return [env] + [env.twin(np.random.default_rng([seed, step, i])) for i in rest]
 
 
@@ -140,9 +143,10 @@ def _serve(pipe, build, indices):
         pipe.send(("error", failed))
 
 
-def environments(body, clips, seed, step, count, processes, pushes=True, randomise=True):
-    """The run's ``count`` environments (:func:`make`), in this process or in ``processes`` workers."""
+def environments(body, clips, seed, step, count, processes, pushes=True, randomise=True, like=None):
+    """The run's ``count`` environments (:func:`make`), in this process (twins of ``like`` where given, its
+    references not computed again) or in ``processes`` workers (each computing its own)."""
     build = partial(make, body, clips, seed, step, pushes=pushes, randomise=randomise)
     if processes <= 1:
-        return Here(build(list(range(count))))
+        return Here(build(list(range(count)), like=like))
     return Processes(build, count, min(processes, count))
