@@ -30,6 +30,10 @@ ARRIVAL = 0.75   # s: Fit the Range covers the curve this much before the range'
 SPEEDS = [("RANGE", "Fit the Range", "Cover the whole curve over the frame range")] + [
     (gait.upper(), gait.title(), f"At a {gait} ({speed:g} m/s), stopping where the curve ends")
     for gait, speed in GAITS.items()]
+GAIT = bpy.props.EnumProperty(name="Speed", description="How fast the character moves along the curve", items=SPEEDS)
+PHYSICS = bpy.props.BoolProperty(name="Physics", description="Track the motion with the simulated dog (a CARL model, "
+                                 "MuJoCo installed) before keying: its paws' contacts, balance and momentum the "
+                                 "physics' (Plant Feet then has nothing to do)", default=False)
 
 
 class PathError(BetwixtError):
@@ -207,12 +211,9 @@ class BETWIXT_OT_follow_path(JobOperator, bpy.types.Operator):
 
     frame_start: options.frame_start("key")
     frame_end: options.frame_end("key")
-    gait: bpy.props.EnumProperty(name="Speed", description="How fast the character moves along the curve",
-                                 items=SPEEDS)
+    gait: GAIT
     plant_feet: options.PLANT_FEET
-    physics: bpy.props.BoolProperty(name="Physics", description="Track the motion with the simulated dog (a CARL "
-                                    "model, MuJoCo installed) before keying: its paws' contacts, balance and momentum "
-                                    "the physics' (Plant Feet then has nothing to do)", default=False)
+    physics: PHYSICS
     assist: options.ASSIST
 
     def prepare(self, context):

@@ -5,7 +5,7 @@ import bpy
 from ..inference.modelfile import ModelError
 from . import controls, mapping, options
 from .library import ENTERS, LEAVES, choices, transitions_of
-from .locomotion import SPEEDS
+from .locomotion import GAIT, PHYSICS
 from .variants import SOURCES, original_of, variants_of
 from .preferences import draw_error, draw_model, model_for
 
@@ -28,8 +28,8 @@ class BETWIXT_PG_settings(bpy.types.PropertyGroup):
     frames: options.FRAMES
     plant_feet: options.PLANT_FEET
     show_mapping: bpy.props.BoolProperty(name="Show Bone Mapping", default=False)
-    gait: bpy.props.EnumProperty(name="Speed", description="How fast Follow Path moves the character along "
-                                 "the curve", items=SPEEDS)
+    gait: GAIT
+    path_physics: PHYSICS
     show_transitions: bpy.props.BoolProperty(name="Transitions", default=False)
     transition_length: bpy.props.IntProperty(name="Length", description="Frames of each transition", default=30,
                                              min=1, soft_max=120)
@@ -159,18 +159,24 @@ class _BetwixtPanel:
                     row.operator("betwixt.apply_variant", text="", icon="CHECKMARK").action = action.name
             box.operator("betwixt.discard_variants", icon="TRASH")
 
-        box = layout.box()
-        row = box.row(align=True)
-        row.prop(settings, "gait", text="")
-        op = row.operator("betwixt.follow_path", icon="CURVE_PATH")
-        op.gait, op.plant_feet = settings.gait, settings.plant_feet
-        row = box.row()
-        row.enabled = _unable(context, obj, "physics") is None   # no red lines: most rigs have no physics model
-        row.operator("betwixt.physics_pass", icon="PHYSICS")
-
+        _draw_paths(layout.box(), context, obj, settings)
         _draw_transitions(layout.box(), context, obj, settings)
 
         layout.operator("betwixt.export_training_data", icon="EXPORT")
+
+
+def _draw_paths(box, context, obj, settings):
+    """Follow Path (its speed, and Physics where the rig has a physics model) and the Physics Pass."""
+    simulated = _unable(context, obj, "physics") is None   # no red lines: most rigs have no physics model
+    row = box.row(align=True)
+    row.prop(settings, "gait", text="")
+    if simulated:
+        row.prop(settings, "path_physics", text="", icon="PHYSICS")
+    op = row.operator("betwixt.follow_path", icon="CURVE_PATH")
+    op.gait, op.plant_feet, op.physics = settings.gait, settings.plant_feet, simulated and settings.path_physics
+    row = box.row()
+    row.enabled = simulated
+    row.operator("betwixt.physics_pass", icon="PHYSICS")
 
 
 def _draw_transitions(box, context, obj, settings):

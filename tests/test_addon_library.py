@@ -239,10 +239,11 @@ def test_a_control_rig_gets_its_transitions_on_its_controls(rigify_rig):
 
 class Layout:
     """A stand-in for a panel's layout that checks what is drawn: every property and operator option named
-    exists, every operator and list is registered."""
+    exists, every operator and list is registered. ``values``: each operator option as the panel set it."""
 
     def __init__(self, drawn):
         self.drawn = drawn
+        self.values = {}
 
     def box(self):
         return self
@@ -251,7 +252,7 @@ class Layout:
 
     def prop(self, data, name, **kw):
         assert name in data.bl_rna.properties, name
-        self.drawn.append(kw.get("text", name))
+        self.drawn.append(kw.get("text") or name)
 
     def operator(self, idname, **kw):
         rna = getattr(getattr(bpy.ops, idname.split(".")[0]), idname.split(".")[1]).get_rna_type()
@@ -262,6 +263,7 @@ class Layout:
             def __setattr__(self, name, value):
                 assert name in rna.properties, (idname, name)
                 drawn.drawn.append(f"{idname}.{name}")
+                drawn.values[f"{idname}.{name}"] = value
         return Options()
 
     def template_list(self, listtype, *args, **kw):

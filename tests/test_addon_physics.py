@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from test_addon import betwixt_addon, snapshot  # noqa: F401
+from test_addon_library import Layout
 from test_addon_locomotion import distance_to, dog, follow_with, heads, hips_track, import_dog, poly, scene  # noqa: F401
 
 RANGE = (51, 110)   # one second of the clip's 300 frames (60 fps): keys before and after it stay
@@ -137,3 +138,24 @@ def test_follow_path_with_physics_keys_the_simulated_dog_along_the_curve(physics
     prefs.carl_file = ""
     with pytest.raises(RuntimeError, match="no Physics .CARL. model"):
         bpy.ops.betwixt.follow_path("EXEC_DEFAULT", True, frame_start=1, frame_end=120, physics=True)
+
+
+def test_the_panel_offers_physics_on_follow_path_where_the_rig_has_a_physics_model(scene, dog, carl_policy):  # noqa: F811
+    """Follow Path's Physics is drawn beside its speed, and handed on, only where the rig has a physics model;
+    the Physics Pass is greyed out where it has none."""
+    from betwixt.addon.panels import _draw_paths
+    obj = import_dog(dog)
+    settings = bpy.context.scene.betwixt
+    settings.path_physics = True
+    prefs = bpy.context.preferences.addons["betwixt"].preferences
+    for model in ("", str(carl_policy["model"])):
+        prefs.carl_file = model
+        drawn = []
+        layout = Layout(drawn)
+        _draw_paths(layout, bpy.context, obj, settings)
+        assert ("path_physics" in drawn) == bool(model)
+        assert layout.values["betwixt.follow_path.physics"] == bool(model)
+        assert layout.enabled == bool(model)    # the Physics Pass's row
+        assert "betwixt.physics_pass" in drawn
+    prefs.carl_file = ""
+    settings.path_physics = False
