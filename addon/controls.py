@@ -215,17 +215,16 @@ def drive(rig, entries, deform, mapped, joint_names, control_pose, deform_pose, 
 
 KINDS = {"both": "COPY_TRANSFORMS", "rotation": "COPY_ROTATION", "location": "COPY_LOCATION"}
 PASSES = 4          # at most: each pass moves every control by what its deform bone still misses
-CLOSE = 0.002       # armature units: deform heads this near their targets end the passes, as does a pass
-                    # that brings them no nearer than 0.9 of the last
+CLOSE = 0.002       # armature units: deform heads this near end the passes (as does a pass that gains < 10 %)
 REACH = 0.1         # armature units along a deform bone where its direction is judged
 SPARSE = 4          # the passes evaluate every SPARSE-th frame; corrections are smooth in time
 
 
 def bake(obj, drive, frames, targets, wanted):
-    """Steps (see :mod:`.jobs`) that return the controls' local channels that put the deform bones on ``wanted`` (frames, controls, 4, 4: each
-    control's deform bone), armature space, on scene ``frames``, starting from the controls' ``targets``
-    (frames, controls, 4, 4): location (frames, controls, 3), rotation quaternions (frames, controls, 4) and
-    how far each deform bone's head ends from where it was wanted (frames, controls).
+    """Steps (see :mod:`.jobs`) that return the controls' local channels that put the deform bones on ``wanted``
+    (frames, controls, 4, 4: each control's deform bone), armature space, on scene ``frames``, starting from the
+    controls' ``targets`` (frames, controls, 4, 4): location (frames, controls, 3), rotation quaternions
+    (frames, controls, 4) and how far each deform bone's head ends from where it was wanted (frames, controls).
 
     Each pass evaluates every SPARSE-th frame with the controls constrained onto their targets, Blender
     solving every constraint and IK on the way, then moves each control's target by the rigid turn and
@@ -253,8 +252,8 @@ def bake(obj, drive, frames, targets, wanted):
                                                    (done, PASSES * len(rows) + len(frames)))
             done += len(rows)
             apart = got - wanted[rows]   # heads, and the bones' directions over a REACH of their length
-            miss = np.max(np.linalg.norm(apart[..., :3, 3], axis=-1) + REACH * np.linalg.norm(apart[..., :3, 1], axis=-1),
-                          initial=0.0)
+            miss = np.max(np.linalg.norm(apart[..., :3, 3], axis=-1)
+                          + REACH * np.linalg.norm(apart[..., :3, 1], axis=-1), initial=0.0)
             if miss < CLOSE or miss > 0.9 * last:
                 break
             last = miss
@@ -347,8 +346,8 @@ def _keyed_empty(scene, frames, matrices):
     empty.rotation_mode = "QUATERNION"
     empty.animation_data_create().action = bpy.data.actions.new(BAKE)
     channels = Channels(empty)
-    curves = [channels.new(path, i, None) for path, count in (("location", 3), ("rotation_quaternion", 4),
-                                                                ("scale", 3)) for i in range(count)]
+    curves = [channels.new(path, i, None)
+              for path, count in (("location", 3), ("rotation_quaternion", 4), ("scale", 3)) for i in range(count)]
     linear = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["LINEAR"].value
     for fc in curves:
         fc.keyframe_points.add(len(frames))

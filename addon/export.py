@@ -9,6 +9,7 @@ from ..inference import quat
 from ..inference.bvh import read_bvh, write_bvh
 from ..inference.errors import BetwixtError
 from ..inference.motion import Motion, Skeleton
+from .jobs import refusing
 from .pose_io import Channels, active_armature
 from .retarget import AXIS_CHANGE
 from .rig import matrix_to_quat
@@ -79,19 +80,17 @@ class BETWIXT_OT_export_training_data(bpy.types.Operator):
         for item in self.actions:
             layout.prop(item, "use", text=item.name)
 
+    @refusing
     def execute(self, context):
+        obj = active_armature(context)
+        names = [item.name for item in self.actions if item.use] if len(self.actions) else \
+            [a.name for a in armature_actions(obj)]
+        if not names:
+            raise BetwixtError("no action chosen; tick at least one action to export")
+        folder = Path(bpy.path.abspath(self.directory or "//"))
         try:
-            obj = active_armature(context)
-            names = [item.name for item in self.actions if item.use] if len(self.actions) else \
-                [a.name for a in armature_actions(obj)]
-            if not names:
-                raise BetwixtError("no action chosen; tick at least one action to export")
-            folder = Path(bpy.path.abspath(self.directory or "//"))
             folder.mkdir(parents=True, exist_ok=True)
             written = [export_action(context, obj, name, folder, self.root_only) for name in names]
-        except BetwixtError as e:
-            self.report({"ERROR"}, str(e))
-            return {"CANCELLED"}
         except OSError as e:
             where = e.filename or folder
             self.report({"ERROR"}, f"Betwixt: cannot write the BVH files in {where} ({e.strerror or e}); choose "

@@ -15,6 +15,7 @@ or the report. The modal operator runs them in slices between timer events, so t
 and Esc closes the generator between two steps, whose clauses put the scene back as it was.
 """
 
+import functools
 import inspect
 import math
 import threading
@@ -67,6 +68,19 @@ def not_numbers(operator):
         if prop.type == "FLOAT" and not prop.is_array and not math.isfinite(getattr(operator, prop.identifier)):
             raise BetwixtError(f"{prop.name} is {getattr(operator, prop.identifier)}, not a number; give "
                                f"{prop.hard_min:g} to {prop.hard_max:g}")
+
+
+def refusing(execute):
+    """An operator's ``execute`` that, where it raises a BetwixtError (the checks' one line of what to do), ends in
+    that error's report, the operator cancelled. (Blender reads an operator's ``execute`` for two arguments.)"""
+    @functools.wraps(execute)
+    def checked(self, context):
+        try:
+            return execute(self, context)
+        except BetwixtError as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+    return checked
 
 
 SLICE = 0.1   # seconds of main-thread steps between two looks at the user's events

@@ -25,7 +25,7 @@ from ..inference.edit import SAME_RATE, Cancelled, model_frames
 from ..inference.errors import BetwixtError
 from . import mapping, options
 from .export import armature_actions
-from .jobs import JobOperator
+from .jobs import JobOperator, refusing
 from .plan import keyed_bones, plan_over, read_retarget, scene_fps
 from .pose_io import Channels, KeyStyle, active_armature, key_frames, write_bone_keys
 from .preferences import model_for
@@ -375,18 +375,15 @@ class BETWIXT_OT_preview_transition(bpy.types.Operator):
 
     action: bpy.props.StringProperty(name="Action")
 
+    @refusing
     def execute(self, context):
-        try:
-            obj = active_armature(context)
-            action = bpy.data.actions.get(self.action)
-            if action is None:
-                raise BetwixtError(f"there is no action {self.action!r}")
-            play(obj, action)
-            if LIBRARY in action:
-                context.scene.frame_current = int(action.frame_range[0])
-        except BetwixtError as e:
-            self.report({"ERROR"}, str(e))
-            return {"CANCELLED"}
+        obj = active_armature(context)
+        action = bpy.data.actions.get(self.action)
+        if action is None:
+            raise BetwixtError(f"there is no action {self.action!r}")
+        play(obj, action)
+        if LIBRARY in action:
+            context.scene.frame_current = int(action.frame_range[0])
         return {"FINISHED"}
 
 
@@ -397,15 +394,12 @@ class BETWIXT_OT_discard_transitions(bpy.types.Operator):
     bl_label = "Discard Transitions"
     bl_options = {"REGISTER", "UNDO"}
 
+    @refusing
     def execute(self, context):
-        try:
-            obj = active_armature(context)
-            made = transitions_of(obj)
-            if not made:
-                raise BetwixtError(f"armature {obj.name!r} has no transitions")
-        except BetwixtError as e:
-            self.report({"ERROR"}, str(e))
-            return {"CANCELLED"}
+        obj = active_armature(context)
+        made = transitions_of(obj)
+        if not made:
+            raise BetwixtError(f"armature {obj.name!r} has no transitions")
         back = bpy.data.actions.get(made[0].get(RETURN, ""))
         current = obj.animation_data.action if obj.animation_data else None
         if current in made:
@@ -426,17 +420,14 @@ class BETWIXT_OT_show_contact_sheet(bpy.types.Operator):
     bl_label = "Contact Sheet"
     bl_options = {"REGISTER"}
 
+    @refusing
     def execute(self, context):
-        try:
-            obj = active_armature(context)
-            image = bpy.data.images.get(f"{SHEET}{obj.name}")
-            if image is None:
-                raise BetwixtError(f"armature {obj.name!r} has no contact sheet; make its transitions first")
-            if not bpy.ops.wm.window_new.poll():
-                raise BetwixtError("the contact sheet opens in a window of its own, which needs Blender's interface")
-        except BetwixtError as e:
-            self.report({"ERROR"}, str(e))
-            return {"CANCELLED"}
+        obj = active_armature(context)
+        image = bpy.data.images.get(f"{SHEET}{obj.name}")
+        if image is None:
+            raise BetwixtError(f"armature {obj.name!r} has no contact sheet; make its transitions first")
+        if not bpy.ops.wm.window_new.poll():
+            raise BetwixtError("the contact sheet opens in a window of its own, which needs Blender's interface")
         bpy.ops.wm.window_new()
         area = context.window_manager.windows[-1].screen.areas[0]
         area.type = "IMAGE_EDITOR"
@@ -460,15 +451,16 @@ class BETWIXT_OT_export_transitions(bpy.types.Operator):
         context.window_manager.fileselect_add(self)
         return {"RUNNING_MODAL"}
 
+    @refusing
     def execute(self, context):
+        obj = active_armature(context)
+        made = transitions_of(obj)
+        if not made:
+            raise BetwixtError(f"armature {obj.name!r} has no transitions; make them with Transitions first")
+        path = bpy.path.ensure_ext(bpy.path.abspath(self.filepath or "//transitions"), ".fbx")
         try:
-            obj = active_armature(context)
-            made = transitions_of(obj)
-            if not made:
-                raise BetwixtError(f"armature {obj.name!r} has no transitions; make them with Transitions first")
-            path = bpy.path.ensure_ext(bpy.path.abspath(self.filepath or "//transitions"), ".fbx")
             export_fbx(context, obj, made, path)
-        except (BetwixtError, RuntimeError) as e:
+        except RuntimeError as e:   # Blender's FBX exporter's
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}
         self.report({"INFO"}, f"Betwixt: wrote {len(made)} transitions as takes to {path}")

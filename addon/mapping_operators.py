@@ -2,9 +2,9 @@
 
 import bpy
 
-from ..inference.errors import BetwixtError
 from ..inference.modelfile import KINDS, runtime_class
 from . import controls, mapping
+from .jobs import refusing
 from .pose_io import active_armature
 from .preferences import load_model, model_for
 
@@ -23,15 +23,12 @@ class BETWIXT_OT_detect_mapping(bpy.types.Operator):
         + [(kind, runtime_class(kind).TITLE, f"The skeleton of the active {kind} model") for kind in KINDS],
         options={"SKIP_SAVE"})   # a plain Detect after the menu's is a plain one again
 
+    @refusing
     def execute(self, context):
-        try:
-            obj = active_armature(context)
-            model = model_for(context, obj) if self.skeleton == "AUTO" else load_model(context, self.skeleton)
-            skeleton = model.skeleton
-            found = mapping.detected(obj, skeleton)
-        except BetwixtError as e:
-            self.report({"ERROR"}, str(e))
-            return {"CANCELLED"}
+        obj = active_armature(context)
+        model = model_for(context, obj) if self.skeleton == "AUTO" else load_model(context, self.skeleton)
+        skeleton = model.skeleton
+        found = mapping.detected(obj, skeleton)
         mapping.store(obj.data, skeleton.names, found)
         controls.store(obj.data, controls.detect(obj))
         missing = [j for j in skeleton.names if j not in found]
@@ -53,12 +50,9 @@ class BETWIXT_OT_clear_mapping(bpy.types.Operator):
     bl_label = "Clear Bone Mapping"
     bl_options = {"REGISTER", "UNDO"}
 
+    @refusing
     def execute(self, context):
-        try:
-            obj = active_armature(context)
-        except BetwixtError as e:
-            self.report({"ERROR"}, str(e))
-            return {"CANCELLED"}
+        obj = active_armature(context)
         obj.data.betwixt_joints.clear()
         obj.data.betwixt_controls.clear()
         return {"FINISHED"}

@@ -258,8 +258,10 @@ def draw_model(layout, context, kind="rtn", obj=None):
     col = layout.column(align=True)
     col.label(text=f"Model: {model.name}", icon="MOD_ARMATURE")
     col.label(text=f"Skeleton: {len(sk)} joints, root {sk.names[0]}")
-    col.label(text=f"{model.file.fps:g} fps" + (f", gaps up to {model.max_gap} frames" if "fill" in model.SERVES else ""))
-    col.label(text=f"Licence: {model.file.use}", icon="CHECKMARK" if model.file.use == "commercial use allowed" else "INFO")
+    col.label(text=f"{model.file.fps:g} fps"
+              + (f", gaps up to {model.max_gap} frames" if "fill" in model.SERVES else ""))
+    col.label(text=f"Licence: {model.file.use}",
+              icon="CHECKMARK" if model.file.use == "commercial use allowed" else "INFO")
     return model
 
 

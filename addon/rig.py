@@ -31,8 +31,9 @@ class Rig:
     rotation_modes: tuple        # 'QUATERNION', 'AXIS_ANGLE' or an Euler order per bone
     plain: np.ndarray = None     # (bones,) bool: inherits rotation and has local location (Blender's default)
     lengths: np.ndarray = None   # (bones,) bone lengths, head to tail, in armature units, where read
-    source: tuple = None         # (Rig, indices): the armature's own bones these stand for, where this is the
-                                 # deform skeleton read through Blender's evaluation (evaluated.deform_rig)
+    # (Rig, indices): the armature's own bones these stand for, where this is the deform skeleton read through
+    # Blender's evaluation (evaluated.deform_rig)
+    source: tuple = None
 
     def __post_init__(self):
         parents = np.asarray(self.parents, dtype=np.int64)

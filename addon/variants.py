@@ -9,6 +9,7 @@ from ..inference.errors import BetwixtError
 from ..inference.modelfile import ModelError
 from . import mapping, options
 from .generate import _Generate
+from .jobs import refusing
 from .plan import resolve
 from .pose_io import Channels, KeyStyle, Snapshot, active_armature, read_points, write_bone_keys, write_points
 from .steps import share
@@ -18,6 +19,7 @@ VARIANT_OF = "betwixt_variant_of"
 VARIANT_GAP = "betwixt_gap"
 VARIANT_SLOT = "betwixt_slot"
 VARIANT_INDEX = "betwixt_variant"
+
 
 def variants_of(name):
     """The variant actions made from action ``name``, in order."""
@@ -150,21 +152,18 @@ class BETWIXT_OT_preview_variant(bpy.types.Operator):
 
     action: bpy.props.StringProperty(name="Action")
 
+    @refusing
     def execute(self, context):
-        try:
-            obj = active_armature(context)
-            action = bpy.data.actions.get(self.action)
-            if action is None:
-                raise BetwixtError(f"there is no action {self.action!r}")
-            current = obj.animation_data.action if obj.animation_data else None
-            slot = action.get(VARIANT_SLOT) or getattr(getattr(obj.animation_data, "action_slot", None),
-                                                      "identifier", None)
-            if original_of(action) != original_of(current):
-                raise BetwixtError(f"action {action.name!r} is not a variant of the armature's action")
-            assign(obj, action, slot)
-        except BetwixtError as e:
-            self.report({"ERROR"}, str(e))
-            return {"CANCELLED"}
+        obj = active_armature(context)
+        action = bpy.data.actions.get(self.action)
+        if action is None:
+            raise BetwixtError(f"there is no action {self.action!r}")
+        current = obj.animation_data.action if obj.animation_data else None
+        playing = getattr(obj.animation_data, "action_slot", None)
+        slot = action.get(VARIANT_SLOT) or getattr(playing, "identifier", None)
+        if original_of(action) != original_of(current):
+            raise BetwixtError(f"action {action.name!r} is not a variant of the armature's action")
+        assign(obj, action, slot)
         return {"FINISHED"}
 
 
@@ -177,25 +176,22 @@ class BETWIXT_OT_apply_variant(bpy.types.Operator):
 
     action: bpy.props.StringProperty(name="Action")
 
+    @refusing
     def execute(self, context):
-        try:
-            obj = active_armature(context)
-            variant = bpy.data.actions.get(self.action)
-            original = original_of(variant) if variant is not None else None
-            if variant is None or original is None or original == variant:
-                raise BetwixtError(f"{self.action!r} is not a variant made by Betwixt (or its original action "
-                                   "was deleted)")
-            a, b = (int(v) for v in variant[VARIANT_GAP])
-            identifier = variant.get(VARIANT_SLOT) or None
-            source = Channels(obj, action=variant, slot=slot_of(variant, identifier))
-            target = Channels(obj, action=original, slot=slot_of(original, identifier))
-            copy_inside(source, target, a, b)
-            assign(obj, original, identifier)
-            for other in variants_of(original.name):
-                bpy.data.actions.remove(other)
-        except BetwixtError as e:
-            self.report({"ERROR"}, str(e))
-            return {"CANCELLED"}
+        obj = active_armature(context)
+        variant = bpy.data.actions.get(self.action)
+        original = original_of(variant) if variant is not None else None
+        if variant is None or original is None or original == variant:
+            raise BetwixtError(f"{self.action!r} is not a variant made by Betwixt (or its original action "
+                               "was deleted)")
+        a, b = (int(v) for v in variant[VARIANT_GAP])
+        identifier = variant.get(VARIANT_SLOT) or None
+        source = Channels(obj, action=variant, slot=slot_of(variant, identifier))
+        target = Channels(obj, action=original, slot=slot_of(original, identifier))
+        copy_inside(source, target, a, b)
+        assign(obj, original, identifier)
+        for other in variants_of(original.name):
+            bpy.data.actions.remove(other)
         self.report({"INFO"}, f"Betwixt: applied {self.action} to {original.name}")
         return {"FINISHED"}
 
@@ -244,18 +240,15 @@ class BETWIXT_OT_discard_variants(bpy.types.Operator):
     bl_label = "Discard Variants"
     bl_options = {"REGISTER", "UNDO"}
 
+    @refusing
     def execute(self, context):
-        try:
-            obj = active_armature(context)
-            current = obj.animation_data.action if obj.animation_data else None
-            original = original_of(current)
-            if original is None:
-                raise BetwixtError("the armature has no action")
-            if original != current:
-                assign(obj, original, current.get(VARIANT_SLOT) or None)
-            for other in variants_of(original.name):
-                bpy.data.actions.remove(other)
-        except BetwixtError as e:
-            self.report({"ERROR"}, str(e))
-            return {"CANCELLED"}
+        obj = active_armature(context)
+        current = obj.animation_data.action if obj.animation_data else None
+        original = original_of(current)
+        if original is None:
+            raise BetwixtError("the armature has no action")
+        if original != current:
+            assign(obj, original, current.get(VARIANT_SLOT) or None)
+        for other in variants_of(original.name):
+            bpy.data.actions.remove(other)
         return {"FINISHED"}

@@ -137,7 +137,8 @@ def checked(plan, motion, gaps, path=None):
         generated[a + 1:b] = True
     place = plan.model.layout
     check_result(motion, place.height, AXES[place.up], generated=generated, gaps=rows if path is None else (),
-                 path=path, frame=lambda f: f + plan.first, units_per_metre=getattr(plan.model, "units_per_metre", None),
+                 path=path, frame=lambda f: f + plan.first,
+                 units_per_metre=getattr(plan.model, "units_per_metre", None),
                  fix="undo any odd keys around the gap, or try Plant Feet off or another model")
     return motion
 
