@@ -216,3 +216,18 @@ def test_detect_mapping_refuses_no_armature(scene):
     refused("detect_mapping", "no armature is active")
     bpy.ops.mesh.primitive_cube_add()
     refused("detect_mapping", "no armature is active")
+
+
+def test_the_quick_operators_refuse_what_is_not_there_in_one_line(scene, clip, tmp_path):  # noqa: F811
+    """Previews, Apply, Discard, the contact sheet, the library's export and Clear Bone Mapping, asked of an action,
+    a library or an armature that is not there: one line saying what is missing, nothing changed."""
+    refused("clear_mapping", "no armature is active")
+    import_bvh(clip[0])
+    refused("preview_variant", "there is no action 'nothing'", action="nothing")
+    refused("apply_variant", "'nothing' is not a variant made by Betwixt", action="nothing")
+    refused("preview_transition", "there is no action 'nothing'", action="nothing")
+    refused("discard_transitions", "has no transitions")
+    refused("show_contact_sheet", "has no contact sheet; make its transitions first")
+    refused("export_transitions", "has no transitions; make them with Transitions first",
+            filepath=str(tmp_path / "library.fbx"))
+    assert not list(tmp_path.iterdir())
