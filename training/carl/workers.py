@@ -83,18 +83,14 @@ class Processes:
 
     def _ask(self, messages):
         """Each worker's answer to its message, every answer read before the first failure is raised."""
-        sent = []
         for pipe, message in zip(self.pipes, messages):
             try:
                 pipe.send(message)
-                sent.append(True)
-            except (BrokenPipeError, ConnectionError):
-                sent.append(False)
+            except ConnectionError:   # a worker gone: reading its answer below finds the pipe closed
+                pass
         answers = []
-        for pipe, worker, asked in zip(self.pipes, self.workers, sent):
+        for pipe, worker in zip(self.pipes, self.workers):
             try:
-                if not asked:
-                    raise EOFError
                 answers.append(pipe.recv())
             except (EOFError, ConnectionError):
                 answers.append(("error", f"process {worker.pid} ended (exit code {worker.exitcode}); run with "
