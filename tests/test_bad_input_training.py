@@ -36,6 +36,7 @@ CASES = {
     "mann": [
         ("--experts", "0", "argument --experts: 0: give 1 to 64 (each is a copy of the motion network's weights)"),
         ("--experts", "1000", "argument --experts: 1,000: give 1 to 64"),
+        ("--hidden", "4097", "argument --hidden: 4,097: give 1 to 4,096 (a layer's width)"),
         ("--dropout", "1", "argument --dropout: 1: give 0 to 0.95 (a share of the inputs; at 1 nothing reaches"),
         ("--dropout", "nan", "argument --dropout: nan: give 0 to 0.95"),
         ("--weight-decay", "-1", "argument --weight-decay: -1: give 0 to 1"),
@@ -50,6 +51,7 @@ CASES = {
         ("--latent", "0", "argument --latent: 0: give 1 to 1,024 (each is a number the runtime draws a step)"),
         ("--latent", "100000", "argument --latent: 100,000: give 1 to 1,024"),
         ("--experts", "0", "argument --experts: 0: give 1 to 64 (each is a copy of the decoder's weights)"),
+        ("--hidden", "0", "argument --hidden: 0: give 1 to 4,096 (a layer's width)"),
         ("--beta", "nan", "argument --beta: nan: give 0 to 1000 (the KL term's weight"),
         ("--beta", "-1", "argument --beta: -1: give 0 to 1000"),
         ("--rollout", "0", "argument --rollout: 0: give 1 to 1,000 (steps of a roll-out, each held for the backward"),

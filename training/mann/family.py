@@ -50,6 +50,8 @@ class MANNFamily(Family):
         parser.set_defaults(lr=1e-4)   # the paper's rate (the loop's default is the RTN's)
         parser.add_argument("--experts", type=whole(1, MOST_EXPERTS, "each is a copy of the motion network's weights"),
                             default=8, help="experts the gating network blends (paper: 4 or 8)")
+        parser.add_argument("--hidden", type=whole(1, 4096, "a layer's width"), default=512,
+                            help="width of the motion network's hidden layers (paper: 512; a new run only)")
         parser.add_argument("--dropout", default=None,
                             type=number(0.0, 0.95, "a share of the inputs; at 1 nothing reaches the network"),
                             help=f"share of every layer's inputs dropped in training (default {DROPOUT}, the "
@@ -115,7 +117,8 @@ class MANNFamily(Family):
     def config(self, train, args):
         lay = train.layout
         return asdict(MANNConfig(input=lay["input"]["size"], output=lay["output"]["size"], gating=lay["gating"],
-                                 experts=args.experts, dropout=DROPOUT if args.dropout is None else args.dropout))
+                                 experts=args.experts, hidden=args.hidden,
+                                 dropout=DROPOUT if args.dropout is None else args.dropout))
 
     def retuned(self, config, args):
         return config if args.dropout is None else {**config, "dropout": args.dropout}

@@ -57,6 +57,8 @@ class MVAEFamily(Family):
                             help="latent dimensions (paper: 32)")
         parser.add_argument("--experts", type=whole(1, 64, "each is a copy of the decoder's weights"), default=6,
                             help="experts of the decoder (paper: 6)")
+        parser.add_argument("--hidden", type=whole(1, 4096, "a layer's width"), default=256,
+                            help="width of the encoder's and every expert's hidden layers (paper: 256; a new run only)")
         parser.add_argument("--beta", type=number(0.0, 1000.0, "the KL term's weight; 0 leaves the latent unshaped"),
                             default=1.0,
                             help="weight of the KL term against the reconstruction (each a mean per value)")
@@ -99,7 +101,8 @@ class MVAEFamily(Family):
                 "pose_min": pose.min(axis=0), "pose_max": pose.max(axis=0)}
 
     def config(self, train, args):
-        return asdict(MVAEConfig(pose=train.poses.shape[1], latent=args.latent, experts=args.experts))
+        return asdict(MVAEConfig(pose=train.poses.shape[1], latent=args.latent, experts=args.experts,
+                                 hidden=args.hidden))
 
     def network(self, config, stats):
         return MVAE(MVAEConfig(**config), stats["pose_mean"], stats["pose_std"])
