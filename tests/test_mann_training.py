@@ -40,10 +40,12 @@ def split(dog):
 
 @pytest.fixture(scope="module")
 def run(dog_zip, cache, tmp_path_factory):
-    """Four real optimiser steps and the export of their checkpoint."""
+    """Four real optimiser steps and the export of their checkpoint, of a network 64 units wide (the paper's
+    512 validates and exports for seconds longer, and what these tests check is the same)."""
     out = tmp_path_factory.mktemp("mann")
     model = train_and_export("mann", ["--data", str(dog_zip), "--steps", "4", "--batch", "8", "--validate-every", "4",
-                                      "--restart-epochs", str(RESTART), "--cache", str(cache), "--threads", "1"],
+                                      "--restart-epochs", str(RESTART), "--hidden", "64", "--cache", str(cache),
+                                      "--threads", "1"],
                              out, "mann-dog.onnx")
     return {"out": out, "checkpoint": out / "checkpoint.pt", "model": model}
 
@@ -160,6 +162,7 @@ def test_a_few_steps_write_a_checkpoint(run, split):
     assert state["family"] == "mann" and state["step"] == 4
     assert not TEST_CLIPS & set(state["meta"]["data_files"]) and len(state["meta"]["data_files"]) == 41
     assert state["stats"]["x_mean"].shape == (480,) and state["stats"]["y_std"].shape == (363,)
+    assert state["config"]["hidden"] == 64 and tuple(state["model"]["layers.0.weight"].shape) == (8 * 64, 480)
     history = json.loads((run["out"] / "history.json").read_text())
     step, scores = history["validation"][-1]
     assert step == 4 and {"mse", "trajectory", "bones", "root", "position", "experts", "per_frame"} <= set(scores)

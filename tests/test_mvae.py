@@ -146,6 +146,7 @@ def test_training_logs_the_latent_and_exports_one_file(run):
     assert sorted(Path(f).stem for f in files) == ["push1_subject2", "walk4_subject1"]
     card = run["model"].with_suffix(".md").read_text()
     assert "active (mean KL above 0.01 nats)" in card and "betwixt.encoder" in card
+    assert state["config"]["hidden"] == 64 and "decoder 6 experts of 3 layers (64, 64, the pose" in card   # --hidden
 
 
 def test_the_encoder_travels_in_the_file_and_agrees_with_torch(run, model, clip):
