@@ -195,9 +195,9 @@ def test_bad_input_is_one_clear_error(run, mocap, tmp_path, capsys):  # noqa: F8
     assert not out.exists()
 
 
-def test_without_model_it_measures_the_shipped_motion_vae(mocap, tmp_path):
+def test_without_model_it_measures_the_shipped_motion_vae(subject5, tmp_path):
     out = tmp_path / "shipped.json"
-    assert main(["bench-mvae", "--data", str(mocap / "lafan1-27.zip"), "--starts", "1", "--frames", "60",
+    assert main(["bench-mvae", "--data", str(subject5), "--starts", "1", "--frames", "60",
                  "--seconds", "0.5", "--json", str(out), "--cache", str(tmp_path)]) == 0
     r = json.loads(out.read_text())
     assert r["model"] == "mvae-lafan1" and Path(r["file"]) == MODELS / "mvae-lafan1.onnx"
