@@ -12,7 +12,7 @@ from inference.ends import ends, joined
 from inference.inbetween import fill_gaps, gap_in, sparse_keys
 from inference.modelfile import open_model, shipped
 from inference.motion import Motion, Skeleton, forward_kinematics
-from lab.dataset import read_motions
+from commands import clip_of
 
 GAP = 30
 STARTS = range(150, 2400, 300)   # eight gaps a second and more apart, each key with the capture either side
@@ -23,7 +23,7 @@ SPAN = 3                         # frames either side of a key, as the benchmark
 def filled(lafan1_zip):
     """``(model, capture, fill_gaps's motion, the same with no key eased, gaps)``."""
     model = open_model(shipped("rtn")[0])
-    capture = next(m for m in read_motions(lafan1_zip) if m.name == "obstacles1_subject5")
+    capture = clip_of(lafan1_zip, "obstacles1_subject5")
     gaps = [(s, s + GAP + 1) for s in STARTS]
     return model, capture, fill_gaps(model, capture, gaps), fill_gaps(model, capture, gaps, beyond=[(False, False)] * len(gaps)), gaps
 

@@ -19,6 +19,7 @@ from inference.modelfile import ModelError, open_model
 from inference.motion import forward_kinematics
 from inference.rtn.blends import BLEND, START_BLEND, end_blend, end_ramp, start_blend, start_ramp
 from lab.dataset import read_motions
+from commands import clip_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +32,7 @@ def model(trained_rtn):
 @pytest.fixture(scope="module")
 def clip(lafan1_zip, tmp_path_factory):
     """400 frames of a test-subject clip, as a BVH file and as a motion."""
-    motion = next(m for m in read_motions(lafan1_zip) if m.name == "obstacles1_subject5").frames(1000, 1400)
+    motion = clip_of(lafan1_zip, "obstacles1_subject5").frames(1000, 1400)
     path = tmp_path_factory.mktemp("clip") / "clip.bvh"
     write_bvh(motion, path)
     return path, read_bvh(path)
@@ -357,7 +358,7 @@ def test_decompress_with_a_second_pass_is_closer_to_the_capture(lafan1_zip):
     root's lean to the keys' spline, which also looks past the end key, is left out to see the pass."""
     model = open_model(ROOT / "inference" / "models" / "rtn-lafan1.onnx")
     model.key_spline = 0.0
-    motion = next(m for m in read_motions(lafan1_zip) if m.name == "obstacles1_subject5").frames(0, 1500)
+    motion = clip_of(lafan1_zip, "obstacles1_subject5").frames(0, 1500)
     parents = motion.skeleton.parents
     _, truth = forward_kinematics(motion.rotations, motion.positions, parents)
 
@@ -374,7 +375,7 @@ def decompressed(lafan1_zip, monkeypatch, fps):
     chains cut into blocks of ``block`` gaps, its world error to the capture; and ``calls``, the rows of each
     network call it made."""
     model = open_model(ROOT / "inference" / "models" / "rtn-human.onnx")
-    motion = next(m for m in read_motions(lafan1_zip) if m.name == "obstacles1_subject5").frames(0, 1501)
+    motion = clip_of(lafan1_zip, "obstacles1_subject5").frames(0, 1501)
     motion = motion if fps == motion.fps else motion.resample(fps)
     parents = motion.skeleton.parents
     _, truth = forward_kinematics(motion.rotations, motion.positions, parents)
@@ -433,7 +434,7 @@ def test_identical_keys_hold_still(lafan1_zip):
     runs into the first key and goes on from the second. A key a degree off is no hold, and variants of
     a hold still vary."""
     model = open_model(ROOT / "inference" / "models" / "rtn-lafan1.onnx")
-    clip = next(m for m in read_motions(lafan1_zip) if m.name == "ground1_subject5")
+    clip = clip_of(lafan1_zip, "ground1_subject5")
     pose = replace(clip.frames(0, 120), rotations=np.repeat(clip.rotations[450:451], 120, axis=0),
                    positions=np.repeat(clip.positions[450:451], 120, axis=0))
     parents = pose.skeleton.parents
@@ -521,7 +522,7 @@ def test_the_guard_names_where_a_fill_moves_too_fast_or_goes_through_the_floor(c
 @pytest.fixture(scope="module")
 def falling(lafan1_zip):
     """LaFAN1's fallAndGetUp1 of the test subject, whole: 5,000 frames the shipped models never trained on."""
-    return next(m for m in read_motions(lafan1_zip) if m.name == "fallAndGetUp1_subject5")
+    return clip_of(lafan1_zip, "fallAndGetUp1_subject5")
 
 
 def test_the_gaps_whose_views_part_are_the_ones_to_look_at(falling):
