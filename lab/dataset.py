@@ -376,7 +376,7 @@ def _write_cache(data, cache):
     meta = {"version": CACHE_VERSION, "fps": data.fps, "names": data.names, "joints": sk.names,
             "channels": sk.channels, "source": data.source,
             "end_sites": [[int(j), list(map(float, o))] for j, o in sk.end_sites]}
-    tmp = cache.with_name(cache.name + ".part")
+    tmp = cache.with_name(f"{cache.name}.{os.getpid()}.part")   # this process's: runs sharing a cache write at once
     with open(tmp, "wb") as f:
         np.savez(f, meta=np.array(json.dumps(meta)), parents=sk.parents, starts=data.starts,
                  offsets=data.offsets, translated=data.translated, translations=data.translations,

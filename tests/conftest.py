@@ -61,11 +61,16 @@ def _need(path):
     unavailable(f"{path} is missing (the shared motion capture sits beside the repository)")
 
 
+def run_folder(tmp_path_factory):
+    """The test run's temporary folder, above each xdist worker's own."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if WORKER else base
+
+
 def once(tmp_path_factory, name, build):
     """A folder that ``build(folder)`` fills once per test run, shared by the xdist workers: the first
     worker to ask builds it while the other waits for it (a lock file), later askers find it built."""
-    base = tmp_path_factory.getbasetemp()
-    base = base.parent if WORKER else base          # the run's folder, above each worker's own
+    base = run_folder(tmp_path_factory)
     folder = base / name
     with open(base / f"{name}.lock", "w") as lock:
         try:
@@ -79,6 +84,13 @@ def once(tmp_path_factory, name, build):
             build(folder)
             (folder / ".built").touch()
     return folder
+
+
+@pytest.fixture(scope="session", autouse=True)
+def data_set_caches(tmp_path_factory):
+    """Commands run without ``--cache`` keep their data sets' caches in the run's folder, shared by the
+    workers, rather than in the user's own (``~/.cache/betwixt``)."""
+    os.environ["BETWIXT_CACHE"] = str(run_folder(tmp_path_factory) / "data-caches")
 
 
 @pytest.fixture
