@@ -10,7 +10,7 @@ import pytest
 
 from inference.bvh import read_bvh
 from inference.cli import main
-from inference.inbetween import floor, gap_in
+from inference.inbetween import gap_in
 from inference.modelfile import ModelError
 from inference.motion import forward_kinematics
 from inference.mvae import control
