@@ -186,8 +186,8 @@ MVAE_CLIPS = ("walk4_subject1.bvh", "push1_subject2.bvh")
 @pytest.fixture(scope="session")
 def mvae_run(lafan1_zip, tmp_path_factory):
     """A tiny Motion VAE, once per test run: six optimiser steps of ``python -m training mvae`` on two LaFAN1
-    clips (roll-outs of 3 steps, scheduled sampling ramping over steps 2-3, the skating term on; two experts of
-    32 units, so that the tests' many roll-outs run in a fraction of the paper's network's time), and
+    clips (roll-outs of 3 steps, scheduled sampling ramping over steps 2-3, the skating term on; layers 64 units
+    wide, not the paper's 256, so that the tests' many roll-outs take a fraction of the time), and
     ``python -m training export`` of the checkpoint. {"out": run folder, "model": its file, "data": the clips}."""
     import zipfile
 
@@ -200,8 +200,7 @@ def mvae_run(lafan1_zip, tmp_path_factory):
         (folder / "mvae").mkdir()
         train_and_export("mvae", ["--data", str(data), "--steps", "6", "--batch", "8", "--rollout", "3",
                                   "--supervised", "2", "--ramp", "2", "--validate-every", "3", "--skate", "0.1",
-                                  "--hidden", "64", "--cache", str(folder / "cache"),
-                                  "--threads", THREADS],
+                                  "--hidden", "64", "--cache", str(folder / "cache"), "--threads", THREADS],
                          folder / "mvae", "mvae.onnx")
 
     folder = once(tmp_path_factory, "mvae", build)
