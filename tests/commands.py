@@ -8,7 +8,7 @@ import subprocess
 import sys
 import zipfile
 
-from inference.bvh import parse_bvh
+from lab.dataset import read_motions
 from training.__main__ import main
 
 try:
@@ -49,9 +49,9 @@ def train_and_export(family, arguments, out, name):
 
 
 def clip_of(archive, stem):
-    """The clip ``stem`` of a data set's zip ``archive``, read alone: parsing all of LaFAN1's 77 takes seconds."""
-    with zipfile.ZipFile(archive) as z:
-        return parse_bvh(z.read(f"{stem}.bvh"), f"{archive}:{stem}.bvh")
+    """The clip ``stem`` of a data set's ``archive``, read alone: parsing all of LaFAN1's 77 takes seconds."""
+    clip, = read_motions(archive, names={f"{archive}:{stem}.bvh"})
+    return clip
 
 
 def unzipped(archive, names, folder):
