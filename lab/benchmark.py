@@ -32,7 +32,8 @@ import numpy as np
 from . import floor_metrics
 from inference.contacts import plant
 from inference.ends import ends
-from .dataset import centre_and_face, gather_windows, position_statistics, read_motions, sliding_windows, subject_of
+from .dataset import (bvh_members, centre_and_face, clip_stem, gather_windows, position_statistics, read_motions,
+                      sliding_windows, subject_of)
 from inference import quat
 from inference.errors import BetwixtError, DataError
 from inference.features import chain
@@ -102,10 +103,17 @@ def as_filled(model):
     return lambda gap: ends(gap, *model(gap), model.layout)
 
 
-def load_benchmark(path, progress=None, long=False):
+def load_benchmark(path, progress=None, long=False, clips=()):
     """Build the benchmark from a LaFAN1 folder or archive (``lafan1.zip`` or ``lafan1-27.zip``);
-    ``long``: windows for LONG_LENGTHS instead of the protocol's."""
-    motions = read_motions(path, progress)
+    ``long``: windows for LONG_LENGTHS instead of the protocol's; ``clips``: the windows of these test clips
+    alone (file stems), not the protocol's, the statistics still the training subjects'."""
+    names = [name for name, _ in bvh_members(path)]
+    tests = {clip_stem(n): n for n in names if subject_of(n) in TEST_SUBJECTS}
+    unknown = [c for c in clips if c not in tests]
+    if tests and unknown:
+        raise DataError(f"{path}: no test clip named {', '.join(unknown)}; the test clips are {', '.join(tests)}")
+    tested = {tests[c] for c in clips} or set(tests.values())
+    motions = read_motions(path, progress, {n for n in names if subject_of(n) in TRAIN_SUBJECTS} | tested)
     train = [m for m in motions if subject_of(m.name) in TRAIN_SUBJECTS]
     test = [m for m in motions if subject_of(m.name) in TEST_SUBJECTS]
     if not train or not test:

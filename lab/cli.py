@@ -39,6 +39,9 @@ def main(argv=None):
     bench.add_argument("--model", type=Path, action="append", default=[],
                        help="a model to evaluate beside the baselines (default: the shipped ones for "
                             "LaFAN1's skeleton)")
+    bench.add_argument("--clip", action="append", default=[],
+                       help="score only this test clip's windows (file stem; repeatable; default: all of subject "
+                            "5's, the protocol)")
     bench.set_defaults(run=_bench)
 
     timing = commands.add_parser("bench-speed", help="time a transition model on this machine")
@@ -158,12 +161,15 @@ def _bench(args):
         raise BetwixtError(f"{short[0].file.path}: model {short[0].name} fills gaps of 1 to {short[0].max_gap} "
                            f"frames, and --long scores gaps of up to {max(lengths)}; give a model that fills them")
     models = [m for m in models if m not in short]   # a shipped one capped shorter: its longer gaps are another's
-    bench = load_benchmark(args.data, progress=progress("reading"), long=args.long)
+    bench = load_benchmark(args.data, progress=progress("reading"), long=args.long, clips=args.clip)
     loaded = time.perf_counter()
-    print(f"{bench.windows} test windows, prepared in {loaded - start:.1f} s", file=sys.stderr)
+    subset = f" of {', '.join(args.clip)} alone, not the protocol's" if args.clip else ""
+    print(f"{bench.windows} test windows{subset}, prepared in {loaded - start:.1f} s", file=sys.stderr)
     methods, planted = scored_methods(bench, models, bool(args.model), args.long)
     methods = {name: kept_at(method, FLOOR_GAP) for name, method in methods.items()}
     results, curves = evaluate(bench, methods, lengths, metrics)
+    if args.clip:
+        results["clips"] = args.clip
     print(format_table(results))
     results["floor"] = floor_gaps(bench, {k: m for k, m in methods.items() if k != "capture"}, planted=planted)
     print(format_floor(results["floor"]))

@@ -6,12 +6,15 @@ import sys
 import numpy as np
 import pytest
 
-from commands import run_training
+from commands import clip_of, run_training
 from inference.modelfile import MODELS
 from inference.transition import BASELINES, interpolation
-from lab.benchmark import FLOOR_GAP, LENGTHS, evaluate, floor_gaps, kept_at, load_benchmark, npss
+from lab.benchmark import (FLOOR_GAP, LENGTHS, OFFSET, WINDOW, evaluate, floor_gaps, kept_at, load_benchmark,
+                           npss)
+from lab.dataset import sliding_windows
 from lab.cli import main
 
+CLIP = "obstacles1_subject5"   # the commands' tests score one test clip's windows, a third of the protocol's
 PLAUSIBLE = 1.5   # a generated joint may move this much faster than the capture's fastest, no more
 REFERENCE = {
     "zero_velocity": {"L2Q": (0.4867, 1.0060, 1.4660, 1.7823), "L2P": (1.2738, 3.1172, 5.5557, 7.8271),
@@ -134,12 +137,17 @@ def test_without_a_model_the_shipped_ones_of_its_skeleton_are_scored(bench):
 
 @pytest.mark.slow
 def test_bench_command_writes_json_and_plots(lafan1_zip, tmp_path, capsys):
+    """The command on one test clip's windows (--clip; the protocol's numbers on all of them are
+    test_baselines_reproduce_reference_table's): the table printed, the JSON and the plots written."""
     assert main(["bench", "--data", str(lafan1_zip), "--model", str(MODELS / "rtn-human.onnx"), "--json",
-                 str(tmp_path / "b.json"), "--plots", str(tmp_path / "plots")]) == 0
-    out = capsys.readouterr().out
-    assert "| interpolation | L2P | 0.2921 | 1.0615 | 2.1584 | 3.1635 |" in out
+                 str(tmp_path / "b.json"), "--plots", str(tmp_path / "plots"), "--clip", CLIP]) == 0
+    captured = capsys.readouterr()
     results = json.loads((tmp_path / "b.json").read_text())
-    assert results["test_windows"] == 376
+    l2p = results["methods"]["interpolation"]["L2P"]
+    assert "| interpolation | L2P | " + " | ".join(f"{l2p[str(n)]:.4f}" for n in LENGTHS) + " |" in captured.out
+    assert l2p["30"] != REFERENCE["interpolation"]["L2P"][2]   # the clip's, not the protocol's
+    assert results["clips"] == [CLIP] and f"{results['test_windows']} test windows of {CLIP} alone" in captured.err
+    assert results["test_windows"] == len(sliding_windows(clip_of(lafan1_zip, CLIP).n_frames, WINDOW, OFFSET))
     # the model twice: as published methods are scored, and with the frames after the target (by its kind)
     assert set(results["methods"]) == {"zero_velocity", "interpolation", "rtn", "rtn+after"}
     assert results["methods"]["rtn+after"]["L2P"]["30"] < results["methods"]["rtn"]["L2P"]["30"]
@@ -149,6 +157,13 @@ def test_bench_command_writes_json_and_plots(lafan1_zip, tmp_path, capsys):
     pngs = sorted(p.name for p in (tmp_path / "plots").glob("*.png"))
     assert pngs == ["errors-15.png", "errors-30.png", "errors-45.png", "errors-5.png"]
     assert all((tmp_path / "plots" / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+
+
+def test_a_clip_not_of_the_test_subject_is_refused_naming_the_test_clips(lafan1_zip, capsys):
+    assert main(["bench", "--data", str(lafan1_zip), "--clip", "walk1_subject1"]) != 0
+    err = capsys.readouterr().err
+    assert "no test clip named walk1_subject1; the test clips are fallAndGetUp1_subject5, ground1_subject5, " \
+        f"{CLIP}" in err, err
 
 
 def test_long_gaps_refuse_a_model_that_does_not_fill_them(lafan1_zip, capsys):
@@ -176,9 +191,9 @@ def reaching_120(lafan1_zip, trained_rtn, tmp_path_factory):
 
 @pytest.mark.slow
 def test_long_gaps_are_scored_beside_the_capture(lafan1_zip, reaching_120, tmp_path, capsys):
-    """Beyond the protocol: gaps of 60 to 120 frames, and PEAK, the fastest joint's speed."""
+    """Beyond the protocol: gaps of 60 to 120 frames, and PEAK, the fastest joint's speed (one test clip's)."""
     assert main(["bench", "--data", str(lafan1_zip), "--long", "--model", str(reaching_120), "--json",
-                 str(tmp_path / "long.json")]) == 0
+                 str(tmp_path / "long.json"), "--clip", CLIP]) == 0
     results = json.loads((tmp_path / "long.json").read_text())["methods"]
     # a model file given: it alone beside the baselines, scored without the frames after the target and with them
     assert set(results) == {"capture", "zero_velocity", "interpolation", "rtn", "rtn+after"}
