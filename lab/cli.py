@@ -62,6 +62,8 @@ def main(argv=None):
                                                                 "path")
     mann.add_argument("--rtn", type=Path, help="an RTN model file of the dog's skeleton: its gap filling is "
                                               "measured beside the MANN model's")
+    mann.add_argument("--speed-repeats", type=whole(1, 100, "pairs of walks timed"), default=5,
+                      help="pairs of a 10 s and a 20 s walk timed for the speed, their median kept (default 5)")
     mann.add_argument("--cache", type=Path, help="data set cache folder")
     mann.set_defaults(run=_bench_mann)
 
@@ -205,7 +207,7 @@ def _bench_mann(args):
         rtn.check_skeleton(model.skeleton)
     data = load_motion_set(args.data, args.cache)
     start = time.perf_counter()
-    results, runs = mann_bench.measure(model, data, args.clips, args.seconds, rtn)
+    results, runs = mann_bench.measure(model, data, args.clips, args.seconds, rtn, args.speed_repeats)
     _printed(mann_bench.table(results), "bench-mann", start)
     write_json(args.json, results)
     if args.plots:

@@ -51,7 +51,8 @@ def trot(mocap, tmp_path_factory):
 def test_bench_mann_measures_the_test_split_paths_gaps_and_speed(mocap, tmp_path, capsys):
     out, plots = tmp_path / "mann.json", tmp_path / "plots"
     assert lab(["bench-mann", "--data", str(mocap / "dog-mann.zip"), "--clips", "1", "--seconds", "4",
-                 "--json", str(out), "--plots", str(plots), "--rtn", str(MODELS / "rtn-dog.onnx")]) == 0
+                 "--json", str(out), "--plots", str(plots), "--rtn", str(MODELS / "rtn-dog.onnx"),
+                 "--speed-repeats", "1"]) == 0
     printed = capsys.readouterr().out
     r = json.loads(out.read_text())
     assert r["model"] == "mann-dog" and r["test_clips"] == ["D1_008_KAN01_002"] and r["experts_output"]
@@ -88,8 +89,9 @@ def test_bench_mann_measures_the_test_split_paths_gaps_and_speed(mocap, tmp_path
         assert 0 < g["rtn"]["error"] < g["model"]["error"] and g["rtn_planted"]["skating"] < g["rtn"]["skating"]
         assert g["rtn_planted"]["lowest"] < 1.0
     assert r["fill_rtn"] == "rtn-dog" and "(rtn: rtn-dog)" in printed
-    assert r["speed"]["ms_per_frame"] > 0 and r["speed"]["bytes"] == (MODELS / "mann-dog.onnx").stat().st_size
-    assert "circle walk" in printed and "paper" in printed and "ms a frame" in printed
+    assert r["speed"]["ms_per_frame"] > 0 and r["speed"]["repeats"] == 1
+    assert r["speed"]["bytes"] == (MODELS / "mann-dog.onnx").stat().st_size
+    assert "circle walk" in printed and "paper" in printed and "ms a frame at batch 1 on one thread, median of 1" in printed
     assert sorted(p.name for p in plots.glob("*.png")) == sorted(
         ["experts.png"] + [f"path-{s}-{g}.png" for s in ("circle", "square", "star") for g in ("walk", "trot", "canter")])
 
