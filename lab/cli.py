@@ -82,6 +82,8 @@ def main(argv=None):
     mvae.add_argument("--no-contacts", dest="contacts", action="store_false",
                       help="measure the model's feet as they come (default: planted by foot IK, "
                            "inference/contacts.py, as the add-on and the other commands plant them)")
+    mvae.add_argument("--speed-repeats", type=whole(1, 100, "timings of each walk"), default=3,
+                      help="times each speed's walks are timed, the best kept (default 3)")
     mvae.add_argument("--cache", type=Path, help="data set cache folder")
     mvae.set_defaults(run=_bench_mvae)
 
@@ -237,7 +239,7 @@ def _bench_mvae(args):
     following = progress("following paths", unit="step")
     results, runs = mvae_bench.measure(model, data, args.starts, args.frames, rtn, progress("walking", unit="walk"),
                                        args.seconds, args.grounded, lambda done, total: following(done, total, "paths"),
-                                       args.contacts)
+                                       args.contacts, args.speed_repeats)
     _printed(mvae_bench.table(results), "bench-mvae", start)
     write_json(args.json, results)
     if args.plots:

@@ -386,17 +386,17 @@ def speed(model, clip, frames=1000, repeats=3, planted=True):
         return min(times)
 
     return {"ms_per_frame": 1000 * best(frames, 1) / frames,
-            "k16_10s_seconds": best(int(round(SPEED_SECONDS * model.fps)), SPEED_K)}
+            "k16_10s_seconds": best(int(round(SPEED_SECONDS * model.fps)), SPEED_K), "repeats": repeats}
 
 
 def measure(model, data, starts=20, frames=10_000, rtn=None, progress=None, seconds=None, grounded=True,
-            path_progress=None, planted=True):
+            path_progress=None, planted=True, repeats=3):
     """Everything above as one dict (see the module's docstring) with the issue's ``goals``, and for the
     plots the walks' hips heights and the paths' tracks. ``rtn``: the RTN whose noise variants the
     model's are measured against (None: not measured); ``seconds``: the paths cut to that long;
     ``grounded``: the walks and continuations with the floor step; ``planted``: every generated motion
     with its feet planted (see the module's docstring); ``progress(done, total, name)`` after
-    each walk, ``path_progress(done, total)`` as the paths are followed."""
+    each walk, ``path_progress(done, total)`` as the paths are followed; ``repeats``: :func:`speed`'s."""
     clips = test_clips(data)
     reference = floor_reference(clips)
     walked, heights = walks(model, clips, starts, frames, progress, grounded, planted, reference)
@@ -407,7 +407,8 @@ def measure(model, data, starts=20, frames=10_000, rtn=None, progress=None, seco
                "starts": starts, "planted": planted, "walks": walked, "continuations": spread, "staying_up": up,
                "variants": None if rtn is None else variants_against_rtn(model, rtn, clips, starts, planted=planted,
                                                                      reference=reference),
-               "latent": latent(model, clips), "paths": followed, "speed": speed(model, clips[0], planted=planted),
+               "latent": latent(model, clips), "paths": followed,
+               "speed": speed(model, clips[0], repeats=repeats, planted=planted),
                "floor_capture": floor_at_speeds(data, reference, model.units_per_metre)}
     results["goals"] = goals(results)
     return results, {"heights": heights, "with_nan": walked["with_nan"], "fps": model.fps, "capture": walked["capture"],
@@ -458,7 +459,7 @@ def goals(r):
     lat, sp = r["latent"], r["speed"]
     rows += [("active latent units (KL > 0.01 nats)", f"{lat['active']} of {lat['dims']} (mean KL {lat['kl']:.3f})",
               "all", lat["active"] == lat["dims"]),
-             ("ms per generated frame, batch 1, one thread", f"{sp['ms_per_frame']:.3f}",
+             (f"ms per generated frame, batch 1, one thread, best of {sp['repeats']}", f"{sp['ms_per_frame']:.3f}",
               f"at most {GOALS['ms_per_frame']:g}", sp["ms_per_frame"] <= GOALS["ms_per_frame"]),
              (f"K = {SPEED_K} continuations of {SPEED_SECONDS:g} s (s)", f"{sp['k16_10s_seconds']:.2f}",
               f"under {GOALS['k16_10s_seconds']:g}", sp["k16_10s_seconds"] < GOALS["k16_10s_seconds"])]
