@@ -277,14 +277,19 @@ def kept_out(args, earlier, say):
         say(f"holding out {', '.join(missing)} too, as the checkpoint's run did")
 
 
+def two_panels():
+    """A figure of two plots side by side for a run's curves, drawn at every checkpoint: a Figure of its own (no
+    pyplot, no GUI backend) with fixed margins, in about half the time a laid-out one takes."""
+    from matplotlib.figure import Figure   # here, not on import: only a run that saves draws
+
+    fig = Figure(figsize=(11, 4))
+    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.12, top=0.92, wspace=0.15)
+    return fig, fig.subplots(1, 2)
+
+
 def plot_history(history, path):
     """Training loss and validation curves, side by side, as a PNG."""
-    import matplotlib   # here, not on import: the Agg backend must be chosen before pyplot loads
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
+    fig, axes = two_panels()
     for ax, key, title in ((axes[0], "train", "training loss"),
                            (axes[1], "validation", "validation (held-out tenth of each clip)")):
         rows = history[key]
@@ -295,4 +300,3 @@ def plot_history(history, path):
         if rows:
             ax.legend(fontsize="small")
     fig.savefig(path, dpi=90)
-    plt.close(fig)

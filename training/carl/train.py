@@ -28,7 +28,7 @@ from inference.errors import DataError
 from inference.modelfile import find_model, open_model
 from inference.motion import Skeleton
 from .. import card, checkpoint
-from ..loop import licence_of, source_commit
+from ..loop import licence_of, source_commit, two_panels
 from ..options import listed, one_of
 from .env import Tracking
 from .evaluate import evaluate
@@ -227,14 +227,9 @@ def anneal(assist, stats):
 def plot_history(history, path):
     """The mean reward per policy step, each term's, the episodes' length and the evaluations' seconds
     tracked against samples, as a PNG."""
-    import matplotlib   # here, not on import: the Agg backend must be chosen before pyplot loads
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     rows = [v for _, v in history["train"]]
     x = [v["samples"] for v in rows]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
+    fig, axes = two_panels()
     for key in ("reward", "r_pose", "r_velocity", "r_com", "r_contact"):
         axes[0].plot(x, [v.get(key, np.nan) for v in rows], label=key)
     axes[0].set(title="reward per policy step", xlabel="policy samples", ylim=(0, 1))
@@ -245,4 +240,3 @@ def plot_history(history, path):
     axes[1].set(title="seconds before a fall or the episode's end", xlabel="policy samples")
     axes[1].legend(fontsize="small")
     fig.savefig(path, dpi=90)
-    plt.close(fig)
