@@ -529,7 +529,7 @@ def test_a_checkpoint_that_would_run_code_is_refused_unread(trained_rtn, tmp_pat
     args[args.index("--out") + 1] = str(tmp_path / "run")
     for command in (args + ["--init", str(tmp_path / "evil.pt")],
                     [sys.executable, "-m", "training", "export", str(tmp_path / "evil.pt"), "-o", str(tmp_path / "m.onnx")]):
-        result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        result = run_training(command)
         assert result.returncode == 2 and "not a checkpoint this version reads safely" in result.stderr, result.stderr
     assert not marker.exists() and not (tmp_path / "m.onnx").exists()
 
