@@ -33,10 +33,13 @@ if WORKER:
 SLOW_FIXTURES = {"trained_rtn", "mvae_run", "run", "linux_zip", "keyed_rigs", "rigify_rig", "carl_policy"}
 # the test files that take longest, first (the rest keep their order): two workers, each taking the next
 # file when it is free, then end close together
-HEAVY_FIRST = ["test_shipped_models", "test_training", "test_benchmark", "test_runtime", "test_mvae_bench",
-               "test_addon_rigify", "test_mann_training", "test_sources", "test_bvh", "test_mvae_control",
-               "test_mvae_floor", "test_mann_bench", "test_dataset", "test_addon_library", "test_addon", "test_library",
-               "test_cli", "test_bad_input_cli", "test_addon_mvae", "test_features", "test_rtn_model", "test_hold_out"]
+HEAVY_FIRST = ["test_shipped_models", "test_training", "test_benchmark", "test_runtime", "test_mann_training",
+               "test_mvae_bench", "test_sources", "test_addon_rigify", "test_addon_physics", "test_bvh",
+               "test_mvae_floor", "test_carl_training", "test_addon", "test_bad_input_cli", "test_mann_bench",
+               "test_rtn_model", "test_hold_out", "test_library", "test_mvae_control", "test_dataset",
+               "test_mann_runtime", "test_addon_library", "test_addon_locomotion", "test_training_ahead",
+               "test_addon_bad_input", "test_floor_metrics", "test_cli", "test_addon_mvae", "test_mann_gaits",
+               "test_retarget", "test_features"]
 
 
 def pytest_collection_modifyitems(config, items):
