@@ -317,6 +317,7 @@ def test_esc_while_the_rig_is_read_or_its_controls_baked_leaves_the_scene_as_it_
     assert "torso" in keyed_bones(betwixt, rig, *GAP)             # run to its end, the same steps key
 
 
+@pytest.mark.slow
 def test_a_rigify_wolf_reads_as_the_dog_and_follow_path_keys_its_controls(betwixt, tmp_path_factory):
     """A four-legged control rig: Rigify's wolf, generated, plays the dog's skeleton (its deform bones, the
     tail left to the model's average pose), its controls (torso, paw IK, heels, poles) are detected, and the
@@ -378,6 +379,7 @@ def test_a_physics_pass_on_the_wolf_keys_its_controls(betwixt, dog_zip, carl_pol
     assert "torso" in keyed and not any(n.startswith(("DEF-", "ORG-", "MCH-")) for n in keyed), keyed
 
 
+@pytest.mark.slow
 def test_a_dog_keyed_onto_the_wolf_reads_back_as_itself(betwixt, dog_zip, tmp_path_factory):
     """The dog's motion keyed onto Rigify's wolf through its controls reads back as that motion: the wolf's
     chest (spine.008, which carries its shoulders) plays the dog's Spine1, which carries the dog's, and

@@ -195,6 +195,7 @@ def test_bad_input_is_one_clear_error(run, mocap, tmp_path, capsys):  # noqa: F8
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_without_model_it_measures_the_shipped_motion_vae(subject5, tmp_path):
     out = tmp_path / "shipped.json"
     assert main(["bench-mvae", "--data", str(subject5), "--starts", "1", "--frames", "60",

@@ -47,6 +47,7 @@ def measured(motions, height):
     return floor_metrics.pooled(rows)
 
 
+@pytest.mark.slow
 def test_a_path_walked_stands_on_the_floor(followed):
     """Pooled over the three paths (each alone: floating 0 to 2.5 %)."""
     model, out, _, _ = followed
@@ -58,6 +59,7 @@ def test_a_path_walked_stands_on_the_floor(followed):
     assert m["jitter"] < 0.45          # cm a frame per frame; measured 0.34; before, 1.5-2.8
 
 
+@pytest.mark.slow
 def test_a_path_that_ends_comes_to_rest_within_a_second(followed):
     """From a second after the path's end the hips stay put on the ground: they travel less than 2 cm in
     any half second (measured: none; before the stop, a body stepped by its feet shuffled about the end

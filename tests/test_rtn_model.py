@@ -174,6 +174,7 @@ def test_time_to_target_changes_the_prediction():
     assert (a - b).abs().amax() > 1e-4
 
 
+@pytest.mark.slow
 def test_overfits_one_batch():
     model = small().train()
     cf, n = model.config, 8

@@ -59,6 +59,7 @@ def test_workers_by_default_only_beside_a_gpu():
     assert 1 <= default_workers(torch.device("cuda")) <= 4    # a device object: no GPU needed to ask
 
 
+@pytest.mark.slow
 def test_a_run_with_workers_trains(clips, tmp_path):
     result = subprocess.run([sys.executable, "-m", "training", "rtn", "--data", str(clips), "--out", str(tmp_path),
                              "--steps", "4", "--batch", "4", "--max-gap", "10", "--validate-every", "4",
