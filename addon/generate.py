@@ -32,7 +32,8 @@ class _Generate(JobOperator):
 
     def compute(self, plan, progress, cancelled):
         return planted(plan, edit.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps, progress,
-                                       cancelled, plan.momentum, parting=plan.parting, **plan.options))
+                                       cancelled, plan.momentum, parting=plan.parting, around=plan.around,
+                                       **plan.options))
 
     def finish(self, context, plan, result):
         obj, channels = resolve(plan)

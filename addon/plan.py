@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from ..inference import edit, quat
+from ..inference import edit, keyspline, quat
 from ..inference.errors import BetwixtError
 from ..inference.motion import Motion
 from ..inference.chords import aimed
@@ -50,6 +50,7 @@ class Plan:
     drive: object = None       # a control rig's controls that the keys go onto (controls.Drive)
     turns: tuple = ()          # what the reading turned, in order: chords, twists (inference/chords.py, twist.py)
     parting: dict = None       # per gap index: how far the model's views of it parted (edit.fill; guard.unsure)
+    around: tuple = None       # (motion, first): the frames Fill Gaps' probes are cut from (edit.fill)
 
 
 STANCE_FRAMES = 60   # frames of an action read for the rig's natural stance (read_retarget)
@@ -84,7 +85,26 @@ def read_plan_steps(context, keys_from, serves="fill", kind=None):
     first, last = edit.window(model, gaps, fps)
     plan = yield from plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, np.arange(first, last + 1))
     plan.momentum = edit.keyed_momentum(keys.all(), gaps, ratio)
+    if serves == "fill" and rig.source is None and keyspline.leaning(gaps, plan.momentum, first,
+                                                                     last - first + 1, fps):
+        plan.around = read_around(channels, rig, retarget, model, gaps, fps, keys.all())
     return plan
+
+
+def read_around(channels, rig, retarget, model, gaps, fps, keys):
+    """``(motion, first)``: a plain rig's action in the model's space over the frames :func:`.edit.surround`
+    gives, within its ``keys`` (sorted scene frames), where Fill Gaps tries the keys' own spline
+    (:mod:`..inference.keyspline`); None where a channel there is not a number. A control rig has none: its
+    deform bones are read as Blender evaluates them, a frame at a time, and the frames around would cost more
+    than the fill."""
+    first, last = edit.surround(model, gaps, fps)
+    frames = np.arange(max(first, keys[0]), min(last, keys[-1]) + 1)
+    location, rotation, scale, _ = sample(channels.obj, channels, rig, frames, retarget.bones)
+    if not all(np.isfinite(x).all() for x in (location, rotation, scale)):
+        return None
+    rotations, positions = retarget.to_model(rig.pose(location, rotation, scale))
+    motion = Motion(model.skeleton, quat.unroll(rotations), positions, model.layout.fps, name=channels.action.name)
+    return motion, int(frames[0])
 
 
 def unusable(rig, frames, values, channels=None):

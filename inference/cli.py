@@ -21,7 +21,7 @@ from .anatomy import legs
 from .bvh import read_bvh, write_bvh
 from .check import ResultError, check_result
 from .contacts import plant
-from .edit import fill, superres, variants, window
+from .edit import fill, superres, surround, variants, window
 from .errors import BetwixtError
 from .guard import check, summary, unsure, unsure_summary
 from .inbetween import check_keys, sparse_keys
@@ -257,9 +257,11 @@ def _fill(args):
     first, last = window(model, [(start, end)], motion.fps)        # what Blender's Fill Gaps reads
     first, last = max(first, 0), min(last, motion.n_frames - 1)
     gap = [(start - first, end - first)]
+    near, far = surround(model, [(start, end)], motion.fps)   # where Blender's Fill Gaps tries the keys' spline
+    near, far = max(near, 0), min(far, motion.n_frames - 1)
     parting = {}
     part = _planted(args, model, fill(model, motion.frames(first, last + 1), 0, gap, motion.fps, parting=parting,
-                                      **options), gap)
+                                      around=(motion.frames(near, far + 1), near - first), **options), gap)
     rotations, positions = motion.rotations.copy(), motion.positions.copy()
     rotations[first:last + 1], positions[first:last + 1] = part.rotations, part.positions
     out = replace(motion, rotations=quat.unroll(rotations), positions=positions)

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import quat
+from . import keyspline, quat
 from .ends import JOIN, ends, joined
 from .errors import BetwixtError
 from .inbetween import (BATCH, Filling, between_keys, context, fill_gaps, fill_rounds, filled_together, gap_in,
@@ -102,7 +102,7 @@ def sample(motion, at):
 
 
 def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, momentum=None, passes=2, parting=None,
-         **kwargs):
+         around=None, **kwargs):
     """``motion`` (model space, one frame per scene frame from ``first``) with each gap generated, in the rounds
     of :func:`.inbetween.fill_rounds` (``passes`` as :func:`.inbetween.fill_gaps` takes it).
 
@@ -111,7 +111,42 @@ def fill(model, motion, first, gaps, scene_fps, progress=None, cancelled=None, m
     ``kwargs`` go to the model (variation, seed, blend). ``progress(done, total)`` after each batch of gaps;
     ``cancelled()`` is asked before each and raises :class:`Cancelled` when true. ``parting``, a dict where
     given, gets each gap's parting by its index (see :func:`.inbetween.fill_gaps`).
+
+    ``around``, ``(motion, first)``: the same action read over the frames :func:`surround` gives, where the
+    probes of :mod:`.keyspline` are cut: a plain fill of a gap whose keys' velocities are the animator's leans
+    toward the keys' own spline as far as that errs least on them.
     """
+    leaning = [] if around is None or kwargs.get("variation") else \
+        keyspline.leaning(gaps, momentum, first, motion.n_frames, scene_fps)
+    found = keyspline.probes(gaps, leaning, around[1], around[1] + around[0].n_frames - 1,
+                             *margins(model, scene_fps / model.layout.fps)) if leaning else []
+    shares = {}
+    if found:
+        tried = _filled(model, around[0], around[1], [p for _, p in found], scene_fps, None, cancelled, None,
+                        passes, None, **kwargs)
+        shares = keyspline.shares(around[0], tried, around[1], found, model.skeleton.parents)
+    out = _filled(model, motion, first, gaps, scene_fps, progress, cancelled, momentum, passes, parting, **kwargs)
+    if not any(shares.values()):
+        return out
+    rotations, positions = out.rotations.copy(), out.positions.copy()
+    for i, share in shares.items():
+        a, b = gaps[i][0] - first, gaps[i][1] - first
+        rotations[a + 1:b], positions[a + 1:b, 0] = keyspline.leaned(
+            rotations[a + 1:b], positions[a + 1:b, 0], keyspline.spline(motion, a, b), share)
+    return replace(out, rotations=quat.unroll(rotations), positions=positions)
+
+
+def surround(model, gaps, fps):
+    """``(first, last)``: the frames (at ``fps``) that :func:`fill`'s ``around`` reads: the :func:`window` of the
+    ``gaps`` and, on either side, room for a probe as long as the longest gap with its context."""
+    before, after = margins(model, fps / model.layout.fps)
+    first, last = window(model, gaps, fps)
+    longest = max(b - a for a, b in gaps)
+    return first - longest - after, last + longest + before
+
+
+def _filled(model, motion, first, gaps, scene_fps, progress, cancelled, momentum, passes, parting, **kwargs):
+    """:func:`fill` without the lean toward the keys' spline."""
     ratio = scene_fps / model.layout.fps
 
     def step(done, total):

@@ -128,17 +128,22 @@ def evaluated(obj, frames):
 
 def runtime_fill(model, motion, a, b, plant=True):
     """The runtime's fill of the gap between frames a and b of ``motion``, read as the add-on reads: the
-    frames of its plan (a past context's worth on either side), each joint's quaternion in the
-    hemisphere ``w >= 0`` on key a and the key b nearest that; feet planted unless ``plant`` is False."""
+    frames of its plan (a past context's worth on either side) and those around it that its probes are cut
+    from (``edit.surround``), each joint's quaternion in the hemisphere ``w >= 0`` on key a and the key b
+    nearest that; feet planted unless ``plant`` is False."""
+    from betwixt.inference import edit
     from betwixt.inference.contacts import plant as planted
-    from betwixt.inference.inbetween import fill_gaps
     r = quat.unroll(motion.rotations)
     r = np.where(r[a:a + 1, :, :1] < 0, -r, r)
     flip = np.sum(r[b] * r[a], axis=-1) < 0
     r[b:, flip] *= -1
     first, last = a - model.past, b + model.past + 1
+    near, far = edit.surround(model, [(a, b)], model.layout.fps)
+    near, far = max(near, 0), min(far, motion.n_frames - 1)
     gap = [(a - first, b - first)]
-    out = fill_gaps(model, replace(motion, rotations=r).frames(first, last), gap)
+    keyed = replace(motion, rotations=r)
+    out = edit.fill(model, keyed.frames(first, last), first, [(a, b)], model.layout.fps,
+                    around=(keyed.frames(near, far + 1), near))
     out = planted(out, gap, model.layout.height) if plant else out
     rotations, positions = r.copy(), motion.positions.copy()
     rotations[first:last], positions[first:last] = out.rotations, out.positions
@@ -633,7 +638,8 @@ def test_bandai_rig_is_mapped_and_its_bones_point_where_the_model_s_do(addon, mo
         if not moved:
             assert all(np.array_equal(data[n], before[key][n]) for n in data), key
 
-    result = writing.planted(plan, edit.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps))
+    result = writing.planted(plan, edit.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps,
+                                             momentum=plan.momentum, around=plan.around))
     _, world = forward_kinematics(result.rotations, result.positions, plan.model.skeleton.parents)
     inside = np.arange(a + 1, b)
     heads = evaluated(obj, inside)[..., :3, 3]
@@ -669,7 +675,8 @@ def test_feet_planted_on_a_rig_of_other_proportions_stand_still_on_it(addon, moc
     obj = bandai_walk(mocap, tmp_path, a, b)
     plan = reading.read_plan(bpy.context, reading.selected_gaps)
     assert bpy.ops.betwixt.fill_gaps(plant_feet=True) == {"FINISHED"}
-    result = writing.planted(plan, edit.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps))
+    result = writing.planted(plan, edit.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps,
+                                             momentum=plan.momentum, around=plan.around))
     sk, retarget = plan.model.skeleton, plan.retarget
     feet = [sk.index(n) for n in ("LeftFoot", "RightFoot", "LeftToe", "RightToe")]
     bones = [obj.pose.bones.find({i.joint: i.bone for i in obj.data.betwixt_joints}[sk.names[j]]) for j in feet]
@@ -745,12 +752,13 @@ def test_a_scene_at_another_frame_rate_is_filled_at_the_model_s(addon, clip):
 def test_the_command_line_and_blender_fill_a_file_alike_at_any_frame_rate(addon, clip, model_path, tmp_path, fps):
     """One edit pipeline (inference/edit.py): the test clip as a BVH file at 24 or 60 fps, its gap filled
     by ``python -m inference fill`` and by Fill Gaps on the file Blender imported, is the same motion:
-    each at the model's 30 fps, its feet planted, every joint where the other puts it."""
+    each at the model's 30 fps, its feet planted, every joint where the other puts it. Half a second: both lean
+    toward the keys' own spline as far as their probes say (inference/keyspline.py)."""
     import subprocess
     _, motion = clip
     path, out = tmp_path / f"clip{fps}.bvh", tmp_path / "filled.bvh"
     write_bvh(motion.resample(fps), path)
-    a, b = round(100 * fps / 30), round(131 * fps / 30)     # the file's frames of the keys around the gap
+    a, b = round(100 * fps / 30), round(115 * fps / 30)     # the file's frames of the keys around the gap
     run = subprocess.run([sys.executable, "-m", "inference", "fill", str(path), "--gap", f"{a}:{b}", "--model",
                           str(model_path), "-o", str(out)], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr

@@ -1,0 +1,102 @@
+"""The keys' own spline, and how far a fill leans toward it, tried on the animator's own frames.
+
+Where the frames next to a gap's keys are the animator's (baked capture, a keyed take), they carry the motion's
+velocity at both keys, and a cubic Hermite curve through the two keys leaving and arriving at those velocities
+(each joint's rotation, the root's position) is a strong guess at a short gap, stronger than Blender's automatic
+handles, which reach across the gap to the other key. A model errs more on motion unlike its training data;
+there the spline may err less (on another lab's capture, half-second gaps: `docs/experiments.md`, "The keys'
+own spline, tried on the animator's frames"). Which is nearer on this action is measured, not assumed: gaps of
+the same length are cut from its known frames near each gap (:func:`probes`), filled as the gap is, and the share
+of the way from the fill to the spline that errs least on them (:func:`shares`) is how far the gap's fill
+leans (:func:`leaned`). A gap with no room for a probe beside it keeps the fill.
+"""
+
+import numpy as np
+
+from . import quat
+from .motion import forward_kinematics
+from .transition import hermite
+
+SHARES = np.linspace(0.0, 1.0, 11)   # the shares of the way to the spline tried on the probes
+LONGEST = 1.0   # s: longer gaps keep the fill; at 2 s the probes chose shares that erred 1 % more on held-out capture
+
+
+def leaning(gaps, momentum, first, n_frames, fps):
+    """Indices of the ``gaps`` ((a, b) frames from ``first``, in a motion of ``n_frames`` at ``fps``) of at most
+    :data:`LONGEST` whose keys' velocities are the animator's: keyed (``momentum``, per gap; None: every frame
+    outside the gaps is a key), with the frame before the first key and the one after the last inside the motion
+    and outside every gap."""
+    inside = set()
+    for a, b in gaps:
+        inside.update(range(a + 1, b))
+    return [i for i, (a, b) in enumerate(gaps)
+            if (momentum is None or momentum[i]) and b - a <= LONGEST * fps + 1e-6 and a - 1 >= first
+            and b + 1 <= first + n_frames - 1 and a - 1 not in inside and b + 1 not in inside]
+
+
+def spline(motion, a, b):
+    """``(rotations (n - 1, J, 4), root (n - 1, 3))``: the frames strictly between rows ``a`` and ``b`` of
+    ``motion`` (``n = b - a``) on the cubic Hermite curve through the two keys, each joint's rotation (as 4-vectors,
+    normalised) and the root's position leaving key ``a`` at the velocity from the row before it and arriving at
+    key ``b`` at the velocity to the row after it."""
+    q = motion.rotations[[a - 1, a, b, b + 1]].copy()
+    q[0] *= np.where(np.sum(q[0] * q[1], -1, keepdims=True) < 0, -1.0, 1.0)
+    q[2] *= np.where(np.sum(q[2] * q[1], -1, keepdims=True) < 0, -1.0, 1.0)   # the short way, as interpolation
+    q[3] *= np.where(np.sum(q[3] * q[2], -1, keepdims=True) < 0, -1.0, 1.0)
+    p = motion.positions[[a - 1, a, b, b + 1], 0]
+    n = b - a
+    rotations = quat.normalize(np.moveaxis(hermite(q[1], q[1] - q[0], q[2], q[3] - q[2], n), -2, 0)[1:-1])
+    root = hermite(p[1], p[1] - p[0], p[2], p[3] - p[2], n)[1:-1]
+    return rotations, root
+
+
+def leaned(rotations, root, towards, share):
+    """The fill's ``rotations`` (n - 1, J, 4) and ``root`` (n - 1, 3) ``share`` of the way to the spline
+    ``towards`` (:func:`spline`'s pair): each rotation along the 4-vectors' chord (in the spline's sign), the root
+    along the line between."""
+    to_rot, to_root = towards
+    rotations = rotations * np.where(np.sum(rotations * to_rot, -1, keepdims=True) < 0, -1.0, 1.0)
+    return quat.normalize((1.0 - share) * rotations + share * to_rot), (1.0 - share) * root + share * to_root
+
+
+def probes(gaps, which, lo, hi, before, after):
+    """``[(i, (p, q))]``: for each of the ``gaps`` (frames) indexed by ``which``, up to two probes, the gaps of its
+    length nearest it before and after it whose frames from ``before`` ahead of ``p`` to ``after`` past ``q``
+    (the context a fill reads) lie within ``lo``-``hi``, outside every gap (its keys may be read) and apart
+    from every probe found before."""
+    inside = np.zeros(hi - lo + 1, dtype=bool)
+    for a, b in gaps:
+        inside[max(a + 1 - lo, 0):max(b - lo, 0)] = True
+    out = []
+    for i in which:
+        a, b = gaps[i]
+        n = b - a
+        for starts in (range(a - n - after, lo + before - 1, -1), range(b + before, hi - after - n + 1)):
+            for p in starts:
+                span = slice(p - before - lo, p + n + after - lo + 1)
+                if not inside[span].any():
+                    inside[span] = True
+                    out.append((i, (p, p + n)))
+                    break
+    return out
+
+
+def shares(truth, tried, first, found, parents):
+    """``{i: share}``: for each gap index of the probes ``found`` (:func:`probes`), the share of :data:`SHARES`
+    whose lean (:func:`leaned`) of the probes' fills in ``tried`` (a motion from frame ``first``, the probes
+    generated) toward their keys' spline (:func:`spline` of ``truth``, the same frames as the animator has them)
+    puts their joints nearest ``truth``'s on average (the first such: the fill where the spline does no better)."""
+    errors = {}
+    for i, (p, q) in found:
+        a, b = p - first, q - first
+        towards = spline(truth, a, b)
+        _, want = forward_kinematics(truth.rotations[a + 1:b], truth.positions[a + 1:b], parents)
+        rows = []
+        for share in SHARES:
+            rotations, root = leaned(tried.rotations[a + 1:b], tried.positions[a + 1:b, 0], towards, share)
+            positions = tried.positions[a + 1:b].copy()
+            positions[:, 0] = root
+            _, got = forward_kinematics(rotations, positions, parents)
+            rows.append(np.linalg.norm(got - want, axis=-1).mean())
+        errors.setdefault(i, []).append(rows)
+    return {i: float(SHARES[int(np.argmin(np.mean(e, axis=0)))]) for i, e in errors.items()}
