@@ -638,6 +638,13 @@ def test_bandai_rig_is_mapped_and_its_bones_point_where_the_model_s_do(addon, mo
         if not moved:
             assert all(np.array_equal(data[n], before[key][n]) for n in data), key
 
+    # the frames around the gap that its probes are cut from (edit.surround), read as the window is
+    near, far = edit.surround(plan.model, plan.gaps, plan.fps)
+    assert plan.around[1] == near and plan.around[0].n_frames == far - near + 1
+    window = slice(plan.first - near, plan.first - near + plan.motion.n_frames)
+    known = np.ones(plan.motion.n_frames, dtype=bool)
+    known[a + 1 - plan.first:b - plan.first] = False
+    assert np.allclose(plan.around[0].positions[window][known], plan.motion.positions[known])
     result = writing.planted(plan, edit.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps,
                                              momentum=plan.momentum, around=plan.around))
     _, world = forward_kinematics(result.rotations, result.positions, plan.model.skeleton.parents)
