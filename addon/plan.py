@@ -85,18 +85,18 @@ def read_plan_steps(context, keys_from, serves="fill", kind=None):
     first, last = edit.window(model, gaps, fps)
     plan = yield from plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, np.arange(first, last + 1))
     plan.momentum = edit.keyed_momentum(keys.all(), gaps, ratio)
-    if serves == "fill" and rig.source is None and keyspline.leaning(gaps, plan.momentum, first,
-                                                                     last - first + 1, fps):
-        plan.around = read_around(channels, rig, retarget, model, gaps, fps, keys.all())
+    leaning = keyspline.leaning(gaps, plan.momentum, first, last - first + 1, fps) if serves == "fill" else []
+    if leaning and rig.source is None:
+        plan.around = read_around(channels, rig, retarget, model, [gaps[i] for i in leaning], fps, keys.all())
     return plan
 
 
 def read_around(channels, rig, retarget, model, gaps, fps, keys):
     """``(motion, first)``: a plain rig's action in the model's space over the frames :func:`.edit.surround`
-    gives, within its ``keys`` (sorted scene frames), where Fill Gaps tries the keys' own spline
-    (:mod:`..inference.keyspline`); None where a channel there is not a number. A control rig has none: its
-    deform bones are read as Blender evaluates them, a frame at a time, and the frames around would cost more
-    than the fill."""
+    gives for the ``gaps`` that lean, within its ``keys`` (sorted scene frames), where Fill Gaps tries the keys'
+    own spline (:mod:`..inference.keyspline`); None where a channel there is not a number. A control rig has
+    none: its deform bones are read as Blender evaluates them, a frame at a time, and the frames around would
+    cost more than the fill."""
     first, last = edit.surround(model, gaps, fps)
     frames = np.arange(max(first, keys[0]), min(last, keys[-1]) + 1)
     location, rotation, scale, _ = sample(channels.obj, channels, rig, frames, retarget.bones)

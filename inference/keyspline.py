@@ -18,7 +18,7 @@ from .motion import forward_kinematics
 from .transition import hermite
 
 SHARES = np.linspace(0.0, 1.0, 11)   # the shares of the way to the spline tried on the probes
-LONGEST = 1.0   # s: longer gaps keep the fill; at 2 s the probes chose shares that erred 1 % more on held-out capture
+LONGEST = 0.5   # s: longer gaps keep the fill, where the probes' choice was less sure (docs/experiments.md)
 
 
 def leaning(gaps, momentum, first, n_frames, fps):
@@ -30,7 +30,7 @@ def leaning(gaps, momentum, first, n_frames, fps):
     for a, b in gaps:
         inside.update(range(a + 1, b))
     return [i for i, (a, b) in enumerate(gaps)
-            if (momentum is None or momentum[i]) and b - a <= LONGEST * fps + 1e-6 and a - 1 >= first
+            if (momentum is None or momentum[i]) and b - a <= round(LONGEST * fps) and a - 1 >= first
             and b + 1 <= first + n_frames - 1 and a - 1 not in inside and b + 1 not in inside]
 
 

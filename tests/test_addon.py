@@ -622,7 +622,7 @@ def test_bandai_rig_is_mapped_and_its_bones_point_where_the_model_s_do(addon, mo
     """Another skeleton (Bandai: _L/_R names, joint_Root, two spine bones, other rest pose and units)."""
     from betwixt.addon import plan as reading, writing
     from betwixt.inference import edit
-    a, b = 60, 85
+    a, b = 60, 75
     obj = bandai_walk(mocap, tmp_path, a, b)
     before = snapshot(obj)
     plan = reading.read_plan(bpy.context, reading.selected_gaps)

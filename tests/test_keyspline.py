@@ -68,8 +68,8 @@ def test_probes_are_the_nearest_gaps_of_each_length_clear_of_gaps_and_of_each_ot
 
 
 def test_leaning_takes_gaps_whose_keys_velocities_are_the_animators(walk):
-    gaps = [(10, 25), (25, 40), (60, 75), (100, 160)]
-    # the first two meet at a key (each one's velocity there is the other's fill), the last is over a second
+    gaps = [(10, 25), (25, 40), (60, 75), (100, 116)]
+    # the first two meet at a key (each one's velocity there is the other's fill), the last is over half a second
     assert keyspline.leaning(gaps, None, 0, 200, 30) == [2]
     assert keyspline.leaning(gaps, [True, True, False, True], 0, 200, 30) == []
     assert keyspline.leaning([(0, 15)], None, 0, 200, 30) == []                 # no frame before its first key
