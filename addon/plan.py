@@ -87,24 +87,31 @@ def read_plan_steps(context, keys_from, serves="fill", kind=None):
     plan.momentum = edit.keyed_momentum(keys.all(), gaps, ratio)
     leaning = keyspline.leaning(gaps, plan.momentum, first, last - first + 1, fps) if serves == "fill" else []
     if leaning and rig.source is None:
-        plan.around = read_around(channels, rig, retarget, model, [gaps[i] for i in leaning], fps, keys.all())
+        plan.around = read_around(plan, channels, [gaps[i] for i in leaning], keys.all())
     return plan
 
 
-def read_around(channels, rig, retarget, model, gaps, fps, keys):
+def read_around(plan, channels, gaps, keys):
     """``(motion, first)``: a plain rig's action in the model's space over the frames :func:`.edit.surround`
     gives for the ``gaps`` that lean, within its ``keys`` (sorted scene frames), where Fill Gaps tries the keys'
-    own spline (:mod:`..inference.keyspline`); None where a channel there is not a number. A control rig has
-    none: its deform bones are read as Blender evaluates them, a frame at a time, and the frames around would
-    cost more than the fill."""
-    first, last = edit.surround(model, gaps, fps)
-    frames = np.arange(max(first, keys[0]), min(last, keys[-1]) + 1)
-    location, rotation, scale, _ = sample(channels.obj, channels, rig, frames, retarget.bones)
+    own spline (:mod:`..inference.keyspline`): those of the ``plan``'s window as it read them, the others read
+    now; None where there are none, or a channel there is not a number. A control rig has none: its deform
+    bones are read as Blender evaluates them, a frame at a time, and the frames around would cost more than the
+    fill."""
+    window = plan.motion
+    near, far = edit.surround(plan.model, gaps, plan.fps)
+    near, far = min(max(near, keys[0]), plan.first), max(min(far, keys[-1]), plan.first + window.n_frames - 1)
+    frames = np.r_[near:plan.first, plan.first + window.n_frames:far + 1]
+    if not len(frames):   # the window is the whole action: no room for a probe
+        return None
+    location, rotation, scale, _ = sample(channels.obj, channels, plan.rig, frames, plan.retarget.bones)
     if not all(np.isfinite(x).all() for x in (location, rotation, scale)):
         return None
-    rotations, positions = retarget.to_model(rig.pose(location, rotation, scale))
-    motion = Motion(model.skeleton, quat.unroll(rotations), positions, model.layout.fps, name=channels.action.name)
-    return motion, int(frames[0])
+    rotations, positions = plan.retarget.to_model(plan.rig.pose(location, rotation, scale))
+    before = plan.first - near
+    rotations = np.concatenate([rotations[:before], window.rotations, rotations[before:]])
+    positions = np.concatenate([positions[:before], window.positions, positions[before:]])
+    return Motion(plan.model.skeleton, quat.unroll(rotations), positions, window.fps, name=window.name), int(near)
 
 
 def unusable(rig, frames, values, channels=None):

@@ -53,10 +53,13 @@ def spline(motion, a, b):
 def leaned(rotations, root, towards, share):
     """The fill's ``rotations`` (n - 1, J, 4) and ``root`` (n - 1, 3) ``share`` of the way to the spline
     ``towards`` (:func:`spline`'s pair): each rotation along the 4-vectors' chord (in the spline's sign), the root
-    along the line between."""
+    along the line between. ``share`` a number, or shares (S,) for (S, n - 1, …) of each."""
     to_rot, to_root = towards
     rotations = rotations * np.where(np.sum(rotations * to_rot, -1, keepdims=True) < 0, -1.0, 1.0)
-    return quat.normalize((1.0 - share) * rotations + share * to_rot), (1.0 - share) * root + share * to_root
+    share = np.asarray(share, dtype=np.float64)
+    turned, moved = share[..., None, None, None], share[..., None, None]
+    return (quat.normalize((1.0 - turned) * rotations + turned * to_rot),
+            (1.0 - moved) * root + moved * to_root)
 
 
 def probes(gaps, which, lo, hi, before, after):
@@ -91,12 +94,10 @@ def shares(truth, tried, first, found, parents):
         a, b = p - first, q - first
         towards = spline(truth, a, b)
         _, want = forward_kinematics(truth.rotations[a + 1:b], truth.positions[a + 1:b], parents)
-        rows = []
-        for share in SHARES:
-            rotations, root = leaned(tried.rotations[a + 1:b], tried.positions[a + 1:b, 0], towards, share)
-            positions = tried.positions[a + 1:b].copy()
-            positions[:, 0] = root
-            _, got = forward_kinematics(rotations, positions, parents)
-            rows.append(np.linalg.norm(got - want, axis=-1).mean())
-        errors.setdefault(i, []).append(rows)
+        # every share at once, along a leading axis: one pass of forward kinematics
+        rotations, root = leaned(tried.rotations[a + 1:b], tried.positions[a + 1:b, 0], towards, SHARES)
+        positions = np.repeat(tried.positions[None, a + 1:b], len(SHARES), axis=0)
+        positions[:, :, 0] = root
+        _, got = forward_kinematics(rotations, positions, parents)
+        errors.setdefault(i, []).append(np.linalg.norm(got - want, axis=-1).mean(axis=(1, 2)))
     return {i: float(SHARES[int(np.argmin(np.mean(e, axis=0)))]) for i, e in errors.items()}
