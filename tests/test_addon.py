@@ -671,6 +671,26 @@ def test_bandai_rig_is_mapped_and_its_bones_point_where_the_model_s_do(addon, mo
     assert checked == 19                              # all but Spine→Spine1→Spine2 (no Spine1)
 
 
+def test_an_action_with_no_room_beside_its_gap_is_filled_without_probes(addon, clip, tmp_path):
+    """Half a second cut from an action no longer than the frames Fill Gaps reads around it: no probe fits, and
+    the gap gets the plain fill (the one the model makes without the frames around)."""
+    from betwixt.addon import plan as reading, writing
+    from betwixt.inference import edit
+    _, motion = clip
+    write_bvh(motion.frames(0, 36), tmp_path / "short.bvh")
+    obj = import_bvh(tmp_path / "short.bvh")
+    cut(obj, 11, 26)
+    plan = reading.read_plan(bpy.context, reading.selected_gaps)
+    assert plan.momentum == [True] and plan.around is None
+    assert bpy.ops.betwixt.fill_gaps() == {"FINISHED"}
+    plain = writing.planted(plan, edit.fill(plan.model, plan.motion, plan.first, plan.gaps, plan.fps,
+                                            momentum=plan.momentum))
+    inside = np.arange(12, 26)
+    want = forward_kinematics(plain.rotations, plain.positions, motion.skeleton.parents)[1][inside - plan.first]
+    bones = [obj.pose.bones.find(n) for n in motion.skeleton.names]
+    assert np.abs(evaluated(obj, inside)[..., :3, 3][:, bones] @ C - want).max() < 0.01   # cm
+
+
 def test_feet_planted_on_a_rig_of_other_proportions_stand_still_on_it(addon, mocap, tmp_path):
     """Bandai's legs are not the model's: planted on the model's lengths, a foot that stands still in
     the model's skeleton slides on the rig; planted on the rig's own (``Retargeting.on_rig``) it stands.
