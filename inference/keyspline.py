@@ -89,15 +89,21 @@ def shares(truth, tried, first, found, parents):
     whose lean (:func:`leaned`) of the probes' fills in ``tried`` (a motion from frame ``first``, the probes
     generated) toward their keys' spline (:func:`spline` of ``truth``, the same frames as the animator has them)
     puts their joints nearest ``truth``'s on average (the first such: the fill where the spline does no better)."""
-    errors = {}
-    for i, (p, q) in found:
+    # every probe at every share and the truth beside them, frames along one axis: one pass of forward kinematics
+    rotations, positions, spans = [], [], []
+    for _, (p, q) in found:
         a, b = p - first, q - first
-        towards = spline(truth, a, b)
-        _, want = forward_kinematics(truth.rotations[a + 1:b], truth.positions[a + 1:b], parents)
-        # every share at once, along a leading axis: one pass of forward kinematics
-        rotations, root = leaned(tried.rotations[a + 1:b], tried.positions[a + 1:b, 0], towards, SHARES)
-        positions = np.repeat(tried.positions[None, a + 1:b], len(SHARES), axis=0)
-        positions[:, :, 0] = root
-        _, got = forward_kinematics(rotations, positions, parents)
+        turned, root = leaned(tried.rotations[a + 1:b], tried.positions[a + 1:b, 0], spline(truth, a, b), SHARES)
+        placed = np.repeat(tried.positions[None, a + 1:b], len(SHARES), axis=0)
+        placed[:, :, 0] = root
+        rotations += [turned.reshape(-1, *turned.shape[2:]), truth.rotations[a + 1:b]]
+        positions += [placed.reshape(-1, *placed.shape[2:]), truth.positions[a + 1:b]]
+        spans.append(b - a - 1)
+    _, world = forward_kinematics(np.concatenate(rotations), np.concatenate(positions), parents)
+    errors, at = {}, 0
+    for (i, _), n in zip(found, spans):
+        got = world[at:at + len(SHARES) * n].reshape(len(SHARES), n, *world.shape[1:])
+        want = world[at + len(SHARES) * n:at + (len(SHARES) + 1) * n]
         errors.setdefault(i, []).append(np.linalg.norm(got - want, axis=-1).mean(axis=(1, 2)))
+        at += (len(SHARES) + 1) * n
     return {i: float(SHARES[int(np.argmin(np.mean(e, axis=0)))]) for i, e in errors.items()}
