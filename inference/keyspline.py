@@ -5,10 +5,11 @@ velocity at both keys, and a cubic Hermite curve through the two keys leaving an
 (each joint's rotation, the root's position) is a strong guess at a short gap, stronger than Blender's automatic
 handles, which reach across the gap to the other key. A model errs more on motion unlike its training data;
 there the spline may err less (on another lab's capture, half-second gaps: `docs/experiments.md`, "The keys'
-own spline, tried on the animator's frames"). Which is nearer on this action is measured, not assumed: gaps of
+own spline, tried on the action's own frames"). Which is nearer on this action is measured, not assumed: gaps of
 the same length are cut from its known frames near each gap (:func:`probes`), filled as the gap is, and the share
 of the way from the fill to the spline that errs least on them (:func:`shares`) is how far the gap's fill
-leans (:func:`leaned`). A gap with no room for a probe beside it keeps the fill.
+leans (:func:`leaned`). A gap with no room for a probe beside it keeps the fill, as does one over
+:data:`LONGEST`.
 """
 
 import numpy as np
