@@ -40,10 +40,7 @@ def spline(motion, a, b):
     ``motion`` (``n = b - a``) on the cubic Hermite curve through the two keys, each joint's rotation (as 4-vectors,
     normalised) and the root's position leaving key ``a`` at the velocity from the row before it and arriving at
     key ``b`` at the velocity to the row after it."""
-    q = motion.rotations[[a - 1, a, b, b + 1]].copy()
-    q[0] *= np.where(np.sum(q[0] * q[1], -1, keepdims=True) < 0, -1.0, 1.0)
-    q[2] *= np.where(np.sum(q[2] * q[1], -1, keepdims=True) < 0, -1.0, 1.0)   # the short way, as interpolation
-    q[3] *= np.where(np.sum(q[3] * q[2], -1, keepdims=True) < 0, -1.0, 1.0)
+    q = quat.unroll(motion.rotations[[a - 1, a, b, b + 1]])   # the short way between the keys, as interpolation
     p = motion.positions[[a - 1, a, b, b + 1], 0]
     n = b - a
     rotations = quat.normalize(np.moveaxis(hermite(q[1], q[1] - q[0], q[2], q[3] - q[2], n), -2, 0)[1:-1])
