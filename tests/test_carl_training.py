@@ -421,6 +421,62 @@ def policy_file(carl_policy):
     return checkpoint.load(carl_policy["checkpoint"]), carl_policy["model"]
 
 
+def test_a_run_from_another_runs_weights_starts_on_them_at_its_gaits(policy_file, dog_small_zip, cache, tmp_path,
+                                                                     monkeypatch):
+    import training.carl.train as carl
+    from training import checkpoint
+
+    source, _ = policy_file
+    path = tmp_path / "walks" / "checkpoint.pt"
+    path.parent.mkdir()
+    checkpoint.save(source, path)
+    first = []
+
+    def watched(policy, *rest):
+        first.append({k: v.clone() for k, v in policy.state_dict().items()})
+        return update(policy, *rest)
+
+    monkeypatch.setattr(carl, "update", watched)
+    argv = ["carl", "--data", str(dog_small_zip), "--cache", str(cache), "--out", str(tmp_path / "on"), "--samples",
+            "48", "--epochs", "1", "--minibatch", "16", "--hidden", "32,32", "--evaluate-every", "100",
+            "--gaits", "walk", "--init", str(path), "--iterations", "1"]
+    state = checkpoint.load(train(argv))
+    assert all(torch.equal(first[0][k], source["policy"][k]) for k in source["policy"])   # norm statistics too
+    assert state["step"] == 1 and state["history"]["samples"] == 48 and len(state["history"]["train"]) == 1
+    assert state["config"]["gaits"] == ["walk"] and set(state["meta"]["gaits"]) == {"walk"}
+    assert state["optimiser"]["state"][0]["step"] == 3              # afresh: one update's three minibatches
+    [run] = state["history"]["runs"]
+    assert run["init"] == {"checkpoint": str(path), "step": 2, "samples": 96, "runs": source["history"]["runs"]}
+
+
+def test_a_run_is_not_started_from_weights_it_cannot_take(policy_file, dog_small_zip, cache, tmp_path):
+    from inference.errors import DataError
+    from training import checkpoint
+
+    source, _ = policy_file
+    files = {"rtn.pt": {**source, "family": "rtn"},
+             "wide.pt": {**source, "config": {**source["config"], "hidden": [64]}},
+             "blind.pt": {**source, "policy": {**source["policy"], "norm.mean": torch.zeros(7)}}}
+    for name, state in files.items():
+        checkpoint.save(state, tmp_path / name)
+    (tmp_path / "notes.txt").write_text("not a checkpoint\n")
+    argv = ["carl", "--data", str(dog_small_zip), "--cache", str(cache), "--hidden", "32,32"]
+    out = tmp_path / "run"
+    for name, message in (("notes.txt", "not a training checkpoint; give a RUN/checkpoint.pt"),
+                          ("rtn.pt", "a checkpoint of a rtn run; --init needs a carl checkpoint"),
+                          ("wide.pt", "a policy of --hidden 64 --primitives 8, this run's of --hidden 32,32"),
+                          ("blind.pt", "a policy that reads 7 observation values, this run's dog gives 694")):
+        with pytest.raises(DataError) as refused:
+            train(argv + ["--out", str(out), "--init", str(tmp_path / name)])
+        assert str(refused.value).startswith(f"{tmp_path / name}: {message}") and not out.exists()
+    out.mkdir()   # the same command again resumes the run it started, whatever --init names now
+    checkpoint.save(source, out / "checkpoint.pt")
+    state = checkpoint.load(train(argv + ["--out", str(out), "--init", str(tmp_path / "wide.pt"), "--samples", "48",
+                                          "--epochs", "1", "--minibatch", "16", "--evaluate-every", "100",
+                                          "--iterations", "3"]))
+    assert state["step"] == 3 and "init" not in state["history"]["runs"][-1]
+
+
 def test_an_exported_policy_acts_as_its_checkpoints_mean_action_on_the_body_it_trained_on(policy_file):
     from inference.carl.body import build
     from inference.modelfile import open_model

@@ -48,6 +48,15 @@ def load(path):
     return state
 
 
+def initial(path, family):
+    """The checkpoint at ``path`` that a new run of ``family`` (its name) starts from (``--init``), once it
+    is known to be of that family (whether it fits the run is the family's to say)."""
+    source = load(path)
+    if source["family"] != family:
+        raise DataError(f"{path}: a checkpoint of a {source['family']} run; --init needs a {family} checkpoint")
+    return source
+
+
 def of_model_file(path, family):
     """The state ``--init`` starts from when given a model file (``.onnx``) rather than a checkpoint: a
     technical animator has the shipped models, not the runs that made them, and fine-tunes those on

@@ -259,12 +259,11 @@ def train(family, args, argv):
 
 
 def _initial(family, path):
-    """The checkpoint a run starts from (``--init``), once it is known to be of this family (whether
-    it fits the data is the family's ``check_init``, once the data is read)."""
-    source = checkpoint.of_model_file(path, family) if Path(path).suffix == ".onnx" else checkpoint.load(path)
-    if source["family"] != family.name:
-        raise DataError(f"{path}: a checkpoint of a {source['family']} run; --init needs a {family.name} checkpoint")
-    return source
+    """The checkpoint a run starts from (``--init``), a model file's as one, once it is known to be of this
+    family (whether it fits the data is the family's ``check_init``, once the data is read)."""
+    if Path(path).suffix == ".onnx":
+        return checkpoint.of_model_file(path, family)
+    return checkpoint.initial(path, family.name)
 
 
 def kept_out(args, earlier, say):

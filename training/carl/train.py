@@ -7,7 +7,8 @@ Reinforcement learning does not fit the shared supervised loop (``training/loop.
 one loss), so this loop is its own but keeps its promises: ``RUN/checkpoint.pt`` written atomically
 every few minutes and at the end, the same command resuming it, ``--minutes``, ``RUN/history.json``
 and ``RUN/reward.png``, a tqdm bar, and each start's argv, commit and hardware in the history. A step
-of the run is one roll-out and its PPO update. The test split's clips are never read.
+of the run is one roll-out and its PPO update. The test split's clips are never read. ``--init`` starts a
+new run from another's policy, as a curriculum: a walk's policy goes on to trots and canters.
 """
 
 import json
@@ -22,6 +23,7 @@ import torch
 from tqdm import tqdm
 
 from inference.carl.body import build, measure, soles
+from inference.carl.observation import size
 from inference.cli import number, whole
 from lab.dataset import load_motion_set
 from inference.errors import DataError
@@ -69,7 +71,8 @@ def add_arguments(parser):
     parser.add_argument("--minibatch", type=whole(1, 1_000_000, "policy steps a gradient step learns from"),
                         default=Settings.minibatch)
     parser.add_argument("--lr", type=number(1e-9, 1.0, "a learning rate"), default=1e-4,
-                        help="the policy's learning rate, at the start where --kl adapts it (a resumed run keeps the rate it had)")
+                        help="the policy's learning rate, at the start where --kl adapts it (a resumed run keeps "
+                             "the rate it had)")
     parser.add_argument("--kl", type=number(0.0, 1.0, "a KL divergence"), default=Settings.kl,
                         help="the KL divergence of an update the policy's learning rate adapts to; 0: a fixed --lr")
     parser.add_argument("--gamma", type=number(0.0, 0.9999, "a discount"), default=Settings.gamma,
@@ -80,7 +83,8 @@ def add_arguments(parser):
     parser.add_argument("--primitives", type=whole(1, 64, "the policy's primitives"), default=8,
                         help="the policy's primitives (a new run only)")
     parser.add_argument("--spread", type=number(1e-3, 2.0, "a standard deviation"), default=0.4,
-                        help="the policy's first standard deviation, in units of the action (0.3 rad each; a new run only)")
+                        help="the policy's first standard deviation, in units of the action (0.3 rad each; a new "
+                             "run only, not one from --init: its weights give their own)")
     parser.add_argument("--assist", type=number(0.0, 1000.0, "a torque in Nm"), default=0.0,
                         help="the most torque (Nm) that holds the dog's root up at the start, taken away as the "
                              "policy learns to stay up (see anneal; a new run only; 0: none)")
@@ -91,6 +95,11 @@ def add_arguments(parser):
     parser.add_argument("--path-seconds", type=number(1.0, 600.0, "seconds a path"), default=10.0,
                         help="how long each of --paths lasts (a new run only)")
     parser.add_argument("--mann", type=Path, help="the MANN model that walks --paths (default: the shipped one)")
+    parser.add_argument("--init", type=Path, default=None,
+                        help="start a new run from the policy, critic and observation statistics of this carl "
+                             "RUN/checkpoint.pt (of the same --hidden and --primitives), e.g. a walk's policy on to "
+                             "trots and canters: this command's --gaits and other options apply, the body is "
+                             "measured on them, the optimiser and the counts start afresh")
     parser.add_argument("--no-pushes", action="store_true")
     parser.add_argument("--no-randomise", action="store_true", help="keep the nominal masses and friction")
     parser.add_argument("--checkpoint-minutes", type=minutes, default=5.0)
@@ -109,11 +118,16 @@ def train(args, argv):
     state = checkpoint.load(path) if path.exists() else None
     if state and state["family"] != FAMILY:
         raise DataError(f"{path}: a checkpoint of a {state['family']} run, not of carl")
+    source = checkpoint.initial(args.init, FAMILY) if args.init and not state else None   # resuming: as it began
     data = load_motion_set(args.data, args.cache)
     config = state["config"] if state else {
         "gaits": args.gaits.split(","), "hidden": [int(h) for h in args.hidden.split(",")],
         "primitives": args.primitives, "spread": args.spread, "assist": args.assist, "paths": args.paths,
         "path_seconds": args.path_seconds, "path_seed": args.seed}
+    if source:
+        check_init(source, config, size(len(data.skeleton)), args.init)
+        # the spread is the heads' output, learned state by state with the mean: the weights' own goes on
+        config["spread"] = source["config"].get("spread", 0.4)
     clips = stretches(data, config["gaits"])
     if not clips:
         raise DataError(f"{args.data}: no stretch of {', '.join(config['gaits'])} outside the test split")
@@ -128,7 +142,7 @@ def train(args, argv):
         # a checkpoint from before the paws had soles resumes on soled paws
         paw_soles = saved["soles"].numpy() if "soles" in saved else soles(skeleton, rotations)
         body = build(skeleton, saved["natural"].numpy(), saved["limits"].numpy(), saved["scale"], paw_soles)
-    else:
+    else:   # also under --init: a canter turns joints past a walk's limits, and the policy reads world poses
         body = build(data.skeleton, *measure(rotations), 0.01, soles(data.skeleton, rotations))
     step = state["step"] if state else 0
     rng = np.random.default_rng([args.seed, step])
@@ -150,8 +164,16 @@ def train(args, argv):
             optimiser.param_groups[0]["lr"] = args.lr
         history = {"validation": [], "assist": 0.0, **state["history"]}
         tqdm.write(f"resuming {path} at step {step}", file=sys.stderr)
+    elif source:   # the policy, its observations' statistics and the critic; the optimiser and counts start afresh
+        policy.load_state_dict(source["policy"])
+        value.net.load_state_dict(source["value"])
+        tqdm.write(f"starting from the weights of {args.init} at step {source['step']} "
+                   f"({source['history']['samples']:,} samples)", file=sys.stderr)
     history["runs"].append({"from_step": step, "argv": list(argv), "commit": source_commit(),
-                            "hardware": card.hardware("cpu")})
+                            "hardware": card.hardware("cpu"),
+                            **({"init": {"checkpoint": str(args.init), "step": source["step"],
+                                         "samples": source["history"]["samples"],
+                                         "runs": source["history"]["runs"]}} if source else {})})
     meta = {"data": str(args.data), "licence": licence_of([args.data]),
             "clips": [r.name for r in steady.references], **({"paths_by": mann.name} if config.get("paths") else {}),
             "gaits": {g: steady.gaits.count(g) for g in config["gaits"]}, "dropped": steady.dropped}
@@ -212,6 +234,20 @@ def train(args, argv):
         envs.close()
     tqdm.write(f"checkpoint {path} at step {step}", file=sys.stderr)
     return path
+
+
+def check_init(source, config, observations, path):
+    """Refuse, naming ``path``, a checkpoint ``source`` whose networks are not of this run's shape: the
+    hidden layers and primitives of ``config``, ``observations`` values read."""
+    theirs = source["config"]
+    if (theirs["hidden"], theirs["primitives"]) != (config["hidden"], config["primitives"]):
+        raise DataError(f"{path}: a policy of --hidden {','.join(map(str, theirs['hidden']))} --primitives "
+                        f"{theirs['primitives']}, this run's of --hidden {','.join(map(str, config['hidden']))} "
+                        f"--primitives {config['primitives']}; give those, or leave out --init")
+    read = len(source["policy"]["norm.mean"])
+    if read != observations:
+        raise DataError(f"{path}: a policy that reads {read} observation values, this run's dog gives "
+                        f"{observations}; start from a checkpoint of this dog, or without --init")
 
 
 def anneal(assist, stats):
