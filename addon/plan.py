@@ -7,7 +7,7 @@ that cannot be used, gaps the model cannot reach, each refused with what to do.
 """
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import bpy
 import numpy as np
@@ -83,27 +83,33 @@ def read_plan_steps(context, keys_from, serves="fill", kind=None):
     ratio = fps / model.layout.fps
     edit.check_gaps(model, gaps, ratio)
     first, last = edit.window(model, gaps, fps)
-    plan = yield from plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, np.arange(first, last + 1))
-    plan.momentum = edit.keyed_momentum(keys.all(), gaps, ratio)
-    leaning = keyspline.leaning(gaps, plan.momentum, first, last - first + 1, fps) if serves == "fill" else []
-    if leaning and rig.source is None:
-        plan.around = read_around(plan, channels, [gaps[i] for i in leaning], keys.all())
+    momentum = edit.keyed_momentum(keys.all(), gaps, ratio)
+    leaning = keyspline.leaning(gaps, momentum, first, last - first + 1, fps) if serves == "fill" else []
+    span = around_span(model, [gaps[i] for i in leaning], fps, keys.all(), first, last) if leaning else None
+    plan = yield from plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, np.arange(first, last + 1),
+                                      around=None if rig.source is None else span)
+    plan.momentum = momentum
+    if span is not None and rig.source is None:
+        plan.around = read_around(plan, channels, span)
     return plan
 
 
-def read_around(plan, channels, gaps, keys):
-    """``(motion, first)``: a plain rig's action in the model's space over the frames :func:`.edit.surround`
-    gives for the ``gaps`` that lean, within its ``keys`` (sorted scene frames), where Fill Gaps tries the keys'
-    own spline (:mod:`..inference.keyspline`): those of the ``plan``'s window as it read them, the others read
-    now; None where there are none, or a channel there is not a number. A control rig has none: its deform
-    bones are read as Blender evaluates them, a frame at a time, and the frames around would cost more than the
-    fill."""
+def around_span(model, gaps, fps, keys, first, last):
+    """``(near, far)``: the scene frames :func:`.edit.surround` gives for the ``gaps`` that lean, within the
+    action's ``keys`` (sorted scene frames) and around the window ``first``-``last``, where Fill Gaps tries the
+    keys' own spline (:mod:`..inference.keyspline`); None where the window is all of them: no room for a probe."""
+    near, far = edit.surround(model, gaps, fps)
+    near, far = min(max(near, keys[0]), first), max(min(far, keys[-1]), last)
+    return None if (near, far) == (first, last) else (int(near), int(far))
+
+
+def read_around(plan, channels, span):
+    """``(motion, first)``: a plain rig's action in the model's space over the scene frames ``span`` (near, far):
+    those of the ``plan``'s window as it read them, the others read now; None where a channel there is not a
+    number. (A control rig's are read with its window: :func:`plan_over_steps`.)"""
     window = plan.motion
-    near, far = edit.surround(plan.model, gaps, plan.fps)
-    near, far = min(max(near, keys[0]), plan.first), max(min(far, keys[-1]), plan.first + window.n_frames - 1)
+    near, far = span
     frames = np.r_[near:plan.first, plan.first + window.n_frames:far + 1]
-    if not len(frames):   # the window is the whole action: no room for a probe
-        return None
     location, rotation, scale, _ = sample(channels.obj, channels, plan.rig, frames, plan.retarget.bones)
     if not all(np.isfinite(x).all() for x in (location, rotation, scale)):
         return None
@@ -155,12 +161,13 @@ def plan_over(channels, model, rig, retarget, detected, gaps, fps, frames, obj=N
     return drained(plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames, obj))
 
 
-def plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames, obj=None):
+def plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames, obj=None, around=None):
     """:func:`plan_over` as steps (:mod:`.steps`): a share after each frame Blender evaluates, or after
-    each CHUNK frames of F-curves."""
+    each CHUNK frames of F-curves. ``around`` (near, far): scene frames about ``frames`` that a control rig
+    evaluates with them, read as one take (its turns smoothed over all of it), for the plan's ``around``."""
     obj = channels.obj if channels is not None else obj
     action = channels.action.name if channels is not None else None
-    drive, turns = None, ()
+    drive, turns, whole = None, (), None
     if rig.source is None:
         read = yield from _read_curves(obj, channels, rig, retarget, gaps, frames)
         location, rotation, scale, raw, rotations, positions = read
@@ -170,27 +177,35 @@ def plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames,
                                   gaps[0][0] if gaps else frames[0])   # IK or FK as at the first gap, or frame
         index = {n: i for i, n in enumerate(real.names)}
         driving = [index[e.control] for e in entries if e.control in index]
-        both = yield from evaluated.pose_around(obj, frames, np.concatenate([bones, driving]).astype(np.int64), gaps)
-        unusable(rig, frames, both[:, :len(bones)].reshape(len(frames), len(bones), -1))
-        pose = both[:, :len(bones)]
+        near = int(frames[0]) if around is None else around[0]
+        span = np.arange(near, int(frames[-1]) + 1 if around is None else around[1] + 1)
+        rows = slice(int(frames[0]) - near, int(frames[0]) - near + len(frames))
+        both = yield from evaluated.pose_around(obj, span, np.concatenate([bones, driving]).astype(np.int64), gaps)
+        unusable(rig, frames, both[rows, :len(bones)].reshape(len(frames), len(bones), -1))
+        taken = both[:, :len(bones)]
+        pose = taken[rows]
         location, rotation, scale = evaluated.channels_of(rig, pose)
         raw = {}
         drive = controls.drive(real, [e for e in entries if e.control in index], rig, retarget.mapping,
-                               list(model.skeleton.names), both[:, len(bones):], pose, int(frames[0]))
+                               list(model.skeleton.names), both[rows, len(bones):], pose, int(frames[0]))
         if not len(drive.bones):
             raise MappingError(f"armature {obj.name!r}: its deform bones ({', '.join(rig.names[:3])}, ...) are "
                                "moved by constraints, and no control of its control map drives them; keys on "
                                "them would change nothing. Map the controls in the Betwixt panel (Control Map)")
-        rotations, positions = retarget.to_model(pose)
+        rotations, positions = retarget.to_model(taken)
         # a control rig's chains are split where the model has one bone, its twists are its solvers' and
         # constraints', not the motion's
         rotations, chords = aimed(rotations, positions, model.skeleton, split_chains(model.skeleton, retarget, rig),
-                                  retarget.heads(pose))
+                                  retarget.heads(taken))
         rotations, twists = untwisted(rotations, positions, model.skeleton, retarget.pose, fps)
-        turns = (chords, twists)
+        turns = (replace(chords, swings=chords.swings[rows]), replace(twists, angles=twists.angles[rows]))
+        if around is not None and np.isfinite(taken).all():
+            whole = (Motion(model.skeleton, quat.unroll(rotations), positions, model.layout.fps,
+                            name=action or obj.name), near)
+        rotations, positions = rotations[rows], positions[rows]
     motion = Motion(model.skeleton, rotations, positions, model.layout.fps, name=action or obj.name)
     return Plan(obj.name, action, channels and channels.slot_identifier, model, rig, retarget, int(frames[0]),
-                gaps, fps, motion, location, rotation, scale, raw, detected, drive=drive, turns=turns)
+                gaps, fps, motion, location, rotation, scale, raw, detected, drive=drive, turns=turns, around=whole)
 
 
 def _read_curves(obj, channels, rig, retarget, gaps, frames):

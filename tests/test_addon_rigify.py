@@ -218,6 +218,31 @@ def test_fill_gaps_keys_the_controls_and_beats_bezier_on_the_deform_bones(betwix
     assert np.abs(deform_heads(betwixt, rig, np.arange(1, GAP[0] + 1)) - outside).max() < 1e-4
 
 
+def test_a_half_second_gap_on_the_controls_reads_its_probes_frames_and_beats_bezier(betwixt, keyed_rig):
+    """Fill Gaps' lean toward the keys' own spline (inference/keyspline.py) on a control rig: the frames around
+    the window are evaluated with it, as one take, and the fill still keys the controls, nearer the capture."""
+    from betwixt.addon import plan as reading
+    from betwixt.inference import edit
+    rig = load(keyed_rig)
+    a, b = 60, 75
+    truth = deform_heads(betwixt, rig, np.arange(a + 1, b))
+    cut(betwixt, rig, a, b)
+    bezier = deform_heads(betwixt, rig, np.arange(a + 1, b))
+    plan = reading.read_plan(bpy.context, reading.selected_gaps)
+    near, far = edit.surround(plan.model, plan.gaps, plan.fps)
+    assert plan.around[1] == near and plan.around[0].n_frames == far - near + 1
+    window = slice(plan.first - near, plan.first - near + plan.motion.n_frames)
+    assert np.array_equal(plan.around[0].positions[window], plan.motion.positions)
+    assert np.allclose(np.abs(np.sum(plan.around[0].rotations[window] * plan.motion.rotations, -1)), 1.0)
+    assert len(plan.turns[1].angles) == plan.motion.n_frames
+    assert bpy.ops.betwixt.fill_gaps() == {"FINISHED"}
+    keyed = keyed_bones(betwixt, rig, a, b)
+    assert "torso" in keyed and not any(n.startswith(("DEF-", "ORG-", "MCH-")) for n in keyed)
+    filled = deform_heads(betwixt, rig, np.arange(a + 1, b))
+    ours, theirs = (np.linalg.norm(x - truth, axis=-1).mean() for x in (filled, bezier))
+    assert ours < 0.9 * theirs, (ours, theirs)
+
+
 def test_a_rig_whose_deform_bones_no_control_drives_is_refused_and_left_alone(betwixt, keyed_rig):
     rig = load(keyed_rig)
     cut(betwixt, rig, *GAP)
