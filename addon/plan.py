@@ -14,7 +14,7 @@ import numpy as np
 
 from ..inference import edit, keyspline, quat
 from ..inference.errors import BetwixtError
-from ..inference.motion import Motion
+from ..inference.motion import Motion, forward_kinematics
 from ..inference.chords import aimed
 from ..inference.twist import untwisted
 from . import controls, evaluated, mapping
@@ -51,6 +51,7 @@ class Plan:
     turns: tuple = ()          # what the reading turned, in order: chords, twists (inference/chords.py, twist.py)
     parting: dict = None       # per gap index: how far the model's views of it parted (edit.fill; guard.unsure)
     around: tuple = None       # (motion, first): the frames Fill Gaps' probes are cut from (edit.fill)
+    lengths: np.ndarray = None  # a control rig's joint offsets as read, frame by frame (read_lengths)
 
 
 STANCE_FRAMES = 60   # frames of an action read for the rig's natural stance (read_retarget)
@@ -167,7 +168,7 @@ def plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames,
     evaluates with them, read as one take (its turns smoothed over all of it), for the plan's ``around``."""
     obj = channels.obj if channels is not None else obj
     action = channels.action.name if channels is not None else None
-    drive, turns, whole = None, (), None
+    drive, turns, whole, lengths = None, (), None, None
     if rig.source is None:
         read = yield from _read_curves(obj, channels, rig, retarget, gaps, frames)
         location, rotation, scale, raw, rotations, positions = read
@@ -195,9 +196,11 @@ def plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames,
         rotations, positions = retarget.to_model(taken)
         # a control rig's chains are split where the model has one bone, its twists are its solvers' and
         # constraints', not the motion's
+        heads = retarget.heads(taken)
         rotations, chords = aimed(rotations, positions, model.skeleton, split_chains(model.skeleton, retarget, rig),
-                                  retarget.heads(taken))
+                                  heads)
         rotations, twists = untwisted(rotations, positions, model.skeleton, retarget.pose, fps)
+        lengths = read_lengths(retarget, rotations, positions, heads, gaps, near)[rows]
         turns = (replace(chords, swings=chords.swings[rows]), replace(twists, angles=twists.angles[rows]))
         if around is not None and np.isfinite(taken).all():
             whole = (Motion(model.skeleton, quat.unroll(rotations), positions, model.layout.fps,
@@ -205,7 +208,30 @@ def plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames,
         rotations, positions = rotations[rows], positions[rows]
     motion = Motion(model.skeleton, rotations, positions, model.layout.fps, name=action or obj.name)
     return Plan(obj.name, action, channels and channels.slot_identifier, model, rig, retarget, int(frames[0]),
-                gaps, fps, motion, location, rotation, scale, raw, detected, drive=drive, turns=turns, around=whole)
+                gaps, fps, motion, location, rotation, scale, raw, detected, drive=drive, turns=turns, around=whole,
+                lengths=lengths)
+
+
+def read_lengths(retarget, rotations, positions, heads, gaps, first):
+    """(F, J, 3): where each joint of ``retarget``'s skeleton hangs from its parent, in the parent's turn, as a
+    control rig's deform bones were evaluated (``heads`` {joint: (F, 3)}: :meth:`~..inference.retarget.
+    Retargeting.heads`; ``rotations`` and ``positions`` the read), frame by frame, straight between the keys of
+    the ``gaps`` (scene frames, ``first`` that of row 0) inside them; the rig's rest lengths
+    (:meth:`~..inference.retarget.Retargeting.on_rig`) where the joint or its parent is unmapped. A control
+    rig's chains stretch and shrink as they bend (Rigify's spine and legs by a centimetre), so a pose built on
+    rest lengths puts its feet and hands where the rig did not have them."""
+    sk = retarget.skeleton
+    out = np.repeat(retarget.rig_offsets[None], len(rotations), axis=0)
+    grot = forward_kinematics(rotations, positions, sk.parents)[0]
+    for j, p in enumerate(sk.parents.tolist()):
+        if p >= 0 and j in heads and p in heads:
+            out[:, j] = quat.rotate(quat.inv(grot[:, p]), heads[j] - heads[p])
+    for a, b in gaps:
+        i, k = a - first, b - first
+        if 0 <= i < k < len(out):
+            w = np.linspace(0.0, 1.0, k - i + 1)[1:-1, None, None]
+            out[i + 1:k] = (1.0 - w) * out[i] + w * out[k]
+    return out
 
 
 def _read_curves(obj, channels, rig, retarget, gaps, frames):

@@ -32,7 +32,7 @@ def key_edits(plan, channels, motion, gaps, step):
     frames = np.concatenate([np.arange(a + step, b, step) for a, b in gaps] + [np.zeros(0, np.int64)])
     rows = frames - plan.first
     # the joints' heads in the model's own turns on the rig's lengths: a split chain's end lies along its chord
-    _, heads = plan.retarget.to_world(motion.rotations[rows], plan.retarget.on_rig(motion).positions[rows])
+    _, heads = plan.retarget.to_world(motion.rotations[rows], on_rig(plan, motion).positions[rows])
     *_, pose = to_rig(plan.retarget, *as_read(plan, motion, rows), plan.location[rows], plan.rotation[rows],
                       plan.scale[rows], heads)
     edits = yield from controls.edits(channels.obj, channels, plan.drive, frames, gaps, pose[:, plan.drive.follows])
@@ -114,6 +114,20 @@ def rotation_channels(plan, rotation, bones, starts, counts):
     return out
 
 
+def on_rig(plan, motion):
+    """``motion`` (one frame per scene frame from the plan's first) on the rig's bone lengths
+    (:meth:`..inference.retarget.Retargeting.on_rig`), a control rig's as the plan read them frame by frame
+    (:func:`.plan.read_lengths`)."""
+    out = plan.retarget.on_rig(motion)
+    if plan.lengths is None:
+        return out
+    rows = np.minimum(np.arange(motion.n_frames), len(plan.lengths) - 1)
+    fixed = np.setdiff1d(np.arange(len(plan.model.skeleton)), plan.retarget.positional)
+    positions = out.positions.copy()
+    positions[:, fixed] = plan.lengths[rows][:, fixed]
+    return replace(out, positions=positions)
+
+
 def planted(plan, motion):
     """``motion`` with its feet planted in the plan's gaps (inference/contacts.py) where the plan asks for it,
     on the rig's bone lengths (:meth:`..inference.retarget.Retargeting.on_rig`); speeds are judged at the
@@ -121,7 +135,7 @@ def planted(plan, motion):
     if not plan.plant:
         return motion
     gaps = [(a - plan.first, b - plan.first) for a, b in plan.gaps]
-    out = contacts.plant(replace(plan.retarget.on_rig(motion), fps=plan.fps), gaps, plan.model.layout.height,
+    out = contacts.plant(replace(on_rig(plan, motion), fps=plan.fps), gaps, plan.model.layout.height,
                          plan.model.floored)
     return replace(motion, rotations=out.rotations)
 
