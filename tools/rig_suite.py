@@ -346,6 +346,8 @@ CASES = [
     Case("rigify-cmu", "the generated Rigify rig, IK limbs, keyed on its controls with another lab's capture: CMU "
          "01_01 at 30 fps, frames 240-1440, retargeted onto the model's skeleton", "cmu-01_01.bvh", 240, 1440,
          units=CMU_UNIT, fps=30, shape=onto_model, make=rigify(0)),
+    Case("rigify-blocking", "the generated Rigify rig, IK limbs, the LaFAN1 clip keyed on its controls every 5 "
+         "frames (blocking) around the gap", CLIP, 1000, 1300, every=5, make=rigify(0)),
     Case("metarig", "Blender's human metarig (plain bones, its own rest pose and rolls), the LaFAN1 clip keyed "
          "on its bones", CLIP, 1000, 1300, make=rigify(1, meta=True)),
     Case("bone-names", "the LaFAN1 clip, bones renamed Bone, Bone.001, ...: Detect must fail", CLIP, 1000, 1300,
