@@ -183,6 +183,8 @@ def plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames,
         rows = slice(int(frames[0]) - near, int(frames[0]) - near + len(frames))
         both = yield from evaluated.pose_around(obj, span, np.concatenate([bones, driving]).astype(np.int64), gaps)
         unusable(rig, frames, both[rows, :len(bones)].reshape(len(frames), len(bones), -1))
+        if not np.isfinite(both).all():   # a bad key beside the window: no probes, and the window read alone
+            both, near, rows, around = both[rows], int(frames[0]), slice(0, len(frames)), None
         taken = both[:, :len(bones)]
         pose = taken[rows]
         location, rotation, scale = evaluated.channels_of(rig, pose)
@@ -202,7 +204,7 @@ def plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, frames,
         rotations, twists = untwisted(rotations, positions, model.skeleton, retarget.pose, fps)
         lengths = read_lengths(retarget, rotations, positions, heads, gaps, near)[rows]
         turns = (replace(chords, swings=chords.swings[rows]), replace(twists, angles=twists.angles[rows]))
-        if around is not None and np.isfinite(taken).all():
+        if around is not None:
             whole = (Motion(model.skeleton, quat.unroll(rotations), positions, model.layout.fps,
                             name=action or obj.name), near)
         rotations, positions = rotations[rows], positions[rows]

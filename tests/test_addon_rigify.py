@@ -243,6 +243,21 @@ def test_a_half_second_gap_on_the_controls_reads_its_probes_frames_and_beats_bez
     assert ours < 0.9 * theirs, (ours, theirs)
 
 
+def test_a_bad_key_beside_a_half_second_gap_leaves_its_fill_without_probes(betwixt, keyed_rigs):
+    """A key that is not a number some frames before the window (where the probes would be cut) is not the fill's
+    business: the gap is filled from the window alone, as it was before the frames around were read."""
+    from betwixt.addon import plan as reading
+    rig = load(keyed_rigs[0.0])
+    cut(betwixt, rig, 60, 75)
+    curve = betwixt["pose_io"].Channels(rig).find('pose.bones["torso"].location', 0)
+    point = next(p for p in curve.keyframe_points if p.co[0] == 48)   # the window starts on 50
+    point.co[1] = float("nan")
+    plan = reading.read_plan(bpy.context, reading.selected_gaps)
+    assert plan.around is None and np.isfinite(plan.motion.rotations).all()
+    assert bpy.ops.betwixt.fill_gaps() == {"FINISHED"}
+    assert np.isfinite(deform_heads(betwixt, rig, np.arange(61, 75))).all()
+
+
 def test_the_rig_s_own_motion_written_back_onto_its_controls_puts_the_deform_bones_where_they_were(betwixt,
                                                                                                     keyed_rig):
     """Rigify's deform chains stretch and shrink as they bend (a leg by a centimetre): written on its rest lengths,
