@@ -84,9 +84,10 @@ def read_plan_steps(context, keys_from, serves="fill", kind=None):
     ratio = fps / model.layout.fps
     edit.check_gaps(model, gaps, ratio)
     first, last = edit.window(model, gaps, fps)
-    momentum = edit.keyed_momentum(keys.all(), gaps, ratio)
+    keyed = keys.all()
+    momentum = edit.keyed_momentum(keyed, gaps, ratio)
     leaning = keyspline.leaning(gaps, momentum, first, last - first + 1, fps) if serves == "fill" else []
-    span = around_span(model, [gaps[i] for i in leaning], fps, keys.all(), first, last) if leaning else None
+    span = around_span(model, [gaps[i] for i in leaning], fps, keyed, first, last) if leaning else None
     plan = yield from plan_over_steps(channels, model, rig, retarget, detected, gaps, fps, np.arange(first, last + 1),
                                       around=None if rig.source is None else span)
     plan.momentum = momentum

@@ -118,14 +118,9 @@ def on_rig(plan, motion):
     """``motion`` (one frame per scene frame from the plan's first) on the rig's bone lengths
     (:meth:`..inference.retarget.Retargeting.on_rig`), a control rig's as the plan read them frame by frame
     (:func:`.plan.read_lengths`)."""
-    out = plan.retarget.on_rig(motion)
     if plan.lengths is None:
-        return out
-    rows = np.minimum(np.arange(motion.n_frames), len(plan.lengths) - 1)
-    fixed = np.setdiff1d(np.arange(len(plan.model.skeleton)), plan.retarget.positional)
-    positions = out.positions.copy()
-    positions[:, fixed] = plan.lengths[rows][:, fixed]
-    return replace(out, positions=positions)
+        return plan.retarget.on_rig(motion)
+    return plan.retarget.on_rig(motion, plan.lengths[np.minimum(np.arange(motion.n_frames), len(plan.lengths) - 1)])
 
 
 def planted(plan, motion):

@@ -337,14 +337,16 @@ class Retargeting:
         rotations = quat.to_matrix(grot[:, self.joints]) @ np.swapaxes(self.offsets, -1, -2)
         return rotations, gpos[:, self.joints] * self.scale
 
-    def on_rig(self, motion):
+    def on_rig(self, motion, lengths=None):
         """``motion`` (the skeleton's, from :meth:`to_model`) on the rig's bone lengths: forward kinematics then
         gives the rig's joint positions (in the skeleton's units and axes), so feet planted on it stay planted on
         the rig, whatever its proportions; planted on the skeleton's lengths, a shorter-legged rig's foot slides
-        where the model's stands still. Joints that follow a bone's head keep their translations."""
+        where the model's stands still. Joints that follow a bone's head keep their translations. ``lengths``
+        (frames, J, 3): the rig's offsets frame by frame, where its chains stretch (a control rig's, as read),
+        rather than its rest ones."""
         positions = motion.positions.copy()
         fixed = np.setdiff1d(np.arange(len(self.skeleton)), self.positional)
-        positions[:, fixed] = self.rig_offsets[fixed]
+        positions[:, fixed] = self.rig_offsets[fixed] if lengths is None else lengths[:, fixed]
         return replace(motion, positions=positions)
 
 
